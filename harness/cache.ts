@@ -1,0 +1,145 @@
+/**
+ * Content-addressed store for heavy artifacts. An entry lives at
+ * `<cacheDir>/<stage>/<key>/` where key = sha256 of the stage's inputs. It is
+ * built in a private temporary directory and published by one rename after a
+ * `.complete` marker is written, under an exclusive file lock, so two runs
+ * never corrupt it and a partial entry is never used.
+ */
+import { createHash } from "node:crypto";
+import { join, relative } from "node:path";
+import { progress } from "./progress.ts";
+
+/** Name of the marker written last into a finished entry. */
+export const COMPLETE_MARKER = ".complete";
+
+/** Hash any JSON-serialisable description of inputs. */
+export function hashInputs(inputs: unknown): string {
+  return createHash("sha256").update(stableJson(inputs)).digest("hex");
+}
+
+/** JSON with object keys sorted, so equal inputs hash equally. */
+export function stableJson(value: unknown): string {
+  return JSON.stringify(value, (_k, v) => {
+    if (v && typeof v === "object" && !Array.isArray(v) && !(v instanceof Uint8Array)) {
+      return Object.fromEntries(Object.entries(v).sort(([a], [b]) => a.localeCompare(b)));
+    }
+    return v;
+  });
+}
+
+/**
+ * sha256 over a set of files and directories (recursively, sorted, names
+ * relative to `base` included), so renaming or editing any file changes it.
+ */
+export async function hashTree(base: string, paths: string[]): Promise<string> {
+  const h = createHash("sha256");
+  const files: string[] = [];
+  for (const p of paths) await collect(join(base, p), files);
+  files.sort();
+  for (const f of files) {
+    h.update(relative(base, f));
+    h.update("\0");
+    h.update(await Deno.readFile(f));
+    h.update("\0");
+  }
+  return h.digest("hex");
+}
+
+async function collect(path: string, out: string[]): Promise<void> {
+  let info: Deno.FileInfo;
+  try {
+    info = await Deno.stat(path);
+  } catch {
+    return; // an absent input hashes as absent
+  }
+  if (info.isFile) {
+    out.push(path);
+    return;
+  }
+  if (!info.isDirectory) return;
+  for await (const e of Deno.readDir(path)) {
+    if (e.name.startsWith(".")) continue;
+    await collect(join(path, e.name), out);
+  }
+}
+
+/** Whether a directory is a finished cache entry. */
+export async function isComplete(dir: string): Promise<boolean> {
+  try {
+    return (await Deno.stat(join(dir, COMPLETE_MARKER))).isFile;
+  } catch {
+    return false;
+  }
+}
+
+/** A published cache entry. */
+export interface CacheEntry {
+  /** Directory holding the artifacts. */
+  dir: string;
+  /** The input hash. */
+  key: string;
+  /** True when this call built it. */
+  built: boolean;
+}
+
+/**
+ * Return the entry for `inputs` under `stage`, building it with `build(tmpDir)`
+ * when absent. `build` writes into the directory it is given; if it throws,
+ * nothing is published.
+ */
+export async function cached(
+  cacheDir: string,
+  stage: string,
+  inputs: unknown,
+  build: (outDir: string) => Promise<void>,
+): Promise<CacheEntry> {
+  const key = hashInputs(inputs);
+  const stageDir = join(cacheDir, stage);
+  const dir = join(stageDir, key);
+  if (await isComplete(dir)) return { dir, key, built: false };
+  await Deno.mkdir(stageDir, { recursive: true });
+  const lock = await Deno.open(join(stageDir, `${key}.lock`), { create: true, write: true });
+  try {
+    await lock.lock(true);
+    if (await isComplete(dir)) return { dir, key, built: false };
+    // A directory without the marker is a partial entry from a killed run.
+    await removeTree(dir);
+    const tmp = join(stageDir, `.tmp-${key}-${Deno.pid}`);
+    await removeTree(tmp);
+    await Deno.mkdir(tmp, { recursive: true });
+    progress("cache", `building ${stage} (${key.slice(0, 12)})`);
+    try {
+      await build(tmp);
+      await Deno.writeTextFile(
+        join(tmp, COMPLETE_MARKER),
+        stableJson({ stage, key, inputs, at: new Date().toISOString() }),
+      );
+      await Deno.rename(tmp, dir);
+    } catch (e) {
+      await removeTree(tmp).catch(() => {});
+      throw e;
+    }
+    return { dir, key, built: true };
+  } finally {
+    await lock.unlock().catch(() => {});
+    lock.close();
+  }
+}
+
+/**
+ * Remove a tree, refusing when anything is still mounted inside it: an rm
+ * through a bind-mounted /dev or /proc would destroy the host's.
+ */
+export async function removeTree(dir: string): Promise<void> {
+  const mounts = await Deno.readTextFile("/proc/self/mountinfo").catch(() => "");
+  const prefix = dir.endsWith("/") ? dir : dir + "/";
+  for (const line of mounts.split("\n")) {
+    const mountPoint = line.split(" ")[4];
+    if (mountPoint && (mountPoint === dir || mountPoint.startsWith(prefix))) {
+      throw new Error(`refusing to remove ${dir}: ${mountPoint} is still mounted`);
+    }
+  }
+  await Deno.remove(dir, { recursive: true }).catch((e) => {
+    if (!(e instanceof Deno.errors.NotFound)) throw e;
+  });
+}

@@ -1,0 +1,123 @@
+/**
+ * What a matrix row is, and the context it runs in. A row declares what it
+ * needs (guests, fabric, builds); the runner brings those into the state asked
+ * for and hands the row a context. Rows never boot or build anything
+ * themselves.
+ */
+import type { Accel, Config } from "../config.ts";
+import type { Guest } from "../vm/types.ts";
+
+/** KCIDB-ordered status; the roll-up takes the first present in this order. */
+export const STATUS_PRIORITY = ["FAIL", "ERROR", "MISS", "PASS", "DONE", "SKIP"] as const;
+
+/** Outcome of a row. */
+export type Status = typeof STATUS_PRIORITY[number];
+
+/** The mode a cnuas-switch fabric runs in. */
+export type FabricMode = "eth" | "ib" | "link";
+
+/** Build stages a row can ask for. */
+export type BuildTarget = "qemu" | "image" | "switch" | "modules" | "provider" | "guestprogs";
+
+/** What a row asks the runner for. */
+export interface RowNeeds {
+  /** Number of guests to boot (0 = none). */
+  guests: number;
+  /** A fabric the guests' devices connect to. */
+  fabric?: FabricMode;
+  /** Builds that must exist before the row runs. */
+  builds: BuildTarget[];
+  /** Emulated devices each guest gets (default: none of ours). */
+  devices?: GuestDevices;
+}
+
+/** Our devices attached to each guest of a row. */
+export interface GuestDevices {
+  /** Number of cnuas-vnic functions per guest, each on the row's fabric. */
+  vnic?: number;
+  /** Number of cnuasgpu functions per guest (gpu_id = guest*16 + index). */
+  gpu?: number;
+}
+
+/** Control handle of a row's running fabric. */
+export interface FabricHandle {
+  /** Mode the switch runs in. */
+  mode: FabricMode;
+  /** Path of the data socket devices connect to. */
+  socketPath: string;
+  /** Send one control request and return its reply object. */
+  control(request: Record<string, unknown>): Promise<Record<string, unknown>>;
+}
+
+/** A number with its unit. */
+export interface Measurement {
+  value: number;
+  unit: string;
+}
+
+/** Paths of built artifacts, filled for the builds a row asked for. */
+export interface BuildOutputs {
+  /** `qemu-system-x86_64` with our device models. */
+  qemu?: string;
+  /** Firmware search directories for `-L`. */
+  qemuFirmware?: string[];
+  /** The cnuas-switch daemon binary. */
+  switch?: string;
+  /** Guest image directory (kernel, initrd, rootfs.img, ssh key). */
+  image?: string;
+  /** Directory of built kernel modules (*.ko). */
+  modules?: string;
+  /** Directory holding the provider's install tree. */
+  provider?: string;
+}
+
+/** A failed expectation: the row's status becomes FAIL (anything else thrown is ERROR). */
+export class RowFailure extends Error {
+  override name = "RowFailure";
+}
+
+/** Handed to `Row.run`. */
+export interface RowContext {
+  /** The row's id. */
+  id: string;
+  /** The row's own artifact directory inside the report. */
+  dir: string;
+  /** Run configuration. */
+  config: Config;
+  /** The accelerator guests run under. */
+  accel: Accel;
+  /** Built artifacts the row asked for. */
+  builds: BuildOutputs;
+  /** Booted guests, as many as `needs.guests`, artifacts already installed. */
+  guests: Guest[];
+  /** The row's fabric when `needs.fabric` is set. */
+  fabric?: FabricHandle;
+  /** Aborted when the row's timeout expires. */
+  signal: AbortSignal;
+  /** Run a named step; the transcript and progress lines show it. */
+  step<T>(name: string, fn: () => Promise<T>): Promise<T>;
+  /** Record a measurement. */
+  measure(name: string, value: number, unit: string): void;
+  /** Attach a file (absolute, or relative to `dir`) to the row's artifacts. */
+  artifact(path: string): void;
+  /** Append a line to the row's transcript. */
+  log(line: string): void;
+  /** Fail the row (status FAIL) when `cond` is false, naming what differed. */
+  expect(cond: boolean, message: string): asserts cond;
+}
+
+/** One row of the validation matrix. */
+export interface Row {
+  /** Stable id (`boot`, `qtest-vnic`, ...). */
+  id: string;
+  /** One line: what the row proves. */
+  title: string;
+  /** What the runner must provide. */
+  needs: RowNeeds;
+  /** Wall-clock limit under KVM; scaled for TCG. */
+  timeoutSec: number;
+  /** The row body; absent for a row not implemented yet. */
+  run?: (ctx: RowContext) => Promise<void>;
+  /** Why the row reports MISS (required when `run` is absent). */
+  missReason?: string;
+}
