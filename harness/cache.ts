@@ -83,15 +83,17 @@ export interface CacheEntry {
 }
 
 /**
- * Return the entry for `inputs` under `stage`, building it with `build(tmpDir)`
- * when absent. `build` writes into the directory it is given; if it throws,
+ * Return the entry for `inputs` under `stage`, building it with
+ * `build(tmpDir, logDir)` when absent. `build` writes artifacts into the first
+ * directory and logs into the second (`<cache>/logs/<stage>/<key>/`, which
+ * survives a failed build so its path can be printed); if `build` throws,
  * nothing is published.
  */
 export async function cached(
   cacheDir: string,
   stage: string,
   inputs: unknown,
-  build: (outDir: string) => Promise<void>,
+  build: (outDir: string, logDir: string) => Promise<void>,
 ): Promise<CacheEntry> {
   const key = hashInputs(inputs);
   const stageDir = join(cacheDir, stage);
@@ -107,9 +109,11 @@ export async function cached(
     const tmp = join(stageDir, `.tmp-${key}-${Deno.pid}`);
     await removeTree(tmp);
     await Deno.mkdir(tmp, { recursive: true });
-    progress("cache", `building ${stage} (${key.slice(0, 12)})`);
+    const logDir = join(cacheDir, "logs", stage, key);
+    await Deno.mkdir(logDir, { recursive: true });
+    progress("cache", `building ${stage} (${key.slice(0, 12)}), logs in ${logDir}`);
     try {
-      await build(tmp);
+      await build(tmp, logDir);
       await Deno.writeTextFile(
         join(tmp, COMPLETE_MARKER),
         stableJson({ stage, key, inputs, at: new Date().toISOString() }),

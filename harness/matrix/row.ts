@@ -67,6 +67,8 @@ export interface BuildOutputs {
   image?: string;
   /** Directory of built kernel modules (*.ko). */
   modules?: string;
+  /** Directory of built guest programs (drivers/test, drivers/examples). */
+  guestPrograms?: string;
   /** Directory holding the provider's install tree. */
   provider?: string;
 }
@@ -103,7 +105,7 @@ export interface RowContext {
   /** Append a line to the row's transcript. */
   log(line: string): void;
   /** Fail the row (status FAIL) when `cond` is false, naming what differed. */
-  expect(cond: boolean, message: string): asserts cond;
+  expect(cond: boolean, message: string): void;
 }
 
 /** One row of the validation matrix. */

@@ -1,0 +1,106 @@
+/**
+ * Guest image stage: the guest root plus the init script, fixed SSH host
+ * keys and an authorised key generated for the harness, as an ext4 image
+ * made with `mkfs.ext4 -d`; kernel and initrd copied out of the root. Runs
+ * never modify the image (QEMU opens it with `snapshot=on`).
+ */
+import { join } from "node:path";
+import { cached, hashTree, removeTree } from "../cache.ts";
+import type { Config } from "../config.ts";
+import { exec } from "../exec.ts";
+import { progress } from "../progress.ts";
+import { inChroot } from "./chroot.ts";
+import { buildGuestRoot } from "./guest_root.ts";
+
+/** Files of a guest image entry. */
+export interface GuestImage {
+  /** Entry directory. */
+  dir: string;
+  kernel: string;
+  initrd: string;
+  rootfs: string;
+  /** Private key the harness logs in with (root). */
+  sshKey: string;
+  /** Guest kernel release (`uname -r`). */
+  kernelRelease: string;
+  /** Cache key of the image. */
+  key: string;
+}
+
+/** Bump when the recipe below changes. */
+const IMAGE_VERSION = 2;
+
+/** Build (or find) the guest image. */
+export async function buildImage(config: Config): Promise<GuestImage> {
+  const groot = await buildGuestRoot(config);
+  const initHash = await hashTree(config.repoRoot, ["harness/build/guest-init.sh"]);
+  const entry = await cached(config.cacheDir, "image", {
+    root: groot.key,
+    initHash,
+    IMAGE_VERSION,
+  }, async (out, logs) => {
+    const log = join(logs, "image.log");
+    const staging = join(out, "staging");
+    progress("image", `staging a copy of the guest root (log: ${log})`);
+    await exec(["cp", "-a", "--reflink=auto", groot.root, staging], { logPath: log });
+    try {
+      await Deno.copyFile(
+        join(config.repoRoot, "harness/build/guest-init.sh"),
+        join(staging, "sbin/cnuas-init"),
+      );
+      await Deno.chmod(join(staging, "sbin/cnuas-init"), 0o755);
+      // Host keys generated once into the image: ssh-keygen -A at boot costs
+      // seconds under TCG. These guests are throwaway test machines.
+      await exec(["ssh-keygen", "-A", "-f", staging], { logPath: log });
+      await exec(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "cnuas-hil", "-f",
+        join(out, "id_ed25519")], { logPath: log });
+      await Deno.mkdir(join(staging, "root/.ssh"), { recursive: true, mode: 0o700 });
+      await Deno.copyFile(join(out, "id_ed25519.pub"), join(staging, "root/.ssh/authorized_keys"));
+      await Deno.writeTextFile(
+        join(staging, "etc/ssh/sshd_config.d/cnuas.conf"),
+        "PermitRootLogin prohibit-password\nUseDNS no\nPasswordAuthentication no\n",
+      );
+      await Deno.writeTextFile(join(staging, "etc/fstab"), "/dev/vda / ext4 rw 0 1\n");
+      // A small initramfs: only what mounts a virtio-blk ext4 root. Debian's
+      // MODULES=most image spends seconds unpacking and probing under TCG.
+      await Deno.writeTextFile(
+        join(staging, "etc/initramfs-tools/conf.d/cnuas.conf"),
+        "MODULES=list\nCOMPRESS=gzip\n",
+      );
+      await Deno.writeTextFile(
+        join(staging, "etc/initramfs-tools/modules"),
+        "virtio_pci\nvirtio_blk\next4\ncrc32c_generic\n",
+      );
+      progress("image", "update-initramfs (MODULES=list)");
+      await inChroot(staging, `update-initramfs -c -k ${groot.kernelRelease}`, { logPath: log });
+      const boot = join(staging, "boot");
+      for await (const e of Deno.readDir(boot)) {
+        if (e.name.startsWith("vmlinuz-")) await Deno.copyFile(join(boot, e.name), join(out, "vmlinuz"));
+        if (e.name.startsWith("initrd.img-")) {
+          await Deno.copyFile(join(boot, e.name), join(out, "initrd.img"));
+        }
+      }
+      const du = await exec(["du", "-sm", staging]);
+      const sizeMb = Number(du.stdout.split(/\s/)[0]) + 768;
+      progress("image", `mkfs.ext4 -d (${sizeMb} MiB)`);
+      await exec([
+        "mkfs.ext4", "-q", "-F", "-L", "cnuasroot", "-d", staging, join(out, "rootfs.img"), `${sizeMb}M`,
+      ], { logPath: log });
+    } finally {
+      await removeTree(staging);
+    }
+    await Deno.writeTextFile(
+      join(out, "manifest.json"),
+      JSON.stringify({ kernelRelease: groot.kernelRelease }, null, 2),
+    );
+  });
+  return {
+    dir: entry.dir,
+    kernel: join(entry.dir, "vmlinuz"),
+    initrd: join(entry.dir, "initrd.img"),
+    rootfs: join(entry.dir, "rootfs.img"),
+    sshKey: join(entry.dir, "id_ed25519"),
+    kernelRelease: groot.kernelRelease,
+    key: entry.key,
+  };
+}

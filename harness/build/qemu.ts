@@ -1,0 +1,181 @@
+/**
+ * QEMU stage: Debian's qemu 7.2 source package (verified, `dpkg-source -x`,
+ * Debian patches applied) plus our `qemu/hw` models → `qemu-system-x86_64`.
+ *
+ * The configured build tree is kept per upstream source in
+ * `<cache>/qemu-work/<key>` so a change to our models recompiles two files,
+ * not QEMU; the binary is published into the content-addressed entry
+ * `<cache>/qemu/<key of source + qemu/hw>`.
+ */
+import { join } from "node:path";
+import { cached, hashInputs, hashTree, isComplete, removeTree } from "../cache.ts";
+import type { Config } from "../config.ts";
+import { exec } from "../exec.ts";
+import { ensureHostPackages } from "../host.ts";
+import { fetchSource, pinKey, readPins } from "../pins.ts";
+import { progress } from "../progress.ts";
+
+/** Firmware directories from the host's Debian packages (seabios, ipxe-qemu, qemu-system-data). */
+export const QEMU_FIRMWARE_DIRS = ["/usr/share/qemu", "/usr/share/seabios", "/usr/lib/ipxe/qemu"];
+
+/** configure flags: a minimal x86_64 system emulator with user-mode networking. */
+export const QEMU_CONFIGURE_FLAGS = [
+  "--target-list=x86_64-softmmu",
+  `--firmwarepath=${QEMU_FIRMWARE_DIRS.join(":")}`,
+  "--meson=/usr/bin/meson",
+  "--disable-docs",
+  "--disable-werror",
+  "--enable-slirp",
+  "--disable-gtk",
+  "--disable-sdl",
+  "--disable-vnc",
+  "--disable-opengl",
+  "--disable-virglrenderer",
+  "--disable-spice",
+  "--disable-xen",
+  "--disable-tools",
+  "--disable-guest-agent",
+];
+
+/** Bump when the way the tree is prepared changes. */
+const GLUE_VERSION = 1;
+
+/** What the QEMU stage produces. */
+export interface QemuBuild {
+  /** Absolute path of `qemu-system-x86_64`. */
+  binary: string;
+  /** Directories for `-L`. */
+  firmware: string[];
+  /** The pinned Debian version. */
+  version: string;
+}
+
+/**
+ * Build (or find in the cache) QEMU with the current `qemu/hw` models.
+ * @example
+ * ```ts
+ * const { binary } = await buildQemu(defaultConfig());
+ * ```
+ */
+export async function buildQemu(config: Config): Promise<QemuBuild> {
+  const pins = await readPins(config);
+  const pin = pins.sources.qemu;
+  const srcKey = hashInputs({ pin: pinKey(pin), flags: QEMU_CONFIGURE_FLAGS, GLUE_VERSION });
+  const hwHash = await hashTree(config.repoRoot, ["qemu/hw"]);
+  const entry = await cached(config.cacheDir, "qemu", { srcKey, hwHash }, async (out, logs) => {
+    await ensureHostPackages(["qemu"], join(logs, "host-packages.log"));
+    const work = await prepareTree(config, srcKey);
+    await syncModels(config, work);
+    const log = join(work, "build.log");
+    progress("qemu", `compiling (ninja, log: ${log})`);
+    const t0 = performance.now();
+    await exec(["ninja", "-C", join(work, "build"), "qemu-system-x86_64"], { logPath: log });
+    progress("qemu", `compiled in ${((performance.now() - t0) / 1000).toFixed(0)} s`);
+    await Deno.copyFile(join(work, "build", "qemu-system-x86_64"), join(out, "qemu-system-x86_64"));
+    await Deno.chmod(join(out, "qemu-system-x86_64"), 0o755);
+  });
+  return {
+    binary: join(entry.dir, "qemu-system-x86_64"),
+    firmware: QEMU_FIRMWARE_DIRS,
+    version: pin.version,
+  };
+}
+
+/**
+ * Extract, patch and configure the pinned source once per source key, under a
+ * lock; a tree without its marker (a killed run) is started again.
+ */
+async function prepareTree(config: Config, srcKey: string): Promise<string> {
+  const work = join(config.cacheDir, "qemu-work", srcKey);
+  const marker = join(work, ".configured");
+  await Deno.mkdir(join(config.cacheDir, "qemu-work"), { recursive: true });
+  const lock = await Deno.open(`${work}.lock`, { create: true, write: true });
+  try {
+    await lock.lock(true);
+    if (await isComplete(work) || await exists(marker)) return work;
+    await removeTree(work);
+    await Deno.mkdir(work, { recursive: true });
+    const pins = await readPins(config);
+    const files = await fetchSource(config, pins.sources.qemu);
+    // dpkg-source wants the .dsc and its files side by side.
+    const dl = join(work, "dl");
+    await Deno.mkdir(dl);
+    for (const [name, path] of Object.entries(files)) await Deno.symlink(path, join(dl, name));
+    const dsc = join(dl, Object.keys(files).find((n) => n.endsWith(".dsc"))!);
+    const log = join(work, "prepare.log");
+    progress("qemu", `extracting ${pins.sources.qemu.version} (dpkg-source -x)`);
+    await exec(["dpkg-source", "--no-check", "-x", dsc, join(work, "src")], { logPath: log });
+    const src = join(work, "src");
+    await Deno.mkdir(join(src, "hw", "cnuas"), { recursive: true });
+    await Deno.writeTextFile(join(src, "hw", "meson.build"), "subdir('cnuas')\n", { append: true });
+    await Deno.writeTextFile(join(src, "hw", "Kconfig"), "source cnuas/Kconfig\n", { append: true });
+    // An empty qemu/hw still has to configure: stand-in glue that adds nothing.
+    await Deno.writeTextFile(join(src, "hw", "cnuas", "meson.build"), "");
+    await Deno.writeTextFile(join(src, "hw", "cnuas", "Kconfig"), "");
+    await Deno.mkdir(join(work, "build"));
+    progress("qemu", `configuring (log: ${log})`);
+    await exec(["../src/configure", ...QEMU_CONFIGURE_FLAGS], {
+      cwd: join(work, "build"),
+      logPath: log,
+    });
+    await Deno.writeTextFile(marker, new Date().toISOString());
+    return work;
+  } finally {
+    await lock.unlock().catch(() => {});
+    lock.close();
+  }
+}
+
+/**
+ * Copy `qemu/hw/*` into the tree's `hw/cnuas/`, touching only changed files so
+ * ninja recompiles only them; when the set of files changes, meson.build is
+ * touched so meson re-reads which models exist.
+ */
+async function syncModels(config: Config, work: string): Promise<void> {
+  const from = join(config.repoRoot, "qemu", "hw");
+  const to = join(work, "src", "hw", "cnuas");
+  const wanted = new Map<string, Uint8Array>();
+  try {
+    for await (const e of Deno.readDir(from)) {
+      if (e.isFile && !e.name.startsWith(".")) {
+        wanted.set(e.name, await Deno.readFile(join(from, e.name)));
+      }
+    }
+  } catch (e) {
+    if (!(e instanceof Deno.errors.NotFound)) throw e;
+  }
+  if (!wanted.has("meson.build")) wanted.set("meson.build", new Uint8Array());
+  if (!wanted.has("Kconfig")) wanted.set("Kconfig", new Uint8Array());
+  let setChanged = false;
+  for await (const e of Deno.readDir(to)) {
+    if (e.isFile && !wanted.has(e.name)) {
+      await Deno.remove(join(to, e.name));
+      setChanged = true;
+    }
+  }
+  for (const [name, data] of wanted) {
+    const dest = join(to, name);
+    const old = await Deno.readFile(dest).catch(() => undefined);
+    if (old === undefined) setChanged = true;
+    if (old === undefined || !bytesEqual(old, data)) await Deno.writeFile(dest, data);
+  }
+  if (setChanged) {
+    const now = new Date();
+    await Deno.utime(join(to, "meson.build"), now, now);
+  }
+}
+
+function bytesEqual(a: Uint8Array, b: Uint8Array): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
+async function exists(path: string): Promise<boolean> {
+  try {
+    await Deno.stat(path);
+    return true;
+  } catch {
+    return false;
+  }
+}

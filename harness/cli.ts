@@ -1,0 +1,213 @@
+/**
+ * The command line: the only place that reads argv and the environment.
+ *
+ *   setup                       host packages, pinned downloads
+ *   build [--only T ...]        build stages (qemu, image, switch, modules, guestprogs)
+ *   matrix [--row ID ...] [--list] [--shard i/n]
+ *   test                        Deno tests, then the matrix as a gate
+ *   bench                       measurements into reports/bench-<id>/bench.json
+ *   report merge DIR... --out D merge shard reports
+ *   repin                       re-pin sources to what the mirror serves
+ *   clean [--cache]             remove reports (and the cache)
+ */
+import { parseArgs } from "node:util";
+import { join } from "node:path";
+import { removeTree } from "./cache.ts";
+import { type Accel, type Config, defaultConfig } from "./config.ts";
+import { exec, hostPath } from "./exec.ts";
+import { ensureHostPackages, HOST_PACKAGES } from "./host.ts";
+import { Lab } from "./matrix/lab.ts";
+import { loadRows, ROW_IDS, shardRows } from "./matrix/registry.ts";
+import { runMatrix } from "./matrix/run.ts";
+import type { BuildTarget, Row } from "./matrix/row.ts";
+import { fetchSource, readPins, repin } from "./pins.ts";
+import { progress } from "./progress.ts";
+import { isFailing } from "./report/schema.ts";
+import { mergeReports } from "./report/write.ts";
+import { runBench } from "./bench/run.ts";
+import { fabricStarter } from "./fabric_starter.ts";
+
+/** Bad command-line input. */
+class UsageError extends Error {
+  override name = "UsageError";
+}
+
+const BUILD_TARGETS: BuildTarget[] = ["qemu", "image", "switch", "modules", "guestprogs"];
+
+function configFrom(values: Record<string, unknown>): Config {
+  const accel = (values.accel as string | undefined) ?? Deno.env.get("CNUAS_HIL_ACCEL") ?? "auto";
+  if (!["kvm", "tcg", "auto"].includes(accel)) {
+    throw new UsageError(`--accel takes kvm, tcg or auto, not ${accel}`);
+  }
+  return defaultConfig({
+    ...(values["cache-dir"] ? { cacheDir: values["cache-dir"] as string } : {}),
+    ...(values.mirror ? { mirror: values.mirror as string } : {}),
+    ...(values["reports-dir"] ? { reportsDir: values["reports-dir"] as string } : {}),
+    accel: accel as Accel | "auto",
+  });
+}
+
+async function selectRows(values: Record<string, unknown>): Promise<Row[]> {
+  let rows = await loadRows((values.row as string[] | undefined) ?? []);
+  if (values.shard) {
+    const m = /^(\d+)\/(\d+)$/.exec(values.shard as string);
+    if (!m) throw new UsageError(`--shard wants i/n (e.g. 1/3), not ${values.shard}`);
+    rows = shardRows(rows, Number(m[1]), Number(m[2]));
+  }
+  return rows;
+}
+
+/** Run the matrix; returns the number of failing rows and the counts. */
+async function matrix(config: Config, values: Record<string, unknown>) {
+  const rows = await selectRows(values);
+  const { report, dir } = await runMatrix(config, rows, {
+    shard: values.shard as string | undefined,
+    fabricStarter,
+  });
+  console.log(`\nreport: ${dir}/index.html (matrix.json, matrix.md, junit.xml beside it)`);
+  for (const r of report.rows) {
+    console.log(`  ${r.status.padEnd(5)} ${r.id.padEnd(15)} ${r.durationSec.toFixed(1).padStart(6)} s  ${r.reason ?? ""}`);
+  }
+  const failing = report.rows.filter((r) => isFailing(r.status)).length;
+  const passing = report.rows.filter((r) => r.status === "PASS" || r.status === "DONE").length;
+  return { failing, passing, dir };
+}
+
+/** `deno test` over everything under tests/ except the matrix rows; returns counts. */
+async function denoTests(config: Config): Promise<{ passed: number; failed: number }> {
+  progress("test", "deno test (unit, qtest, switch)");
+  const dirs = ["tests/unit", "tests/qtest", "tests/switch"].filter((d) => {
+    try {
+      return Deno.statSync(join(config.repoRoot, d)).isDirectory;
+    } catch {
+      return false;
+    }
+  });
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["test", "-A", "--no-check", ...dirs],
+    cwd: config.repoRoot,
+    env: { PATH: hostPath(), CNUAS_HIL_CACHE: config.cacheDir },
+    stdout: "piped",
+    stderr: "inherit",
+  }).spawn();
+  let text = "";
+  const dec = new TextDecoder();
+  for await (const chunk of child.stdout) {
+    const s = dec.decode(chunk);
+    text += s;
+    await Deno.stdout.write(chunk);
+  }
+  const status = await child.status;
+  // deno prints "ok | 12 passed | 0 failed" or "FAILED | 3 passed | 1 failed".
+  const m = /(?:ok|FAILED) \| (\d+) passed(?: \((\d+) steps?\))? \| (\d+) failed/.exec(
+    text.replace(/\x1b\[[0-9;]*m/g, ""),
+  );
+  if (!m) return { passed: 0, failed: status.success ? 0 : 1 };
+  return { passed: Number(m[1]), failed: Number(m[3]) || (status.success ? 0 : 1) };
+}
+
+async function main(argv: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      row: { type: "string", multiple: true },
+      list: { type: "boolean" },
+      shard: { type: "string" },
+      only: { type: "string", multiple: true },
+      accel: { type: "string" },
+      "cache-dir": { type: "string" },
+      "reports-dir": { type: "string" },
+      mirror: { type: "string" },
+      out: { type: "string" },
+      cache: { type: "boolean" },
+      help: { type: "boolean", short: "h" },
+    },
+  });
+  const [cmd, ...rest] = positionals;
+  if (values.help || !cmd) {
+    console.log(await Deno.readTextFile(new URL(import.meta.url)).then((t) =>
+      t.slice(t.indexOf("/**") + 3, t.indexOf("*/")).replace(/^ \* ?/gm, "")
+    ));
+    return cmd ? 0 : 2;
+  }
+  const config = configFrom(values);
+  switch (cmd) {
+    case "setup": {
+      await ensureHostPackages(Object.keys(HOST_PACKAGES), join(config.cacheDir, "logs", "setup.log"));
+      const pins = await readPins(config);
+      for (const pin of Object.values(pins.sources)) await fetchSource(config, pin);
+      console.log("setup done: host packages present, pinned sources downloaded and verified");
+      return 0;
+    }
+    case "build": {
+      const targets = (values.only as string[] | undefined) ?? BUILD_TARGETS;
+      const bad = targets.filter((t) => !BUILD_TARGETS.includes(t as BuildTarget));
+      if (bad.length) throw new UsageError(`unknown build target ${bad.join(", ")}; targets: ${BUILD_TARGETS.join(", ")}`);
+      const out = await new Lab(config).ensureBuilds(targets as BuildTarget[]);
+      for (const [k, v] of Object.entries(out)) console.log(`${k}: ${Array.isArray(v) ? v.join(":") : v}`);
+      return 0;
+    }
+    case "matrix": {
+      if (values.list) {
+        for (const r of await selectRows(values)) {
+          console.log(`${r.id.padEnd(15)} ${r.run ? "" : "(MISS) "}${r.title}`);
+        }
+        return 0;
+      }
+      const { failing } = await matrix(config, values);
+      return failing ? 1 : 0;
+    }
+    case "test": {
+      const unit = await denoTests(config);
+      const m = await matrix(config, values);
+      const passed = unit.passed + m.passing;
+      const failed = unit.failed + m.failing;
+      console.log(`\ndeno tests: ${unit.passed} passed, ${unit.failed} failed; matrix rows: ${m.passing} passed, ${m.failing} failed (MISS rows do not count)`);
+      console.log(`${passed} passed, ${failed} failed`);
+      return failed ? 1 : 0;
+    }
+    case "bench": {
+      const path = await runBench(config);
+      console.log(`bench written to ${path}`);
+      return 0;
+    }
+    case "report": {
+      if (rest[0] !== "merge" || rest.length < 2) {
+        throw new UsageError("usage: report merge <report-dir>... --out <dir>");
+      }
+      const out = (values.out as string | undefined) ?? join(config.reportsDir, `merged-${Date.now()}`);
+      const m = await mergeReports(rest.slice(1), out);
+      console.log(`merged ${m.rows.length} rows into ${out}`);
+      return 0;
+    }
+    case "repin": {
+      const changes = await repin(config);
+      console.log(changes.length ? changes.join("\n") : "pins already match the mirror");
+      return 0;
+    }
+    case "clean": {
+      await removeTree(config.reportsDir);
+      if (values.cache) await removeTree(config.cacheDir);
+      console.log(`removed ${config.reportsDir}${values.cache ? ` and ${config.cacheDir}` : ""}`);
+      return 0;
+    }
+    default:
+      throw new UsageError(`unknown command ${cmd}; commands: setup build matrix test bench report repin clean`);
+  }
+}
+
+if (import.meta.main) {
+  try {
+    Deno.exit(await main(Deno.args));
+  } catch (e) {
+    const err = e as Error;
+    console.error(`error: ${err.message}`);
+    if (!["UsageError", "UnknownRowError", "HostSetupError", "DownloadError", "ChecksumError"].includes(err.name)) {
+      console.error(err.stack?.split("\n").slice(1, 6).join("\n"));
+    }
+    Deno.exit(2);
+  }
+}
+
+export { main, ROW_IDS };

@@ -1,0 +1,110 @@
+/**
+ * Running host commands with their output captured to a log file, so a
+ * failure can say where to look.
+ */
+import { dirname } from "node:path";
+
+/** A host command that exited non-zero; names the log holding its output. */
+export class CommandError extends Error {
+  override name = "CommandError";
+  constructor(
+    readonly argv: string[],
+    readonly code: number,
+    readonly logPath: string | undefined,
+    readonly tail: string,
+  ) {
+    super(
+      `${argv.slice(0, 4).join(" ")}${argv.length > 4 ? " …" : ""} exited ${code}` +
+        (logPath ? `; see ${logPath}` : "") + (tail ? `\n--- last lines ---\n${tail}` : ""),
+    );
+  }
+}
+
+/** Options of `run`. */
+export interface ExecOptions {
+  cwd?: string;
+  env?: Record<string, string>;
+  /** Append stdout and stderr here instead of returning them. */
+  logPath?: string;
+  /** Bytes for stdin. */
+  stdin?: Uint8Array | string;
+  /** Do not throw on a non-zero exit. */
+  allowFail?: boolean;
+}
+
+/** Result of `run`. */
+export interface ExecResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/**
+ * Run a command to completion. With `logPath` the output goes to that file
+ * (appended, preceded by the command line) and a failure carries its tail.
+ */
+export async function exec(argv: string[], opts: ExecOptions = {}): Promise<ExecResult> {
+  let logFile: Deno.FsFile | undefined;
+  if (opts.logPath) {
+    await Deno.mkdir(dirname(opts.logPath), { recursive: true });
+    logFile = await Deno.open(opts.logPath, { create: true, append: true });
+    await logFile.write(new TextEncoder().encode(`\n$ ${argv.join(" ")}\n`));
+  }
+  try {
+    const child = new Deno.Command(argv[0], {
+      args: argv.slice(1),
+      cwd: opts.cwd,
+      env: { PATH: hostPath(), ...opts.env },
+      stdin: opts.stdin !== undefined ? "piped" : "null",
+      stdout: "piped",
+      stderr: "piped",
+    }).spawn();
+    if (opts.stdin !== undefined) {
+      const w = child.stdin.getWriter();
+      await w.write(typeof opts.stdin === "string" ? new TextEncoder().encode(opts.stdin) : opts.stdin);
+      await w.close();
+    }
+    let stdout = "";
+    let stderr = "";
+    if (logFile) {
+      const f = logFile;
+      const pump = async (s: ReadableStream<Uint8Array>) => {
+        for await (const chunk of s) await f.write(chunk);
+      };
+      await Promise.all([pump(child.stdout), pump(child.stderr)]);
+    } else {
+      [stdout, stderr] = await Promise.all([
+        new Response(child.stdout).text(),
+        new Response(child.stderr).text(),
+      ]);
+    }
+    const { code } = await child.status;
+    if (code !== 0 && !opts.allowFail) {
+      const tail = opts.logPath ? await tailOf(opts.logPath, 20) : (stderr || stdout).slice(-2000);
+      throw new CommandError(argv, code, opts.logPath, tail);
+    }
+    return { code, stdout, stderr };
+  } finally {
+    logFile?.close();
+  }
+}
+
+/** The last `n` lines of a text file ("" when unreadable). */
+export async function tailOf(path: string, n: number): Promise<string> {
+  try {
+    const text = await Deno.readTextFile(path);
+    return text.trimEnd().split("\n").slice(-n).join("\n");
+  } catch {
+    return "";
+  }
+}
+
+/**
+ * PATH for host tools: Debian's own directories first, so `python3` is
+ * Debian's (meson and QEMU's configure need it), not a pyenv build.
+ */
+export function hostPath(): string {
+  const sys = ["/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"];
+  const rest = (Deno.env.get("PATH") ?? "").split(":").filter((p) => p && !sys.includes(p));
+  return [...sys, ...rest].join(":");
+}

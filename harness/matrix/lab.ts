@@ -1,0 +1,216 @@
+/**
+ * The strategy layer: takes a row's needs to a state — builds present, a
+ * fabric running, guests booted with our artifacts installed — and tears it
+ * all down again. Rows never boot or build anything themselves.
+ */
+import { join } from "node:path";
+import { buildImage, type GuestImage } from "../build/image.ts";
+import { buildGuestPrograms, buildModules } from "../build/modules.ts";
+import { buildQemu, type QemuBuild } from "../build/qemu.ts";
+import type { Accel, Config } from "../config.ts";
+import { progress } from "../progress.ts";
+import { type AccelChoice, chooseAccel } from "../vm/accel.ts";
+import { GuestVm } from "../vm/guest.ts";
+import { freePort } from "../vm/ports.ts";
+import { type GuestDevice, vnicMac } from "../vm/qemu_args.ts";
+import { GUEST_PATHS } from "../vm/types.ts";
+import type { BuildOutputs, BuildTarget, FabricHandle, FabricMode, Row } from "./row.ts";
+
+/** Bringing a row's state up failed (a build, the fabric, a boot). */
+export class LabError extends Error {
+  override name = "LabError";
+}
+
+/** Seconds a guest gets from `cont` to SSH under KVM; scaled for TCG. */
+export const BOOT_TIMEOUT_SEC = 30;
+
+/** Starts a fabric of the given mode; the switch issue supplies it. */
+export type FabricStarter = (
+  config: Config,
+  mode: FabricMode,
+  dir: string,
+) => Promise<FabricHandle & { close(): Promise<string[]> }>;
+
+/** What `bringUp` hands back. */
+export interface RowSetup {
+  guests: GuestVm[];
+  fabric?: FabricHandle;
+  builds: BuildOutputs;
+  /** Tear down; returns artifact paths produced (captures, logs). */
+  close(): Promise<string[]>;
+}
+
+/** Shared across the rows of one run: memoised builds and the accelerator choice. */
+export class Lab {
+  readonly config: Config;
+  accel?: Accel;
+  accelReason?: string;
+  qemu?: QemuBuild;
+  image?: GuestImage;
+  #builds = new Map<BuildTarget, Promise<Partial<BuildOutputs>>>();
+  #fabricStarter?: FabricStarter;
+  #accelChoice?: Promise<AccelChoice>;
+
+  constructor(config: Config, fabricStarter?: FabricStarter) {
+    this.config = config;
+    this.#fabricStarter = fabricStarter;
+  }
+
+  /** Build (or find) what the targets need; each target once per run. */
+  async ensureBuilds(targets: BuildTarget[]): Promise<BuildOutputs> {
+    const out: BuildOutputs = {};
+    for (const t of targets) {
+      if (!this.#builds.has(t)) this.#builds.set(t, this.#build(t));
+      try {
+        Object.assign(out, await this.#builds.get(t));
+      } catch (e) {
+        throw new LabError(`build ${t} failed: ${(e as Error).message}`);
+      }
+    }
+    return out;
+  }
+
+  async #build(t: BuildTarget): Promise<Partial<BuildOutputs>> {
+    switch (t) {
+      case "qemu": {
+        this.qemu = await buildQemu(this.config);
+        return { qemu: this.qemu.binary, qemuFirmware: this.qemu.firmware };
+      }
+      case "image": {
+        this.image = await buildImage(this.config);
+        return { image: this.image.dir };
+      }
+      case "modules":
+        return { modules: await buildModules(this.config) };
+      case "guestprogs":
+        return { guestPrograms: await buildGuestPrograms(this.config) };
+      case "switch": {
+        const { buildSwitch } = await import("../build/switch.ts");
+        return { switch: await buildSwitch(this.config) };
+      }
+      case "provider":
+        throw new LabError("the provider build stage does not exist yet");
+    }
+  }
+
+  /** The accelerator for guests (probed once per run in auto mode). */
+  async resolveAccel(): Promise<Accel> {
+    if (!this.#accelChoice) {
+      const q = this.qemu!;
+      const img = this.image!;
+      this.#accelChoice = chooseAccel(this.config, {
+        qemu: q.binary,
+        firmware: q.firmware,
+        kernel: img.kernel,
+        initrd: img.initrd,
+        rootfs: img.rootfs,
+        imageKey: img.key,
+      });
+      const c = await this.#accelChoice;
+      this.accel = c.accel;
+      this.accelReason = c.reason;
+      progress("accel", `${c.accel.toUpperCase()}: ${c.reason}`);
+    }
+    return (await this.#accelChoice).accel;
+  }
+
+  /** Bring a row's world up. */
+  async bringUp(row: Row, dir: string, log: (l: string) => void): Promise<RowSetup> {
+    const n = row.needs.guests;
+    const targets = new Set<BuildTarget>(row.needs.builds);
+    if (n > 0) ["qemu", "image"].forEach((t) => targets.add(t as BuildTarget));
+    if (row.needs.fabric) targets.add("switch");
+    const builds = await this.ensureBuilds([...targets]);
+    const closers: (() => Promise<string[]>)[] = [];
+    const close = async () => {
+      const arts: string[] = [];
+      for (const c of closers.reverse()) arts.push(...await c().catch(() => []));
+      return arts;
+    };
+    try {
+      let fabric: (FabricHandle & { close(): Promise<string[]> }) | undefined;
+      if (row.needs.fabric) {
+        if (!this.#fabricStarter) throw new LabError("no fabric implementation is wired in");
+        fabric = await this.#fabricStarter(this.config, row.needs.fabric, dir);
+        closers.push(() => fabric!.close());
+        log(`fabric ${row.needs.fabric} at ${fabric.socketPath}`);
+      }
+      const guests: GuestVm[] = [];
+      if (n > 0) {
+        const accel = await this.resolveAccel();
+        const img = this.image!;
+        const q = this.qemu!;
+        const scale = accel === "kvm" ? 1 : 4;
+        const specs = Array.from({ length: n }, (_, i) => {
+          const name = `g${i}`;
+          const devices: GuestDevice[] = [];
+          for (let v = 0; v < (row.needs.devices?.vnic ?? 0); v++) {
+            devices.push({ kind: "vnic", mac: vnicMac(i, v), socketPath: fabric?.socketPath });
+          }
+          for (let k = 0; k < (row.needs.devices?.gpu ?? 0); k++) {
+            devices.push({
+              kind: "gpu",
+              gpuId: i * 16 + k,
+              linkSocket: row.needs.fabric === "link" ? fabric?.socketPath : undefined,
+            });
+          }
+          return {
+            name,
+            qemu: q.binary,
+            firmware: q.firmware,
+            kernel: img.kernel,
+            initrd: img.initrd,
+            rootfs: img.rootfs,
+            accel,
+            memMb: 1024,
+            cpus: 1,
+            sshPort: freePort(),
+            qmpSocket: join(dir, `${name}.qmp`),
+            consoleLog: join(dir, `${name}.console.log`),
+            devices,
+          };
+        });
+        progress(row.id, `booting ${n} guest${n > 1 ? "s" : ""} (${accel})`);
+        for (const s of specs) {
+          const vm = await GuestVm.start(s, {
+            sshKeyPath: img.sshKey,
+            bootTimeoutSec: BOOT_TIMEOUT_SEC * scale,
+            logDir: dir,
+          });
+          guests.push(vm);
+          closers.push(async () => {
+            await vm.close();
+            return [vm.qemuLog];
+          });
+        }
+        const key = await Deno.readTextFile(img.sshKey);
+        await Promise.all(
+          guests.map((g, i) => g.waitForSsh(specs[i].sshPort, key, BOOT_TIMEOUT_SEC * scale)),
+        );
+        for (const g of guests) log(`${g.name}: SSH answered ${g.bootToSshSec.toFixed(1)} s after cont`);
+        await Promise.all(guests.map((g) => this.#install(g, builds)));
+      }
+      return { guests, fabric, builds, close };
+    } catch (e) {
+      await close();
+      throw e;
+    }
+  }
+
+  /** Push built modules and programs into a guest (small files: SSH beats an image rebuild). */
+  async #install(g: GuestVm, builds: BuildOutputs): Promise<void> {
+    const pairs: [string | undefined, string][] = [
+      [builds.modules, GUEST_PATHS.modules],
+      [builds.guestPrograms, GUEST_PATHS.bin],
+    ];
+    for (const [from, to] of pairs) {
+      if (!from) continue;
+      for await (const e of Deno.readDir(from)) {
+        if (!e.isFile || e.name.startsWith(".")) continue;
+        const data = await Deno.readFile(join(from, e.name));
+        await g.putFile(`${to}/${e.name}`, data, to === GUEST_PATHS.bin ? 0o755 : 0o644);
+      }
+    }
+    await g.run("udevadm settle -t 30 || true", { timeoutSec: 60 });
+  }
+}

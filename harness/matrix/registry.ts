@@ -1,0 +1,62 @@
+/**
+ * The rows of the validation matrix, in report order. Each lives in its own
+ * file `tests/matrix/<id with _ for ->.ts` exporting `row`.
+ */
+import { join } from "node:path";
+import { REPO_ROOT } from "../config.ts";
+import type { Row } from "./row.ts";
+
+/** Every row id of ARCHITECTURE.md's table, in order. */
+export const ROW_IDS = [
+  "boot",
+  "qtest-vnic",
+  "switch",
+  "driver-load",
+  "eth-forwarding",
+  "ibstat",
+  "roce-e2e",
+  "ib-forwarding",
+  "ib-e2e",
+  "qtest-gpu",
+  "gpu-smoke",
+  "cnuaslink",
+  "gpu-host",
+  "peermem",
+] as const;
+
+/** An unknown row id was asked for. */
+export class UnknownRowError extends Error {
+  override name = "UnknownRowError";
+}
+
+/** The file a row lives in. */
+export function rowFile(id: string): string {
+  return join(REPO_ROOT, "tests", "matrix", `${id.replaceAll("-", "_")}.ts`);
+}
+
+/** Load rows by id (all when `ids` is empty), checking every id first. */
+export async function loadRows(ids: string[] = []): Promise<Row[]> {
+  const known: readonly string[] = ROW_IDS;
+  const bad = ids.filter((i) => !known.includes(i));
+  if (bad.length) {
+    throw new UnknownRowError(
+      `unknown row${bad.length > 1 ? "s" : ""} ${bad.join(", ")}; the rows are: ${ROW_IDS.join(", ")}`,
+    );
+  }
+  const wanted = ids.length ? ROW_IDS.filter((i) => ids.includes(i)) : [...ROW_IDS];
+  const rows: Row[] = [];
+  for (const id of wanted) {
+    const mod = await import(`file://${rowFile(id)}`) as { row: Row };
+    if (mod.row?.id !== id) throw new Error(`${rowFile(id)} must export a row with id ${id}`);
+    rows.push(mod.row);
+  }
+  return rows;
+}
+
+/** Rows of shard `index` (1-based) of `count`: round-robin over the ordered ids. */
+export function shardRows<T extends { id: string }>(rows: T[], index: number, count: number): T[] {
+  if (!Number.isInteger(index) || !Number.isInteger(count) || count < 1 || index < 1 || index > count) {
+    throw new Error(`--shard wants i/n with 1 ≤ i ≤ n, got ${index}/${count}`);
+  }
+  return rows.filter((_, k) => k % count === index - 1);
+}

@@ -1,0 +1,72 @@
+/**
+ * A whole matrix run: rows in order, a report directory, provenance.
+ */
+import { join } from "node:path";
+import type { Config } from "../config.ts";
+import { exec } from "../exec.ts";
+import { progress } from "../progress.ts";
+import { readPins } from "../pins.ts";
+import type { MatrixJson, Provenance, RowResult } from "../report/schema.ts";
+import { writeReport } from "../report/write.ts";
+import { type FabricStarter, Lab } from "./lab.ts";
+import type { Row } from "./row.ts";
+import { runRow } from "./runner.ts";
+
+/** A new run id: UTC time plus a short random suffix. */
+export function newRunId(): string {
+  const t = new Date().toISOString().replace(/[-:]/g, "").replace(/\..*/, "");
+  return `${t}-${crypto.randomUUID().slice(0, 6)}`;
+}
+
+/** `git describe` of the project (or "unknown" outside a checkout). */
+export async function projectDescribe(repoRoot: string): Promise<string> {
+  const r = await exec(["git", "-C", repoRoot, "describe", "--always", "--dirty", "--tags"], {
+    allowFail: true,
+  });
+  return r.code === 0 ? r.stdout.trim() : "unknown";
+}
+
+/** Options of `runMatrix`. */
+export interface MatrixRunOptions {
+  shard?: string;
+  fabricStarter?: FabricStarter;
+}
+
+/** Run rows and write `reports/<run-id>/`; returns the report and its directory. */
+export async function runMatrix(
+  config: Config,
+  rows: Row[],
+  opts: MatrixRunOptions = {},
+): Promise<{ report: MatrixJson; dir: string }> {
+  const runId = newRunId();
+  const dir = join(config.reportsDir, runId);
+  await Deno.mkdir(dir, { recursive: true });
+  const lab = new Lab(config, opts.fabricStarter);
+  const pins = await readPins(config);
+  const provenance: Provenance = {
+    runId,
+    startedAt: new Date().toISOString(),
+    project: await projectDescribe(config.repoRoot),
+    qemu: pins.sources.qemu.version,
+    rdmaCore: pins.sources["rdma-core"].version,
+    host: { kernel: Deno.osRelease(), hostname: Deno.hostname(), cpus: navigator.hardwareConcurrency },
+    ...(opts.shard ? { shard: opts.shard } : {}),
+  };
+  progress("matrix", `run ${runId}: ${rows.map((r) => r.id).join(", ")}`);
+  const results: RowResult[] = [];
+  const report = (): MatrixJson => ({
+    provenance: {
+      ...provenance,
+      guestKernel: lab.image?.kernelRelease,
+      accel: lab.accel,
+      accelReason: lab.accelReason,
+    },
+    rows: results,
+  });
+  for (const row of rows) {
+    results.push(await runRow(row, lab, dir));
+    // Written after every row, so a killed run still leaves a report.
+    await writeReport(dir, report(), config.reportsDir);
+  }
+  return { report: report(), dir };
+}

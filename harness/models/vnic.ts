@@ -1,0 +1,513 @@
+/**
+ * Reference model of the cnuas-vnic PCI function, written from DEVICES.md
+ * (cnuas-vnic) and the decisions below, which complete it. Pure: guest memory
+ * comes in through {@link GuestMemory}, the socket peer through method calls,
+ * time through {@link VnicModel.clockStep}; no I/O.
+ *
+ * Decisions where DEVICES.md leaves a choice open (the QEMU device makes the
+ * same ones; change both together):
+ * - Only aligned 32-bit accesses reach a register; others read 0 and write
+ *   nothing. Unknown offsets read 0 and ignore writes; writes to read-only
+ *   registers are ignored; TX_DOORBELL reads 0. IRQ_MASK keeps bits 0..2.
+ * - TX_DOORBELL: TX_LEN 0 or above 9216, or a source range DMA cannot read in
+ *   full, rejects the doorbell (no frame, no interrupt). Otherwise TX complete
+ *   is raised; the frame goes out if the link is up, and a send to a peer that
+ *   has hung up drops the link.
+ * - RX: while RX_STATUS is 0 the device reads datagrams one after another. A
+ *   datagram lands only when RX_ADDR is non-zero and the landing range is
+ *   writable in full; otherwise it is dropped and the next one is read.
+ *   Datagrams above 9216 bytes are dropped; an empty one is dropped, or ends
+ *   the connection if the peer has hung up by then. RX_LEN keeps the last
+ *   delivered length. Writing 0 to RX_STATUS while it is 1 releases the
+ *   buffer and reads on at once; any other RX_STATUS write changes nothing.
+ * - Interrupts: INTx is asserted while IRQ_STATUS & IRQ_MASK is non-zero (MSI
+ *   disabled). With MSI enabled, one message at the end of a device event (MMIO
+ *   write, socket event, reconnect attempt, reset) that left IRQ_STATUS &
+ *   IRQ_MASK with a bit it did not have after the previous event.
+ * - Link: every up/down change sets IRQ_STATUS bit 2. After a loss, or a failed
+ *   connection at realize, attempts follow on the virtual clock after 100 ms,
+ *   then delays doubling to at most 2000 ms; a success resets the delay.
+ * - Reset clears all registers, keeps MAC and connection, then reads the
+ *   socket as an unarmed NIC.
+ *
+ * @example
+ * ```ts
+ * const mem = new SparseMemory([{ base: 0n, size: 128n << 20n }]);
+ * const nic = new VnicModel({ mac: [0x52, 0x54, 0, 1, 2, 3], socketPath: true,
+ *   listening: true, memory: mem });
+ * nic.peerAccept();
+ * nic.mmioWrite(VNIC_REG.IRQ_MASK, 4, 7n);
+ * ```
+ */
+import type { GuestMemory } from "./guest_memory.ts";
+
+/** BAR0 register offsets. */
+export const VNIC_REG = {
+  TX_ADDR_LO: 0x00,
+  TX_ADDR_HI: 0x04,
+  TX_LEN: 0x08,
+  TX_DOORBELL: 0x0c,
+  RX_ADDR_LO: 0x10,
+  RX_ADDR_HI: 0x14,
+  RX_LEN: 0x18,
+  RX_STATUS: 0x1c,
+  IRQ_STATUS: 0x20,
+  IRQ_MASK: 0x24,
+  LINK_STATUS: 0x28,
+  MAC_LO: 0x2c,
+  MAC_HI: 0x30,
+} as const;
+
+/** Interrupt cause bits of IRQ_STATUS / IRQ_MASK. */
+export const VNIC_IRQ = { RX: 1, TX: 2, LINK: 4 } as const;
+
+/** All defined cause bits. */
+export const VNIC_IRQ_ALL = 7;
+
+/** Largest frame in either direction. */
+export const VNIC_MAX_FRAME = 9216;
+
+/** BAR0 size in bytes. */
+export const VNIC_BAR_SIZE = 0x1000;
+
+/** PCI identity. */
+export const VNIC_PCI = { vendor: 0x1af4, device: 0x10f0, classCode: 0x0200, revision: 0 } as const;
+
+/** Reconnect backoff on the virtual clock. */
+export const VNIC_RECONNECT = { firstMs: 100, maxMs: 2000 } as const;
+
+const NS_PER_MS = 1_000_000;
+
+/** Outcome of the peer sending one datagram. */
+export type PeerSendResult =
+  /** queued towards the device */
+  | "sent"
+  /** the device end is closed: the send fails (EPIPE) */
+  | "broken"
+  /** the peer holds no connection */
+  | "none";
+
+/** End of the connection in the device's receive queue. */
+const EOF = Symbol("eof");
+
+interface Connection {
+  toDevice: Array<Uint8Array | typeof EOF>;
+  toPeer: Uint8Array[];
+  deviceOpen: boolean;
+  peerOpen: boolean;
+}
+
+/** How the model starts (the device just realized and reset). */
+export interface VnicModelOptions {
+  /** The `mac` property, 6 bytes. */
+  mac: ArrayLike<number>;
+  /** Whether `socket_path` is set. */
+  socketPath: boolean;
+  /** Whether something listens at `socket_path` when QEMU starts. */
+  listening: boolean;
+  /** Guest memory as the device's DMA sees it. */
+  memory: GuestMemory;
+  /** Virtual time at realize in ns (qtest starts at 0). */
+  startNs?: number;
+}
+
+/** The register file, for generators and failure messages. */
+export interface VnicRegisters {
+  txAddrLo: number;
+  txAddrHi: number;
+  txLen: number;
+  rxAddrLo: number;
+  rxAddrHi: number;
+  rxLen: number;
+  rxStatus: number;
+  irqStatus: number;
+  irqMask: number;
+}
+
+/** A datagram outside 1..9216 bytes or another argument the model cannot take. */
+export class VnicModelError extends Error {
+  override name = "VnicModelError";
+}
+
+/** The cnuas-vnic reference model. */
+export class VnicModel {
+  readonly #mac: Uint8Array;
+  readonly #hasSocketPath: boolean;
+  readonly #mem: GuestMemory;
+  #regs: VnicRegisters = VnicModel.#zeroRegs();
+  #asserted = 0;
+  #msiEnabled = false;
+  #intx = false;
+  #msiCount = 0;
+  #now: number;
+  #device: Connection | null = null;
+  #peer: Connection | null = null;
+  #backlog: Connection[] = [];
+  #listening: boolean;
+  #reconnectAt: number | null = null;
+  #delayMs: number = VNIC_RECONNECT.firstMs;
+
+  constructor(opts: VnicModelOptions) {
+    if (opts.mac.length !== 6) throw new VnicModelError("mac must have 6 bytes");
+    this.#mac = Uint8Array.from(opts.mac);
+    this.#hasSocketPath = opts.socketPath;
+    this.#listening = opts.listening;
+    this.#mem = opts.memory;
+    this.#now = opts.startNs ?? 0;
+    // realize: one connection attempt, no interrupt (the link was never up);
+    // the reset that follows realize would clear the cause anyway.
+    if (this.#hasSocketPath && !this.#tryConnect()) this.#scheduleReconnect();
+  }
+
+  static #zeroRegs(): VnicRegisters {
+    return {
+      txAddrLo: 0,
+      txAddrHi: 0,
+      txLen: 0,
+      rxAddrLo: 0,
+      rxAddrHi: 0,
+      rxLen: 0,
+      rxStatus: 0,
+      irqStatus: 0,
+      irqMask: 0,
+    };
+  }
+
+  // ---- observation -------------------------------------------------------
+
+  /** A copy of the registers. */
+  get registers(): VnicRegisters {
+    return { ...this.#regs };
+  }
+
+  /** LINK_STATUS bit 0: the device holds a connection. */
+  get linkUp(): boolean {
+    return this.#device !== null;
+  }
+
+  /** Level of the INTx line. */
+  get intx(): boolean {
+    return this.#intx;
+  }
+
+  /** MSI messages sent so far. */
+  get msiCount(): number {
+    return this.#msiCount;
+  }
+
+  /** Virtual time in ns. */
+  get nowNs(): number {
+    return this.#now;
+  }
+
+  /** Virtual time of the next reconnect attempt, or null. */
+  get reconnectAtNs(): number | null {
+    return this.#reconnectAt;
+  }
+
+  /** Datagrams waiting in the device's receive queue (unread by the device). */
+  get queuedToDevice(): number {
+    return this.#device ? this.#device.toDevice.filter((x) => x !== EOF).length : 0;
+  }
+
+  /** Whether the peer holds an accepted connection (open on its side). */
+  get peerConnected(): boolean {
+    return this.#peer !== null;
+  }
+
+  /** Whether the peer's connection still has the device at the other end. */
+  get peerConnectionAlive(): boolean {
+    return this.#peer !== null && this.#peer.deviceOpen;
+  }
+
+  /** Whether something listens at the socket path. */
+  get listening(): boolean {
+    return this.#listening;
+  }
+
+  /** Connections waiting in the listener's backlog. */
+  get pendingAccepts(): number {
+    return this.#backlog.length;
+  }
+
+  /** Frames the device sent to the peer's current connection since the last call. */
+  takeFrames(): Uint8Array[] {
+    if (!this.#peer) return [];
+    const out = this.#peer.toPeer;
+    this.#peer.toPeer = [];
+    return out;
+  }
+
+  // ---- guest side --------------------------------------------------------
+
+  /**
+   * An MMIO read of `size` bytes at BAR0 `offset`.
+   * Only aligned 32-bit reads see a register; everything else reads 0.
+   */
+  mmioRead(offset: number, size: 1 | 2 | 4 | 8): bigint {
+    if (size !== 4 || offset % 4 !== 0) return 0n;
+    const r = this.#regs;
+    switch (offset) {
+      case VNIC_REG.TX_ADDR_LO:
+        return BigInt(r.txAddrLo);
+      case VNIC_REG.TX_ADDR_HI:
+        return BigInt(r.txAddrHi);
+      case VNIC_REG.TX_LEN:
+        return BigInt(r.txLen);
+      case VNIC_REG.RX_ADDR_LO:
+        return BigInt(r.rxAddrLo);
+      case VNIC_REG.RX_ADDR_HI:
+        return BigInt(r.rxAddrHi);
+      case VNIC_REG.RX_LEN:
+        return BigInt(r.rxLen);
+      case VNIC_REG.RX_STATUS:
+        return BigInt(r.rxStatus);
+      case VNIC_REG.IRQ_STATUS:
+        return BigInt(r.irqStatus);
+      case VNIC_REG.IRQ_MASK:
+        return BigInt(r.irqMask);
+      case VNIC_REG.LINK_STATUS:
+        return this.#device ? 1n : 0n;
+      case VNIC_REG.MAC_LO: {
+        const m = this.#mac;
+        return BigInt((m[0] | m[1] << 8 | m[2] << 16 | m[3] << 24) >>> 0);
+      }
+      case VNIC_REG.MAC_HI:
+        return BigInt(this.#mac[4] | this.#mac[5] << 8);
+      default: // TX_DOORBELL (write-only) and unknown offsets
+        return 0n;
+    }
+  }
+
+  /** An MMIO write of `size` bytes at BAR0 `offset`. */
+  mmioWrite(offset: number, size: 1 | 2 | 4 | 8, value: bigint): void {
+    if (size !== 4 || offset % 4 !== 0) return;
+    const v = Number(value & 0xffff_ffffn);
+    const r = this.#regs;
+    switch (offset) {
+      case VNIC_REG.TX_ADDR_LO:
+        r.txAddrLo = v;
+        break;
+      case VNIC_REG.TX_ADDR_HI:
+        r.txAddrHi = v;
+        break;
+      case VNIC_REG.TX_LEN:
+        r.txLen = v;
+        break;
+      case VNIC_REG.TX_DOORBELL:
+        this.#transmit();
+        break;
+      case VNIC_REG.RX_ADDR_LO:
+        r.rxAddrLo = v;
+        break;
+      case VNIC_REG.RX_ADDR_HI:
+        r.rxAddrHi = v;
+        break;
+      case VNIC_REG.RX_STATUS:
+        if (v === 0 && r.rxStatus === 1) {
+          r.rxStatus = 0;
+          this.#pump();
+        }
+        break;
+      case VNIC_REG.IRQ_STATUS:
+        r.irqStatus = (r.irqStatus & ~v) >>> 0;
+        break;
+      case VNIC_REG.IRQ_MASK:
+        r.irqMask = v & VNIC_IRQ_ALL;
+        break;
+      default: // read-only and unknown registers: ignored
+        return;
+    }
+    this.#updateIrq();
+  }
+
+  /** Device reset (system reset or FLR): registers cleared, MAC and link kept. */
+  reset(): void {
+    this.#regs = VnicModel.#zeroRegs();
+    this.#asserted = 0;
+    this.#pump();
+    this.#updateIrq();
+  }
+
+  /**
+   * The MSI enable bit in config space changed. The PCI core deasserts INTx
+   * when MSI is switched on; a reset of the function switches it off.
+   */
+  setMsiEnabled(on: boolean): void {
+    if (on && !this.#msiEnabled) this.#intx = false;
+    this.#msiEnabled = on;
+  }
+
+  // ---- peer side ---------------------------------------------------------
+
+  /** The peer sends one datagram on its current connection. */
+  peerSend(frame: Uint8Array): PeerSendResult {
+    const c = this.#peer;
+    if (!c) return "none";
+    if (!c.deviceOpen) return "broken";
+    c.toDevice.push(frame.slice());
+    this.#socketEvent();
+    return "sent";
+  }
+
+  /** The peer closes its current connection. */
+  peerClose(): void {
+    const c = this.#peer;
+    if (!c) return;
+    this.#peer = null;
+    this.#hangUp(c);
+  }
+
+  /**
+   * The peer accepts the oldest pending connection (closing one it still
+   * held). Returns whether there was one.
+   */
+  peerAccept(): boolean {
+    const c = this.#backlog.shift();
+    if (!c) return false;
+    this.peerClose();
+    this.#peer = c;
+    return true;
+  }
+
+  /** The listening socket goes away; un-accepted connections are reset. */
+  listenerClose(): void {
+    this.#listening = false;
+    const pending = this.#backlog;
+    this.#backlog = [];
+    for (const c of pending) this.#hangUp(c);
+  }
+
+  /** Something listens at the socket path again. */
+  listenerOpen(): void {
+    this.#listening = true;
+  }
+
+  // ---- time --------------------------------------------------------------
+
+  /** Advance the virtual clock by `ns`, running reconnect attempts that fall due. */
+  clockStep(ns: number): void {
+    if (!Number.isSafeInteger(ns) || ns < 0) throw new VnicModelError(`bad clock step ${ns}`);
+    const target = this.#now + ns;
+    while (this.#reconnectAt !== null && this.#reconnectAt <= target) {
+      this.#now = this.#reconnectAt;
+      this.#reconnectAt = null;
+      this.#reconnectAttempt();
+    }
+    this.#now = target;
+  }
+
+  // ---- internals ---------------------------------------------------------
+
+  #hangUp(c: Connection): void {
+    c.peerOpen = false;
+    if (c.deviceOpen) {
+      c.toDevice.push(EOF);
+      this.#socketEvent();
+    }
+  }
+
+  /** The device's socket became readable. */
+  #socketEvent(): void {
+    if (this.#regs.rxStatus !== 0) return; // not reading: back-pressure
+    this.#pump();
+    this.#updateIrq();
+  }
+
+  #pump(): void {
+    const r = this.#regs;
+    while (this.#device && r.rxStatus === 0) {
+      const c = this.#device;
+      const item = c.toDevice.shift();
+      if (item === undefined) break;
+      if (item === EOF) {
+        this.#linkLost();
+        break;
+      }
+      if (item.length === 0) {
+        if (!c.peerOpen) {
+          this.#linkLost();
+          break;
+        }
+        continue;
+      }
+      if (item.length > VNIC_MAX_FRAME) continue;
+      this.#deliver(item);
+    }
+  }
+
+  #deliver(frame: Uint8Array): void {
+    const r = this.#regs;
+    const addr = BigInt(r.rxAddrHi) << 32n | BigInt(r.rxAddrLo);
+    if (addr === 0n) return;
+    if (!this.#mem.dmaValid(addr, frame.length)) return;
+    this.#mem.write(addr, frame);
+    r.rxLen = frame.length;
+    r.rxStatus = 1;
+    r.irqStatus |= VNIC_IRQ.RX;
+  }
+
+  #transmit(): void {
+    const r = this.#regs;
+    const len = r.txLen;
+    if (len === 0 || len > VNIC_MAX_FRAME) return;
+    const addr = BigInt(r.txAddrHi) << 32n | BigInt(r.txAddrLo);
+    if (!this.#mem.dmaValid(addr, len)) return;
+    const frame = this.#mem.read(addr, len);
+    r.irqStatus |= VNIC_IRQ.TX;
+    const c = this.#device;
+    if (!c) return;
+    if (!c.peerOpen) {
+      this.#linkLost();
+      return;
+    }
+    c.toPeer.push(frame);
+  }
+
+  #linkLost(): void {
+    const c = this.#device;
+    if (!c) return;
+    c.deviceOpen = false;
+    c.toDevice = [];
+    this.#device = null;
+    this.#regs.irqStatus |= VNIC_IRQ.LINK;
+    this.#delayMs = VNIC_RECONNECT.firstMs;
+    this.#scheduleReconnect();
+  }
+
+  #scheduleReconnect(): void {
+    this.#reconnectAt = this.#now + this.#delayMs * NS_PER_MS;
+  }
+
+  #tryConnect(): boolean {
+    if (!this.#listening) return false;
+    const c: Connection = { toDevice: [], toPeer: [], deviceOpen: true, peerOpen: true };
+    this.#backlog.push(c);
+    this.#device = c;
+    return true;
+  }
+
+  #reconnectAttempt(): void {
+    if (this.#device) return;
+    if (this.#tryConnect()) {
+      this.#delayMs = VNIC_RECONNECT.firstMs;
+      this.#regs.irqStatus |= VNIC_IRQ.LINK;
+      this.#pump();
+      this.#updateIrq();
+      return;
+    }
+    this.#delayMs = Math.min(this.#delayMs * 2, VNIC_RECONNECT.maxMs);
+    this.#scheduleReconnect();
+  }
+
+  #updateIrq(): void {
+    const pending = this.#regs.irqStatus & this.#regs.irqMask;
+    const rising = pending & ~this.#asserted;
+    this.#asserted = pending;
+    if (this.#msiEnabled) {
+      if (rising) this.#msiCount++;
+    } else {
+      this.#intx = pending !== 0;
+    }
+  }
+}

@@ -1,0 +1,144 @@
+/**
+ * Renderings of a matrix.json: JUnit XML, Markdown, a self-contained HTML
+ * page, and compat.json. Pure functions of the report.
+ */
+import type { MatrixJson, RowResult } from "./schema.ts";
+import { rollUp } from "./schema.ts";
+
+function esc(s: string): string {
+  return s.replaceAll("&", "&amp;").replaceAll("<", "&lt;").replaceAll(">", "&gt;")
+    .replaceAll('"', "&quot;");
+}
+
+function measurementsText(r: RowResult): string {
+  return Object.entries(r.measurements)
+    .map(([k, m]) => `${k}=${Number.isInteger(m.value) ? m.value : m.value.toFixed(3)} ${m.unit}`)
+    .join(", ");
+}
+
+/** JUnit XML: one testcase per row; FAIL → failure, ERROR → error, MISS/SKIP → skipped. */
+export function toJunit(m: MatrixJson): string {
+  const count = (s: string) => m.rows.filter((r) => r.status === s).length;
+  const total = m.rows.reduce((a, r) => a + r.durationSec, 0);
+  const cases = m.rows.map((r) => {
+    const head = `  <testcase classname="cnuas-hil.matrix" name="${esc(r.id)}" time="${
+      r.durationSec.toFixed(3)
+    }">`;
+    const why = esc(r.reason ?? "");
+    let body = "";
+    if (r.status === "FAIL") body = `\n    <failure message="${why}">${why}</failure>`;
+    else if (r.status === "ERROR") body = `\n    <error message="${why}">${why}</error>`;
+    else if (r.status === "MISS" || r.status === "SKIP") {
+      body = `\n    <skipped message="${esc(r.status + ": " + (r.reason ?? ""))}"/>`;
+    }
+    const props = Object.entries(r.measurements).map(([k, v]) =>
+      `\n      <property name="${esc(k)}" value="${v.value}" unit="${esc(v.unit)}"/>`
+    ).join("");
+    const propsXml = props ? `\n    <properties>${props}\n    </properties>` : "";
+    return `${head}${propsXml}${body}\n  </testcase>`;
+  }).join("\n");
+  return `<?xml version="1.0" encoding="UTF-8"?>\n<testsuite name="cnuas-hil-matrix" tests="${m.rows.length}" failures="${
+    count("FAIL")
+  }" errors="${count("ERROR")}" skipped="${count("MISS") + count("SKIP")}" time="${
+    total.toFixed(3)
+  }" timestamp="${m.provenance.startedAt}">\n${cases}\n</testsuite>\n`;
+}
+
+/** Markdown: provenance and one table row per matrix row. */
+export function toMarkdown(m: MatrixJson): string {
+  const p = m.provenance;
+  const lines = [
+    `# Cnuas HIL validation matrix — ${p.runId}`,
+    "",
+    `Overall: **${rollUp(m.rows.map((r) => r.status))}**`,
+    "",
+    `- project: ${p.project}`,
+    `- guest kernel: ${p.guestKernel ?? "n/a"}; QEMU: ${p.qemu ?? "n/a"}; rdma-core: ${
+      p.rdmaCore ?? "n/a"
+    }`,
+    `- accelerator: ${p.accel ?? "n/a"}${p.accelReason ? ` (${p.accelReason})` : ""}`,
+    `- host: ${p.host.hostname}, kernel ${p.host.kernel}, ${p.host.cpus} CPUs${
+      p.shard ? `; shard ${p.shard}` : ""
+    }`,
+    "",
+    "| row | status | seconds | measurements | reason |",
+    "|---|---|---|---|---|",
+    ...m.rows.map((r) =>
+      `| ${r.id} | ${r.status} | ${r.durationSec.toFixed(1)} | ${measurementsText(r)} | ${
+        (r.reason ?? "").replaceAll("|", "\\|").replaceAll("\n", " ")
+      } |`
+    ),
+    "",
+  ];
+  return lines.join("\n");
+}
+
+const COLORS: Record<string, string> = {
+  FAIL: "#d9534f",
+  ERROR: "#a94442",
+  MISS: "#f0ad4e",
+  PASS: "#5cb85c",
+  DONE: "#5bc0de",
+  SKIP: "#999",
+};
+
+/** A self-contained HTML page (no external assets). */
+export function toHtml(m: MatrixJson): string {
+  const p = m.provenance;
+  const rows = m.rows.map((r) => {
+    const arts = r.artifacts.map((a) => `<a href="${esc(a)}">${esc(a.split("/").pop()!)}</a>`)
+      .join(" ");
+    const steps = r.steps.map((s) =>
+      `<li>${esc(s.name)}: ${s.status} (${s.durationSec.toFixed(1)} s)${
+        s.error ? ` — ${esc(s.error)}` : ""
+      }</li>`
+    ).join("");
+    return `<tr><td>${esc(r.id)}</td><td style="background:${COLORS[r.status]}">${r.status}</td>` +
+      `<td>${r.durationSec.toFixed(1)}</td><td>${esc(measurementsText(r))}</td>` +
+      `<td>${esc(r.reason ?? "")}${steps ? `<ul>${steps}</ul>` : ""}</td><td>${arts}</td></tr>`;
+  }).join("\n");
+  return `<!doctype html><html><head><meta charset="utf-8"><title>Cnuas HIL ${
+    esc(p.runId)
+  }</title><style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}` +
+    `td,th{border:1px solid #ccc;padding:4px 8px;vertical-align:top}td:nth-child(2){color:#fff;font-weight:bold}</style>` +
+    `</head><body><h1>Cnuas HIL validation matrix</h1><p>Run ${esc(p.runId)} at ${
+      esc(p.startedAt)
+    }; overall <b>${rollUp(m.rows.map((r) => r.status))}</b></p><p>project ${
+      esc(p.project)
+    }; guest kernel ${esc(p.guestKernel ?? "n/a")}; QEMU ${esc(p.qemu ?? "n/a")}; rdma-core ${
+      esc(p.rdmaCore ?? "n/a")
+    }; accelerator ${esc(p.accel ?? "n/a")}${p.accelReason ? ` (${esc(p.accelReason)})` : ""}</p>` +
+    `<table><tr><th>row</th><th>status</th><th>s</th><th>measurements</th><th>reason / steps</th><th>artifacts</th></tr>\n${rows}\n</table></body></html>\n`;
+}
+
+/** Module versions of ours validated against a kernel (from the rows that loaded them). */
+export interface CompatJson {
+  guestKernel?: string;
+  runId: string;
+  modules: { name: string; version: string; rows: string[]; status: string }[];
+}
+
+/** Module versions (from the datasheet) and the rows that exercised each. */
+export const MODULE_ROWS: Record<string, { version: string; rows: string[] }> = {
+  cnuas_net: { version: "0.1.0", rows: ["driver-load", "eth-forwarding", "roce-e2e"] },
+  cnuas_ib: { version: "0.2.0", rows: ["ibstat", "roce-e2e", "ib-forwarding", "ib-e2e"] },
+  cnuasgpu: { version: "0.1.0", rows: ["gpu-smoke", "cnuaslink"] },
+  cnuasgpu_host: { version: "0.1.0", rows: ["gpu-host", "peermem"] },
+};
+
+/** compat.json: which module versions were validated against which kernel. */
+export function toCompat(m: MatrixJson): CompatJson {
+  return {
+    guestKernel: m.provenance.guestKernel,
+    runId: m.provenance.runId,
+    modules: Object.entries(MODULE_ROWS).map(([name, { version, rows }]) => {
+      const ran = m.rows.filter((r) => rows.includes(r.id));
+      return {
+        name,
+        version,
+        rows: ran.map((r) => `${r.id}:${r.status}`),
+        status: ran.length ? rollUp(ran.map((r) => r.status)) : "SKIP",
+      };
+    }),
+  };
+}

@@ -1,0 +1,211 @@
+/**
+ * A guest VM: QEMU started paused with QMP on a unix socket and the serial
+ * console in a file, `cont`, then SSH under a deadline. Implements `Guest`.
+ */
+import { join } from "node:path";
+import { tailOf } from "../exec.ts";
+import { progress } from "../progress.ts";
+import { type GuestSpec, qemuArgs } from "./qemu_args.ts";
+import { QmpClient } from "./qmp.ts";
+import { release, track } from "./reaper.ts";
+import { SshSession } from "./ssh.ts";
+import type { Guest, RunOptions, RunResult } from "./types.ts";
+
+/** The guest's QEMU exited while it was needed (panic, crash). */
+export class GuestDiedError extends Error {
+  override name = "GuestDiedError";
+}
+
+/** The guest never answered SSH within its deadline. */
+export class BootTimeoutError extends Error {
+  override name = "BootTimeoutError";
+}
+
+/** Options of `bootGuest`. */
+export interface BootOptions {
+  /** Private key file for root. */
+  sshKeyPath: string;
+  /** Seconds from `cont` until SSH must answer. */
+  bootTimeoutSec: number;
+  /** Directory for qemu.log. */
+  logDir: string;
+  /** Called with the QMP client before `cont` (fault hooks). */
+  beforeCont?: (qmp: QmpClient) => Promise<void>;
+}
+
+/** A running guest. */
+export class GuestVm implements Guest {
+  readonly name: string;
+  readonly consoleLog: string;
+  readonly qemuLog: string;
+  bootToSshSec = NaN;
+  #child: Deno.ChildProcess;
+  #qmp!: QmpClient;
+  #ssh?: SshSession;
+  #exited: Promise<Deno.CommandStatus>;
+  #exitStatus?: Deno.CommandStatus;
+
+  private constructor(spec: GuestSpec, child: Deno.ChildProcess, qemuLog: string) {
+    this.name = spec.name;
+    this.consoleLog = spec.consoleLog;
+    this.qemuLog = qemuLog;
+    this.#child = child;
+    this.#exited = child.status.then((s) => {
+      this.#exitStatus = s;
+      release(child.pid);
+      return s;
+    });
+  }
+
+  /** PID of the QEMU process. */
+  get pid(): number {
+    return this.#child.pid;
+  }
+
+  /** Whether QEMU is still running. */
+  get running(): boolean {
+    return this.#exitStatus === undefined;
+  }
+
+  /** Start QEMU paused, apply hooks, `cont`; does not wait for SSH. */
+  static async start(spec: GuestSpec, opts: BootOptions): Promise<GuestVm> {
+    await Deno.mkdir(opts.logDir, { recursive: true });
+    const qemuLog = join(opts.logDir, `${spec.name}.qemu.log`);
+    await Deno.writeTextFile(spec.consoleLog, "");
+    await Deno.remove(spec.qmpSocket).catch(() => {});
+    const log = await Deno.open(qemuLog, { create: true, write: true, truncate: true });
+    await log.write(new TextEncoder().encode(`$ ${spec.qemu} ${qemuArgs(spec).join(" ")}\n`));
+    const child = new Deno.Command(spec.qemu, {
+      args: qemuArgs(spec),
+      stdin: "null",
+      stdout: "piped",
+      stderr: "piped",
+    }).spawn();
+    track(child.pid, `qemu ${spec.name}`);
+    const pump = async (s: ReadableStream<Uint8Array>) => {
+      for await (const c of s) await log.write(c).catch(() => {});
+    };
+    Promise.all([pump(child.stdout), pump(child.stderr)]).finally(() => log.close());
+    const vm = new GuestVm(spec, child, qemuLog);
+    try {
+      vm.#qmp = await Promise.race([
+        QmpClient.connect(spec.qmpSocket, 15_000),
+        vm.#exited.then(async () => {
+          throw new GuestDiedError(
+            `QEMU for ${spec.name} exited at start; see ${qemuLog}:\n${await tailOf(qemuLog, 10)}`,
+          );
+        }),
+      ]);
+      if (opts.beforeCont) await opts.beforeCont(vm.#qmp);
+      await vm.#qmp.execute("cont");
+    } catch (e) {
+      await vm.close();
+      throw e;
+    }
+    return vm;
+  }
+
+  /** Wait until SSH answers, or throw with the console tail. */
+  async waitForSsh(port: number, key: string, timeoutSec: number): Promise<void> {
+    const t0 = performance.now();
+    const end = t0 + timeoutSec * 1000;
+    let lastErr = "";
+    while (performance.now() < end) {
+      if (!this.running) {
+        throw new GuestDiedError(
+          `${this.name} died during boot (QEMU exit ${this.#exitStatus?.code}); console tail:\n${await tailOf(
+            this.consoleLog,
+            25,
+          )}`,
+        );
+      }
+      try {
+        this.#ssh = await SshSession.connect(port, key, 4000);
+        this.bootToSshSec = (performance.now() - t0) / 1000;
+        return;
+      } catch (e) {
+        lastErr = (e as Error).message;
+        await new Promise((r) => setTimeout(r, 300));
+      }
+    }
+    throw new BootTimeoutError(
+      `${this.name} did not answer SSH within ${timeoutSec} s (last error: ${lastErr}); console ${this.consoleLog} ends:\n${await tailOf(
+        this.consoleLog,
+        25,
+      )}`,
+    );
+  }
+
+  #session(): SshSession {
+    if (!this.#ssh) throw new Error(`${this.name}: not connected`);
+    return this.#ssh;
+  }
+
+  async #alive(): Promise<void> {
+    if (!this.running) {
+      throw new GuestDiedError(
+        `${this.name} is dead (QEMU exit ${this.#exitStatus?.code}); console tail:\n${await tailOf(
+          this.consoleLog,
+          25,
+        )}`,
+      );
+    }
+  }
+
+  /** Run a shell command as root in the guest. */
+  async run(cmd: string, opts: RunOptions = {}): Promise<RunResult> {
+    await this.#alive();
+    try {
+      return await this.#session().run(cmd, opts);
+    } catch (e) {
+      await this.#alive();
+      throw e;
+    }
+  }
+
+  /** Write a file in the guest. */
+  async putFile(path: string, data: Uint8Array, mode?: number): Promise<void> {
+    await this.#alive();
+    await this.#session().putFile(path, data, mode);
+  }
+
+  /** Read a file from the guest. */
+  async getFile(path: string): Promise<Uint8Array> {
+    await this.#alive();
+    return await this.#session().getFile(path);
+  }
+
+  /** The guest kernel log. */
+  async dmesg(): Promise<string> {
+    const r = await this.run("dmesg", { timeoutSec: 30 });
+    return r.stdout;
+  }
+
+  /** A QMP command. */
+  qmp(command: string, args?: Record<string, unknown>): Promise<unknown> {
+    return this.#qmp.execute(command, args);
+  }
+
+  /**
+   * Shut down: QMP `quit` (the disk is a snapshot, nothing to flush), then
+   * SIGKILL if QEMU has not exited within 5 s. Never leaves QEMU running.
+   */
+  async close(): Promise<void> {
+    this.#ssh?.close();
+    if (this.running) {
+      this.#qmp?.execute("quit").catch(() => {});
+      const done = await Promise.race([
+        this.#exited.then(() => true),
+        new Promise<boolean>((r) => setTimeout(() => r(false), 5000)),
+      ]);
+      if (!done) {
+        progress(this.name, "QEMU ignored quit; killing");
+        try {
+          this.#child.kill("SIGKILL");
+        } catch { /* gone */ }
+        await this.#exited;
+      }
+    }
+    this.#qmp?.close();
+  }
+}

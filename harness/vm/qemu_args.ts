@@ -1,0 +1,115 @@
+/**
+ * The QEMU command line of a guest, as a pure function of its description.
+ */
+import type { Accel } from "../config.ts";
+
+/** One of our devices on a guest's PCI bus. */
+export type GuestDevice =
+  | { kind: "vnic"; socketPath?: string; mac: string }
+  | { kind: "gpu"; gpuId: number; linkSocket?: string; devmemMb?: number };
+
+/** Everything that decides a guest's QEMU argv. */
+export interface GuestSpec {
+  name: string;
+  qemu: string;
+  firmware: string[];
+  kernel: string;
+  initrd: string;
+  rootfs: string;
+  accel: Accel;
+  memMb: number;
+  cpus: number;
+  sshPort: number;
+  qmpSocket: string;
+  consoleLog: string;
+  devices: GuestDevice[];
+  /** Extra kernel command line words. */
+  append?: string[];
+}
+
+/** Kernel command line: console on serial, our init, panics end the VM. */
+export function kernelCmdline(spec: GuestSpec): string {
+  return [
+    "console=ttyS0,115200",
+    "root=/dev/vda",
+    "rw",
+    "init=/sbin/cnuas-init",
+    "net.ifnames=0",
+    "panic=-1",
+    "softlockup_panic=1",
+    "hung_task_panic=1",
+    "nmi_watchdog=0",
+    "loglevel=5",
+    `cnuas.hostname=${spec.name}`,
+    ...(spec.append ?? []),
+  ].join(" ");
+}
+
+/** argv (without the binary) for a guest; starts paused (`-S`). */
+export function qemuArgs(spec: GuestSpec): string[] {
+  const args = [
+    "-S",
+    "-name",
+    spec.name,
+    "-machine",
+    "q35",
+    "-accel",
+    spec.accel === "kvm" ? "kvm" : "tcg,thread=multi",
+    "-cpu",
+    spec.accel === "kvm" ? "host" : "max",
+    "-smp",
+    String(spec.cpus),
+    "-m",
+    String(spec.memMb),
+    "-nodefaults",
+    "-display",
+    "none",
+    "-no-reboot",
+    "-kernel",
+    spec.kernel,
+    "-initrd",
+    spec.initrd,
+    "-append",
+    kernelCmdline(spec),
+    "-drive",
+    `file=${spec.rootfs},if=none,id=root,format=raw,snapshot=on`,
+    "-device",
+    "virtio-blk-pci,drive=root",
+    "-netdev",
+    `user,id=mgmt,hostfwd=tcp:127.0.0.1:${spec.sshPort}-:22`,
+    "-device",
+    "virtio-net-pci,netdev=mgmt,romfile=",
+    "-device",
+    "virtio-rng-pci",
+    "-chardev",
+    `file,id=con,path=${spec.consoleLog}`,
+    "-serial",
+    "chardev:con",
+    "-qmp",
+    `unix:${spec.qmpSocket},server=on,wait=off`,
+  ];
+  for (const dir of spec.firmware) args.push("-L", dir);
+  for (const d of spec.devices) {
+    if (d.kind === "vnic") {
+      args.push("-device", [
+        "cnuas-vnic",
+        `mac=${d.mac}`,
+        ...(d.socketPath ? [`socket_path=${d.socketPath}`] : []),
+      ].join(","));
+    } else {
+      args.push("-device", [
+        "cnuasgpu",
+        `gpu_id=${d.gpuId}`,
+        ...(d.devmemMb ? [`devmem_size=${d.devmemMb * 1024 * 1024}`] : []),
+        ...(d.linkSocket ? [`cnuaslink_socket=${d.linkSocket}`] : []),
+      ].join(","));
+    }
+  }
+  return args;
+}
+
+/** A locally administered MAC for vnic `index` of guest `guest`. */
+export function vnicMac(guest: number, index: number): string {
+  const b = [0x02, 0xc7, 0x0a, 0x00, guest & 0xff, index & 0xff];
+  return b.map((x) => x.toString(16).padStart(2, "0")).join(":");
+}

@@ -1,0 +1,119 @@
+/**
+ * QMP client over a unix socket: greeting, capabilities negotiation, then
+ * commands matched to replies by id; asynchronous events are kept.
+ */
+
+/** QMP answered a command with an error. */
+export class QmpError extends Error {
+  override name = "QmpError";
+}
+
+/** One QMP event. */
+export interface QmpEvent {
+  event: string;
+  data?: unknown;
+  timestamp?: { seconds: number; microseconds: number };
+}
+
+type Pending = { resolve: (v: unknown) => void; reject: (e: Error) => void };
+
+/** A connected QMP session. */
+export class QmpClient {
+  #conn: Deno.UnixConn;
+  #pending = new Map<string, Pending>();
+  #nextId = 1;
+  #closed = false;
+  /** Events received so far, oldest first. */
+  readonly events: QmpEvent[] = [];
+  #greeting: Promise<unknown>;
+  #greet!: (v: unknown) => void;
+
+  private constructor(conn: Deno.UnixConn) {
+    this.#conn = conn;
+    this.#greeting = new Promise((r) => this.#greet = r);
+    this.#readLoop();
+  }
+
+  /**
+   * Connect to a QMP socket, retrying until `deadlineMs` (QEMU creates it
+   * shortly after start), and negotiate capabilities.
+   */
+  static async connect(path: string, deadlineMs = 10_000): Promise<QmpClient> {
+    const end = Date.now() + deadlineMs;
+    for (;;) {
+      try {
+        const conn = await Deno.connect({ transport: "unix", path });
+        const c = new QmpClient(conn);
+        await c.#greeting;
+        await c.execute("qmp_capabilities");
+        return c;
+      } catch (e) {
+        if (Date.now() > end) {
+          throw new QmpError(`cannot connect to QMP at ${path}: ${(e as Error).message}`);
+        }
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    }
+  }
+
+  async #readLoop(): Promise<void> {
+    const dec = new TextDecoder();
+    let buf = "";
+    try {
+      for await (const chunk of this.#conn.readable) {
+        buf += dec.decode(chunk, { stream: true });
+        let nl: number;
+        while ((nl = buf.indexOf("\n")) >= 0) {
+          const line = buf.slice(0, nl).trim();
+          buf = buf.slice(nl + 1);
+          if (line) this.#dispatch(JSON.parse(line) as Record<string, unknown>);
+        }
+      }
+    } catch { /* connection closed */ }
+    this.#closed = true;
+    for (const p of this.#pending.values()) p.reject(new QmpError("QMP connection closed"));
+    this.#pending.clear();
+  }
+
+  #dispatch(msg: Record<string, unknown>): void {
+    if ("QMP" in msg) return this.#greet(msg.QMP);
+    if ("event" in msg) {
+      this.events.push(msg as unknown as QmpEvent);
+      return;
+    }
+    const id = String(msg.id ?? "");
+    const p = this.#pending.get(id);
+    if (!p) return;
+    this.#pending.delete(id);
+    if ("error" in msg) {
+      const err = msg.error as { class?: string; desc?: string };
+      p.reject(new QmpError(`${err.class ?? "Error"}: ${err.desc ?? "unknown"}`));
+    } else p.resolve(msg.return);
+  }
+
+  /** Execute a command and return its `return` value. */
+  execute(command: string, args?: Record<string, unknown>): Promise<unknown> {
+    if (this.#closed) return Promise.reject(new QmpError("QMP connection closed"));
+    const id = String(this.#nextId++);
+    const msg = JSON.stringify({ execute: command, ...(args ? { arguments: args } : {}), id });
+    return new Promise((resolve, reject) => {
+      this.#pending.set(id, { resolve, reject });
+      this.#conn.write(new TextEncoder().encode(msg + "\n")).catch((e) => {
+        this.#pending.delete(id);
+        reject(e);
+      });
+    });
+  }
+
+  /** Whether the connection has closed (QEMU exited). */
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  /** Close the connection. */
+  close(): void {
+    try {
+      this.#conn.close();
+    } catch { /* already closed */ }
+  }
+}

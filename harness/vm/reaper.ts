@@ -1,0 +1,58 @@
+/**
+ * Keeps every child process the harness starts (QEMU, the switch) and ends
+ * them on every exit path: normal exit, an uncaught error, SIGINT, SIGTERM.
+ */
+
+const live = new Map<number, string>();
+let installed = false;
+
+/** Ends every live child now (SIGKILL), synchronously. */
+export function killAll(): void {
+  for (const pid of live.keys()) {
+    try {
+      Deno.kill(pid, "SIGKILL");
+    } catch { /* already gone */ }
+  }
+  live.clear();
+}
+
+function install(): void {
+  if (installed) return;
+  installed = true;
+  globalThis.addEventListener("unload", killAll);
+  for (const sig of ["SIGINT", "SIGTERM", "SIGHUP"] as const) {
+    try {
+      Deno.addSignalListener(sig, () => {
+        killAll();
+        Deno.exit(130);
+      });
+    } catch { /* signal not available */ }
+  }
+}
+
+/** Track a child by PID until `release`. */
+export function track(pid: number, what: string): void {
+  install();
+  live.set(pid, what);
+}
+
+/** Stop tracking a child that has exited. */
+export function release(pid: number): void {
+  live.delete(pid);
+}
+
+/** PIDs currently tracked (for tests that check nothing is left). */
+export function trackedPids(): number[] {
+  return [...live.keys()];
+}
+
+/** Whether a PID still names a live (non-zombie) process. */
+export function pidAlive(pid: number): boolean {
+  try {
+    const stat = Deno.readTextFileSync(`/proc/${pid}/stat`);
+    const state = stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3);
+    return state !== "Z" && state !== "X";
+  } catch {
+    return false;
+  }
+}

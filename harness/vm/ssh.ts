@@ -1,0 +1,139 @@
+/**
+ * Commands and files over SSH (npm:ssh2). Results come back as exit code,
+ * stdout and stderr — never by parsing the console.
+ */
+// @ts-types="npm:@types/ssh2@1.15.6"
+import { Client } from "npm:ssh2@1.17.0";
+import { Buffer } from "node:buffer";
+import type { RunOptions, RunResult } from "./types.ts";
+
+/** The SSH connection failed or dropped. */
+export class SshError extends Error {
+  override name = "SshError";
+}
+
+/** Exit code reported for a command killed by its timeout (as coreutils' `timeout`). */
+export const TIMEOUT_CODE = 124;
+
+/** A logged-in SSH session to a guest. */
+export class SshSession {
+  #client: Client;
+  private constructor(client: Client) {
+    this.#client = client;
+  }
+
+  /** Try once to connect; rejects on failure. */
+  static connect(port: number, privateKey: string, timeoutMs = 5000): Promise<SshSession> {
+    return new Promise((resolve, reject) => {
+      const c = new Client();
+      let ready = false;
+      c.once("ready", () => {
+        ready = true;
+        resolve(new SshSession(c));
+      });
+      // ssh2 may emit several errors for one failed attempt; all are handled here.
+      c.on("error", (e: Error) => {
+        if (!ready) {
+          reject(new SshError(e.message));
+          c.end();
+        }
+      });
+      c.connect({
+        host: "127.0.0.1",
+        port,
+        username: "root",
+        privateKey,
+        readyTimeout: timeoutMs,
+        keepaliveInterval: 5000,
+        keepaliveCountMax: 6,
+      });
+    });
+  }
+
+  /**
+   * Run a command. The guest enforces the timeout with coreutils `timeout`
+   * (so the process really dies there); the host gives up a little later in
+   * case the guest itself stops answering.
+   */
+  run(cmd: string, opts: RunOptions = {}): Promise<RunResult> {
+    const timeoutSec = opts.timeoutSec ?? 60;
+    const wrapped = `timeout -k 5 ${timeoutSec} sh -c ${shq(cmd)}`;
+    const t0 = performance.now();
+    return new Promise((resolve, reject) => {
+      this.#client.exec(wrapped, (err, stream) => {
+        if (err) return reject(new SshError(`exec failed: ${err.message}`));
+        const out: Buffer[] = [];
+        const errb: Buffer[] = [];
+        let code = -1;
+        let settled = false;
+        const finish = (c: number) => {
+          if (settled) return;
+          settled = true;
+          clearTimeout(guard);
+          resolve({
+            code: c,
+            stdout: Buffer.concat(out).toString("utf8"),
+            stderr: Buffer.concat(errb).toString("utf8"),
+            durationSec: (performance.now() - t0) / 1000,
+          });
+        };
+        const guard = setTimeout(() => {
+          errb.push(Buffer.from(`\n[harness] no answer ${timeoutSec + 15} s after start; gave up\n`));
+          stream.close();
+          finish(TIMEOUT_CODE);
+        }, (timeoutSec + 15) * 1000);
+        stream.on("data", (d: Buffer) => out.push(d));
+        stream.stderr.on("data", (d: Buffer) => errb.push(d));
+        stream.on("exit", (c: number | null, signal?: string) => {
+          code = c ?? (signal ? 128 + 9 : -1);
+        });
+        stream.on("close", () => finish(code));
+        if (opts.stdin !== undefined) {
+          stream.end(typeof opts.stdin === "string" ? opts.stdin : Buffer.from(opts.stdin));
+        } else stream.end();
+      });
+    });
+  }
+
+  /** Write a file in the guest (through `cat`, so no sftp subsystem is needed). */
+  async putFile(path: string, data: Uint8Array, mode = 0o644): Promise<void> {
+    const dir = path.slice(0, path.lastIndexOf("/")) || "/";
+    const r = await this.run(
+      `mkdir -p ${shq(dir)} && cat > ${shq(path)}.part && chmod ${mode.toString(8)} ${
+        shq(path)
+      }.part && mv ${shq(path)}.part ${shq(path)}`,
+      { stdin: data, timeoutSec: 120 },
+    );
+    if (r.code !== 0) throw new SshError(`writing ${path} failed: ${r.stderr.trim()}`);
+  }
+
+  /** Read a file from the guest. */
+  getFile(path: string): Promise<Uint8Array> {
+    return new Promise((resolve, reject) => {
+      this.#client.exec(`cat ${shq(path)}`, (err, stream) => {
+        if (err) return reject(new SshError(err.message));
+        const out: Buffer[] = [];
+        const errb: Buffer[] = [];
+        let code = -1;
+        stream.on("data", (d: Buffer) => out.push(d));
+        stream.stderr.on("data", (d: Buffer) => errb.push(d));
+        stream.on("exit", (c: number | null) => code = c ?? -1);
+        stream.on("close", () => {
+          if (code !== 0) reject(new SshError(`reading ${path}: ${Buffer.concat(errb).toString()}`));
+          else resolve(new Uint8Array(Buffer.concat(out)));
+        });
+        stream.end();
+      });
+    });
+  }
+
+  /** Close the session. */
+  close(): void {
+    this.#client.end();
+  }
+}
+
+/** Quote for the guest's POSIX shell. */
+export function shq(s: string): string {
+  return `'${s.replaceAll("'", `'\\''`)}'`;
+}

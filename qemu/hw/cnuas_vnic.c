@@ -1,0 +1,660 @@
+/*
+ * cnuas-vnic: a PCIe network function whose wire is an AF_UNIX
+ * SOCK_SEQPACKET socket (one datagram = one frame, no header of ours).
+ *
+ * The register map and behaviour are the contract in DEVICES.md (cnuas-vnic);
+ * the TypeScript reference model harness/models/vnic.ts is written from the
+ * same contract and checked against this file by a qtest differential oracle.
+ * Where DEVICES.md leaves a choice open, this device (and the model) decide:
+ *
+ * - Only aligned 32-bit accesses reach a register. Any other size or an
+ *   unaligned offset reads 0 and ignores writes (guest error). Unknown
+ *   offsets read 0 and ignore writes (guest error); writes to read-only
+ *   registers are ignored (guest error); TX_DOORBELL reads 0.
+ * - IRQ_MASK keeps only the three defined cause bits.
+ * - TX_DOORBELL: a length of 0 or above 9216, or a source range that is not
+ *   entirely readable by DMA, rejects the doorbell: logged, no frame, no
+ *   interrupt. Otherwise a link that is down (or a socket whose send queue is
+ *   full) drops the frame, and TX complete is raised either way. A send that
+ *   fails for any other reason means the peer is gone: the link drops.
+ * - RX: frames are read one at a time while RX_STATUS is 0. A frame lands
+ *   only if RX_ADDR is non-zero and the whole landing range is writable by
+ *   DMA; otherwise it is dropped (an unwritable range is a guest error) and
+ *   the next one is read. Datagrams above 9216 bytes and empty ones are
+ *   dropped. RX_LEN keeps the last delivered length until the next delivery
+ *   or reset. Writing 0 to RX_STATUS when it is 1 releases the buffer and
+ *   reads the socket again at once; other RX_STATUS writes are ignored.
+ * - Interrupts: INTx is asserted while IRQ_STATUS & IRQ_MASK is non-zero.
+ *   With MSI enabled, one message is sent at the end of any device event
+ *   (an MMIO write, socket readiness, a reconnect attempt, a reset) after
+ *   which IRQ_STATUS & IRQ_MASK holds a bit it did not hold before, so a
+ *   cause arriving while another is still pending is never lost.
+ * - Link: LINK_STATUS bit 0 is "socket connected"; every change sets
+ *   IRQ_STATUS bit 2. Once lost (peer closed, a receive error, a failed
+ *   send) or when the connection at realize fails, the device retries on
+ *   QEMU_CLOCK_VIRTUAL (deterministic under qtest): first after 100 ms, then
+ *   each failed attempt doubles the delay up to 2000 ms; a success resets it.
+ * - Reset clears every register but keeps the MAC and the connection, then
+ *   reads the socket as an unarmed NIC (frames that waited are dropped).
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#include "qemu/osdep.h"
+#include "qemu/cutils.h"
+#include "qemu/log.h"
+#include "qemu/error-report.h"
+#include "qemu/main-loop.h"
+#include "qemu/module.h"
+#include "qemu/timer.h"
+#include "qemu/units.h"
+#include "qapi/error.h"
+#include "hw/pci/pci.h"
+#include "hw/pci/pcie.h"
+#include "hw/pci/msi.h"
+#include "hw/qdev-properties.h"
+#include "hw/qdev-properties-system.h"
+#include "migration/vmstate.h"
+#include "net/net.h"
+#include "sysemu/dma.h"
+#include "qom/object.h"
+
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <poll.h>
+
+#define TYPE_CNUAS_VNIC "cnuas-vnic"
+OBJECT_DECLARE_SIMPLE_TYPE(CnuasVnicState, CNUAS_VNIC)
+
+#define CNUAS_VNIC_VENDOR_ID    0x1af4
+#define CNUAS_VNIC_DEVICE_ID    0x10f0
+#define CNUAS_VNIC_REVISION     0x00
+#define CNUAS_VNIC_MMIO_SIZE    (4 * KiB)
+#define CNUAS_VNIC_MAX_FRAME    9216
+
+/* BAR0 registers */
+#define REG_TX_ADDR_LO      0x00
+#define REG_TX_ADDR_HI      0x04
+#define REG_TX_LEN          0x08
+#define REG_TX_DOORBELL     0x0c
+#define REG_RX_ADDR_LO      0x10
+#define REG_RX_ADDR_HI      0x14
+#define REG_RX_LEN          0x18
+#define REG_RX_STATUS       0x1c
+#define REG_IRQ_STATUS      0x20
+#define REG_IRQ_MASK        0x24
+#define REG_LINK_STATUS     0x28
+#define REG_MAC_LO          0x2c
+#define REG_MAC_HI          0x30
+
+/* Interrupt causes (IRQ_STATUS / IRQ_MASK) */
+#define IRQ_RX              (1u << 0)
+#define IRQ_TX              (1u << 1)
+#define IRQ_LINK            (1u << 2)
+#define IRQ_ALL             (IRQ_RX | IRQ_TX | IRQ_LINK)
+
+/* Reconnect backoff on QEMU_CLOCK_VIRTUAL */
+#define RECONNECT_MIN_MS    100
+#define RECONNECT_MAX_MS    2000
+
+/* Socket buffers asked for at connect (the kernel may cap them) */
+#define SOCKET_BUF_BYTES    (4 * MiB)
+
+struct CnuasVnicState {
+    PCIDevice parent_obj;
+    MemoryRegion mmio;
+
+    /* properties */
+    char *socket_path;
+    MACAddr mac;
+    PCIExpLinkSpeed link_speed;
+    PCIExpLinkWidth link_width;
+
+    /* registers */
+    uint32_t tx_addr_lo;
+    uint32_t tx_addr_hi;
+    uint32_t tx_len;
+    uint32_t rx_addr_lo;
+    uint32_t rx_addr_hi;
+    uint32_t rx_len;
+    uint32_t rx_status;
+    uint32_t irq_status;
+    uint32_t irq_mask;
+
+    /* IRQ_STATUS & IRQ_MASK as of the last interrupt update (MSI edges) */
+    uint32_t irq_asserted;
+
+    /* the wire: fd is -1 while the link is down */
+    int fd;
+    bool reading;
+    QEMUTimer *reconnect_timer;
+    int64_t reconnect_delay_ms;
+
+    /* bounce buffer; TX and RX never run at the same time (BQL) */
+    uint8_t buf[CNUAS_VNIC_MAX_FRAME];
+};
+
+static void vnic_rx_ready(void *opaque);
+
+static uint64_t vnic_tx_addr(CnuasVnicState *s)
+{
+    return ((uint64_t)s->tx_addr_hi << 32) | s->tx_addr_lo;
+}
+
+static uint64_t vnic_rx_addr(CnuasVnicState *s)
+{
+    return ((uint64_t)s->rx_addr_hi << 32) | s->rx_addr_lo;
+}
+
+/*
+ * Lower or raise INTx, or send an MSI for causes that became pending and
+ * enabled. Called once at the end of every device event.
+ */
+static void vnic_update_irq(CnuasVnicState *s)
+{
+    PCIDevice *pdev = PCI_DEVICE(s);
+    uint32_t pending = s->irq_status & s->irq_mask;
+    uint32_t rising = pending & ~s->irq_asserted;
+
+    s->irq_asserted = pending;
+    if (msi_enabled(pdev)) {
+        if (rising) {
+            msi_notify(pdev, 0);
+        }
+    } else {
+        pci_set_irq(pdev, pending != 0);
+    }
+}
+
+/* The whole range must be reachable before the device touches any of it. */
+static bool vnic_dma_ok(CnuasVnicState *s, uint64_t addr, uint32_t len,
+                        DMADirection dir)
+{
+    if (addr + len < addr) {
+        return false;
+    }
+    return dma_memory_valid(pci_get_address_space(PCI_DEVICE(s)), addr, len,
+                            dir, MEMTXATTRS_UNSPECIFIED);
+}
+
+/* Read the socket only while no received frame waits for the driver. */
+static void vnic_update_reading(CnuasVnicState *s)
+{
+    bool want = s->fd >= 0 && !s->rx_status;
+
+    if (want != s->reading) {
+        qemu_set_fd_handler(s->fd, want ? vnic_rx_ready : NULL, NULL, s);
+        s->reading = want;
+    }
+}
+
+static void vnic_schedule_reconnect(CnuasVnicState *s)
+{
+    timer_mod(s->reconnect_timer, qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) +
+              s->reconnect_delay_ms * SCALE_MS);
+}
+
+static void vnic_link_lost(CnuasVnicState *s)
+{
+    if (s->fd < 0) {
+        return;
+    }
+    if (s->reading) {
+        qemu_set_fd_handler(s->fd, NULL, NULL, NULL);
+        s->reading = false;
+    }
+    close(s->fd);
+    s->fd = -1;
+    s->irq_status |= IRQ_LINK;
+    s->reconnect_delay_ms = RECONNECT_MIN_MS;
+    vnic_schedule_reconnect(s);
+}
+
+static void vnic_set_buffer(int fd, int force_opt, int opt)
+{
+    int size = SOCKET_BUF_BYTES;
+
+    /* FORCE needs CAP_NET_ADMIN; otherwise net.core.*mem_max caps it. */
+    if (setsockopt(fd, SOL_SOCKET, force_opt, &size, sizeof(size)) < 0) {
+        setsockopt(fd, SOL_SOCKET, opt, &size, sizeof(size));
+    }
+}
+
+/* One non-blocking connection attempt; true when the link came up. */
+static bool vnic_connect(CnuasVnicState *s)
+{
+    struct sockaddr_un sa = { .sun_family = AF_UNIX };
+    int fd;
+
+    fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        return false;
+    }
+    vnic_set_buffer(fd, SO_SNDBUFFORCE, SO_SNDBUF);
+    vnic_set_buffer(fd, SO_RCVBUFFORCE, SO_RCVBUF);
+    /* length checked at realize */
+    pstrcpy(sa.sun_path, sizeof(sa.sun_path), s->socket_path);
+    if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+        close(fd);
+        return false;
+    }
+    s->fd = fd;
+    s->reading = false;
+    return true;
+}
+
+/* An empty read is the end of the connection only if the peer hung up. */
+static bool vnic_peer_hung_up(CnuasVnicState *s)
+{
+    struct pollfd pfd = { .fd = s->fd, .events = POLLIN | POLLRDHUP };
+
+    return poll(&pfd, 1, 0) > 0 &&
+           (pfd.revents & (POLLHUP | POLLRDHUP | POLLERR));
+}
+
+/* Land the datagram in s->buf (len bytes) at RX_ADDR, or drop it. */
+static void vnic_rx_deliver(CnuasVnicState *s, uint32_t len)
+{
+    PCIDevice *pdev = PCI_DEVICE(s);
+    uint64_t addr = vnic_rx_addr(s);
+
+    if (addr == 0) {
+        return; /* not armed: dropped, as a NIC without buffers would */
+    }
+    if (!vnic_dma_ok(s, addr, len, DMA_DIRECTION_FROM_DEVICE) ||
+        pci_dma_write(pdev, addr, s->buf, len) != MEMTX_OK) {
+        qemu_log_mask(LOG_GUEST_ERROR,
+                      "cnuas-vnic: RX buffer 0x%" PRIx64 "+%u is not "
+                      "writable by DMA, frame dropped\n", addr, len);
+        return;
+    }
+    s->rx_len = len;
+    s->rx_status = 1;
+    s->irq_status |= IRQ_RX;
+}
+
+/*
+ * Read datagrams until one is delivered (RX_STATUS becomes 1), the socket is
+ * empty, or the link is lost.
+ */
+static void vnic_rx_pump(CnuasVnicState *s)
+{
+    while (s->fd >= 0 && !s->rx_status) {
+        struct iovec iov = { .iov_base = s->buf, .iov_len = sizeof(s->buf) };
+        struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
+        ssize_t n = recvmsg(s->fd, &msg, MSG_DONTWAIT);
+
+        if (n < 0) {
+            if (errno == EINTR) {
+                continue;
+            }
+            if (errno != EAGAIN && errno != EWOULDBLOCK) {
+                vnic_link_lost(s);
+            }
+            break;
+        }
+        if (msg.msg_flags & MSG_TRUNC) {
+            warn_report_once("cnuas-vnic: dropped datagrams above %d bytes "
+                             "from the peer", CNUAS_VNIC_MAX_FRAME);
+            continue;
+        }
+        if (n == 0) {
+            if (vnic_peer_hung_up(s)) {
+                vnic_link_lost(s);
+                break;
+            }
+            continue; /* an empty datagram carries no frame */
+        }
+        vnic_rx_deliver(s, n);
+    }
+    vnic_update_reading(s);
+}
+
+static void vnic_rx_ready(void *opaque)
+{
+    CnuasVnicState *s = opaque;
+
+    vnic_rx_pump(s);
+    vnic_update_irq(s);
+}
+
+static void vnic_reconnect(void *opaque)
+{
+    CnuasVnicState *s = opaque;
+
+    if (s->fd >= 0) {
+        return;
+    }
+    if (vnic_connect(s)) {
+        s->reconnect_delay_ms = RECONNECT_MIN_MS;
+        s->irq_status |= IRQ_LINK;
+        vnic_rx_pump(s);
+        vnic_update_irq(s);
+        return;
+    }
+    s->reconnect_delay_ms = MIN(s->reconnect_delay_ms * 2, RECONNECT_MAX_MS);
+    vnic_schedule_reconnect(s);
+}
+
+static void vnic_tx(CnuasVnicState *s)
+{
+    PCIDevice *pdev = PCI_DEVICE(s);
+    uint64_t addr = vnic_tx_addr(s);
+    uint32_t len = s->tx_len;
+    ssize_t n;
+
+    if (len == 0 || len > CNUAS_VNIC_MAX_FRAME) {
+        qemu_log_mask(LOG_GUEST_ERROR,
+                      "cnuas-vnic: TX_LEN %u outside 1..%d, doorbell "
+                      "rejected\n", len, CNUAS_VNIC_MAX_FRAME);
+        return;
+    }
+    if (!vnic_dma_ok(s, addr, len, DMA_DIRECTION_TO_DEVICE) ||
+        pci_dma_read(pdev, addr, s->buf, len) != MEMTX_OK) {
+        qemu_log_mask(LOG_GUEST_ERROR,
+                      "cnuas-vnic: TX frame 0x%" PRIx64 "+%u is not "
+                      "readable by DMA, doorbell rejected\n", addr, len);
+        return;
+    }
+    s->irq_status |= IRQ_TX;
+    if (s->fd < 0) {
+        return; /* link down: dropped, but the driver still hears back */
+    }
+    do {
+        n = send(s->fd, s->buf, len, MSG_DONTWAIT | MSG_NOSIGNAL);
+    } while (n < 0 && errno == EINTR);
+    if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != ENOBUFS) {
+        vnic_link_lost(s);
+    }
+}
+
+static uint64_t vnic_mmio_read(void *opaque, hwaddr addr, unsigned size)
+{
+    CnuasVnicState *s = opaque;
+
+    if (size != 4 || (addr & 3)) {
+        qemu_log_mask(LOG_GUEST_ERROR,
+                      "cnuas-vnic: %u-byte read at 0x%" HWADDR_PRIx
+                      " (only aligned 32-bit accesses)\n", size, addr);
+        return 0;
+    }
+
+    switch (addr) {
+    case REG_TX_ADDR_LO:
+        return s->tx_addr_lo;
+    case REG_TX_ADDR_HI:
+        return s->tx_addr_hi;
+    case REG_TX_LEN:
+        return s->tx_len;
+    case REG_TX_DOORBELL:
+        return 0;
+    case REG_RX_ADDR_LO:
+        return s->rx_addr_lo;
+    case REG_RX_ADDR_HI:
+        return s->rx_addr_hi;
+    case REG_RX_LEN:
+        return s->rx_len;
+    case REG_RX_STATUS:
+        return s->rx_status;
+    case REG_IRQ_STATUS:
+        return s->irq_status;
+    case REG_IRQ_MASK:
+        return s->irq_mask;
+    case REG_LINK_STATUS:
+        return s->fd >= 0 ? 1 : 0;
+    case REG_MAC_LO:
+        return (uint32_t)ldl_le_p(&s->mac.a[0]);
+    case REG_MAC_HI:
+        return (uint32_t)lduw_le_p(&s->mac.a[4]);
+    default:
+        qemu_log_mask(LOG_GUEST_ERROR,
+                      "cnuas-vnic: read of unknown register 0x%" HWADDR_PRIx
+                      "\n", addr);
+        return 0;
+    }
+}
+
+static void vnic_mmio_write(void *opaque, hwaddr addr, uint64_t val,
+                            unsigned size)
+{
+    CnuasVnicState *s = opaque;
+
+    if (size != 4 || (addr & 3)) {
+        qemu_log_mask(LOG_GUEST_ERROR,
+                      "cnuas-vnic: %u-byte write at 0x%" HWADDR_PRIx
+                      " (only aligned 32-bit accesses)\n", size, addr);
+        return;
+    }
+
+    switch (addr) {
+    case REG_TX_ADDR_LO:
+        s->tx_addr_lo = val;
+        break;
+    case REG_TX_ADDR_HI:
+        s->tx_addr_hi = val;
+        break;
+    case REG_TX_LEN:
+        s->tx_len = val;
+        break;
+    case REG_TX_DOORBELL:
+        vnic_tx(s);
+        break;
+    case REG_RX_ADDR_LO:
+        s->rx_addr_lo = val;
+        break;
+    case REG_RX_ADDR_HI:
+        s->rx_addr_hi = val;
+        break;
+    case REG_RX_STATUS:
+        if (val != 0) {
+            qemu_log_mask(LOG_GUEST_ERROR,
+                          "cnuas-vnic: RX_STATUS write 0x%" PRIx64
+                          " ignored (write 0 to release)\n", val);
+        } else if (s->rx_status) {
+            s->rx_status = 0;
+            vnic_rx_pump(s);
+        }
+        break;
+    case REG_IRQ_STATUS:
+        s->irq_status &= ~(uint32_t)val;
+        break;
+    case REG_IRQ_MASK:
+        s->irq_mask = val & IRQ_ALL;
+        break;
+    case REG_RX_LEN:
+    case REG_LINK_STATUS:
+    case REG_MAC_LO:
+    case REG_MAC_HI:
+        qemu_log_mask(LOG_GUEST_ERROR,
+                      "cnuas-vnic: write to read-only register 0x%"
+                      HWADDR_PRIx " ignored\n", addr);
+        return;
+    default:
+        qemu_log_mask(LOG_GUEST_ERROR,
+                      "cnuas-vnic: write to unknown register 0x%" HWADDR_PRIx
+                      " ignored\n", addr);
+        return;
+    }
+    vnic_update_irq(s);
+}
+
+static const MemoryRegionOps vnic_mmio_ops = {
+    .read = vnic_mmio_read,
+    .write = vnic_mmio_write,
+    .endianness = DEVICE_LITTLE_ENDIAN,
+    /* every access reaches the handlers, which reject all but 32-bit ones */
+    .valid = {
+        .min_access_size = 1,
+        .max_access_size = 8,
+        .unaligned = true,
+    },
+    .impl = {
+        .min_access_size = 1,
+        .max_access_size = 8,
+        .unaligned = true,
+    },
+};
+
+/*
+ * QEMU 7.2 fills link capabilities only for slots; an endpoint states its own
+ * maximum and (as the link is virtual) negotiated speed and width here.
+ */
+static void vnic_fill_link(CnuasVnicState *s)
+{
+    PCIDevice *pdev = PCI_DEVICE(s);
+    uint8_t *exp_cap = pdev->config + pdev->exp.exp_cap;
+
+    pci_long_test_and_clear_mask(exp_cap + PCI_EXP_LNKCAP,
+                                 PCI_EXP_LNKCAP_MLW | PCI_EXP_LNKCAP_SLS);
+    pci_long_test_and_set_mask(exp_cap + PCI_EXP_LNKCAP,
+                               QEMU_PCI_EXP_LNKCAP_MLW(s->link_width) |
+                               QEMU_PCI_EXP_LNKCAP_MLS(s->link_speed));
+    pci_word_test_and_clear_mask(exp_cap + PCI_EXP_LNKSTA,
+                                 PCI_EXP_LNKSTA_CLS | PCI_EXP_LNKSTA_NLW);
+    pci_word_test_and_set_mask(exp_cap + PCI_EXP_LNKSTA,
+                               QEMU_PCI_EXP_LNKSTA_NLW(s->link_width) |
+                               QEMU_PCI_EXP_LNKSTA_CLS(s->link_speed));
+    if (s->link_speed > QEMU_PCI_EXP_LNK_5GT) {
+        uint32_t speeds = PCI_EXP_LNKCAP2_SLS_2_5GB | PCI_EXP_LNKCAP2_SLS_5_0GB |
+                          PCI_EXP_LNKCAP2_SLS_8_0GB;
+
+        if (s->link_speed > QEMU_PCI_EXP_LNK_8GT) {
+            speeds |= PCI_EXP_LNKCAP2_SLS_16_0GB;
+        }
+        pci_set_long(exp_cap + PCI_EXP_LNKCAP2, speeds);
+    }
+}
+
+static void vnic_write_config(PCIDevice *pdev, uint32_t addr, uint32_t val,
+                              int len)
+{
+    pci_default_write_config(pdev, addr, val, len);
+    pcie_cap_flr_write_config(pdev, addr, val, len);
+}
+
+static void vnic_realize(PCIDevice *pdev, Error **errp)
+{
+    CnuasVnicState *s = CNUAS_VNIC(pdev);
+    struct sockaddr_un sa;
+
+    if (s->socket_path && strlen(s->socket_path) >= sizeof(sa.sun_path)) {
+        error_setg(errp, "cnuas-vnic: socket_path is longer than %zu bytes",
+                   sizeof(sa.sun_path) - 1);
+        return;
+    }
+
+    pci_config_set_interrupt_pin(pdev->config, 1);
+    if (msi_init(pdev, 0, 1, true, false, errp)) {
+        return;
+    }
+    if (pcie_endpoint_cap_init(pdev, 0) < 0) {
+        error_setg(errp, "cnuas-vnic: no room for the PCIe capability");
+        msi_uninit(pdev);
+        return;
+    }
+    vnic_fill_link(s);
+    pcie_cap_flr_init(pdev);
+
+    memory_region_init_io(&s->mmio, OBJECT(s), &vnic_mmio_ops, s,
+                          "cnuas-vnic-mmio", CNUAS_VNIC_MMIO_SIZE);
+    pci_register_bar(pdev, 0, PCI_BASE_ADDRESS_SPACE_MEMORY, &s->mmio);
+
+    qemu_macaddr_default_if_unset(&s->mac);
+
+    s->fd = -1;
+    s->reading = false;
+    s->reconnect_timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, vnic_reconnect, s);
+    s->reconnect_delay_ms = RECONNECT_MIN_MS;
+    if (s->socket_path) {
+        if (vnic_connect(s)) {
+            vnic_update_reading(s);
+        } else {
+            vnic_schedule_reconnect(s);
+        }
+    }
+}
+
+static void vnic_exit(PCIDevice *pdev)
+{
+    CnuasVnicState *s = CNUAS_VNIC(pdev);
+
+    timer_free(s->reconnect_timer);
+    if (s->fd >= 0) {
+        qemu_set_fd_handler(s->fd, NULL, NULL, NULL);
+        close(s->fd);
+        s->fd = -1;
+    }
+    pcie_cap_exit(pdev);
+    msi_uninit(pdev);
+}
+
+static void vnic_reset(DeviceState *dev)
+{
+    CnuasVnicState *s = CNUAS_VNIC(dev);
+
+    s->tx_addr_lo = 0;
+    s->tx_addr_hi = 0;
+    s->tx_len = 0;
+    s->rx_addr_lo = 0;
+    s->rx_addr_hi = 0;
+    s->rx_len = 0;
+    s->rx_status = 0;
+    s->irq_status = 0;
+    s->irq_mask = 0;
+    s->irq_asserted = 0;
+    vnic_rx_pump(s);
+    vnic_update_irq(s);
+}
+
+static const VMStateDescription vmstate_vnic = {
+    .name = TYPE_CNUAS_VNIC,
+    /* the socket peer cannot follow a migration */
+    .unmigratable = 1,
+};
+
+static Property vnic_properties[] = {
+    DEFINE_PROP_STRING("socket_path", CnuasVnicState, socket_path),
+    DEFINE_PROP_MACADDR("mac", CnuasVnicState, mac),
+    DEFINE_PROP_PCIE_LINK_SPEED("x-speed", CnuasVnicState, link_speed,
+                                PCIE_LINK_SPEED_8),
+    DEFINE_PROP_PCIE_LINK_WIDTH("x-width", CnuasVnicState, link_width,
+                                PCIE_LINK_WIDTH_16),
+    DEFINE_PROP_END_OF_LIST(),
+};
+
+static void vnic_class_init(ObjectClass *klass, void *data)
+{
+    DeviceClass *dc = DEVICE_CLASS(klass);
+    PCIDeviceClass *k = PCI_DEVICE_CLASS(klass);
+
+    k->realize = vnic_realize;
+    k->exit = vnic_exit;
+    k->config_write = vnic_write_config;
+    k->vendor_id = CNUAS_VNIC_VENDOR_ID;
+    k->device_id = CNUAS_VNIC_DEVICE_ID;
+    k->revision = CNUAS_VNIC_REVISION;
+    k->class_id = PCI_CLASS_NETWORK_ETHERNET;
+    dc->desc = "Cnuas virtual NIC (SOCK_SEQPACKET wire)";
+    dc->reset = vnic_reset;
+    dc->vmsd = &vmstate_vnic;
+    device_class_set_props(dc, vnic_properties);
+    set_bit(DEVICE_CATEGORY_NETWORK, dc->categories);
+}
+
+static const TypeInfo vnic_info = {
+    .name = TYPE_CNUAS_VNIC,
+    .parent = TYPE_PCI_DEVICE,
+    .instance_size = sizeof(CnuasVnicState),
+    .class_init = vnic_class_init,
+    .interfaces = (InterfaceInfo[]) {
+        { INTERFACE_PCIE_DEVICE },
+        { },
+    },
+};
+
+static void vnic_register_types(void)
+{
+    type_register_static(&vnic_info);
+}
+
+type_init(vnic_register_types)

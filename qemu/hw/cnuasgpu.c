@@ -1,0 +1,791 @@
+/*
+ * cnuasgpu: an accelerator-shaped PCI function for the Cnuas HIL.
+ *
+ * It executes no kernels. It has what the software above an accelerator
+ * needs: an identification block, a large RAM-backed device-memory BAR,
+ * interrupts (one MSI vector, INTx pin A) and a peer link, CnuasLink, whose
+ * "wire" is an AF_UNIX SOCK_SEQPACKET socket to the cnuas-switch daemon (one
+ * datagram is one frame).  The register map and every behaviour below are
+ * the contract of DEVICES.md ("cnuasgpu"); harness/models/gpu.ts is the
+ * independent reference model the qtest oracle runs side by side with this
+ * file.
+ *
+ * Choices DEVICES.md leaves open, made here and mirrored by the model:
+ *  - Registers are 32-bit; other access sizes and unaligned accesses are
+ *    refused by the memory core (reads 0, writes ignored).
+ *  - Reads of unknown offsets return 0, writes to unknown or read-only
+ *    registers are ignored; both are logged as guest errors.  Reads of the
+ *    write-only doorbells return 0 silently.
+ *  - IRQ_MASK keeps only the defined cause bits (0 and 1).
+ *  - The interrupt is asserted while IRQ_STATUS & IRQ_MASK is non-zero: INTx
+ *    follows that level.  With MSI enabled one message is sent whenever a
+ *    register write, a received frame or a transmit leaves a pending,
+ *    enabled cause that was not pending and enabled before, so a cause
+ *    arriving while another is still pending is never lost (as cnuas-vnic).
+ *  - With the link down the transmit doorbell does nothing at all, not even
+ *    a log line; length and range are only checked with the link up.
+ *  - A received frame is dropped (and logged) when it is larger than 64 KiB,
+ *    when LINK_RX_BUF_SIZE is 0, when it is larger than LINK_RX_BUF_SIZE, or
+ *    when the armed buffer [LINK_RX_OFFSET, +LINK_RX_BUF_SIZE) does not lie
+ *    inside BAR1.
+ *  - LINK_RX_CONSUME releases the frame and at once reads the socket again,
+ *    so a frame already queued lands before the write returns.
+ *  - SOCK_SEQPACKET cannot tell an empty datagram from end-of-file, so a
+ *    zero-byte read is the peer closing (CnuasLink frames are never empty).
+ *  - Reconnect: after the link is torn down (or an initial connect fails)
+ *    the device retries on the virtual clock, first after 100 ms, doubling
+ *    up to 2 s between attempts; a successful connect resets the delay.
+ *    This is what lets a link come back when the switch re-admits the port.
+ *  - A frame waiting in BAR1 stays waiting (LINK_STATUS bit 1) across a link
+ *    teardown until the guest consumes it.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#include "qemu/osdep.h"
+#include "qemu/units.h"
+#include "qemu/host-utils.h"
+#include "qemu/log.h"
+#include "qemu/module.h"
+#include "qemu/main-loop.h"
+#include "qemu/timer.h"
+#include "qemu/error-report.h"
+#include "qapi/error.h"
+#include "hw/pci/pci.h"
+#include "hw/pci/pcie.h"
+#include "hw/pci/msi.h"
+#include "hw/qdev-properties.h"
+#include "migration/vmstate.h"
+#include "qom/object.h"
+
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <poll.h>
+
+#define TYPE_CNUASGPU "cnuasgpu"
+OBJECT_DECLARE_SIMPLE_TYPE(CnuasGpuState, CNUASGPU)
+
+#define CNUASGPU_VENDOR_ID      0x1af4
+#define CNUASGPU_DEVICE_ID      0x10f1
+#define CNUASGPU_REVISION       0x01
+#define CNUASGPU_FW_VERSION     0x00010000      /* 0.1.0 */
+
+#define CNUASGPU_REGS_SIZE      (64 * KiB)
+#define CNUASGPU_LINK_MTU       65536u
+#define CNUASGPU_DEVMEM_MIN     (4 * KiB)
+#define CNUASGPU_DEVMEM_MAX     (1 * TiB)
+
+/* Reconnect delays on the virtual clock. */
+#define CNUASGPU_RECONNECT_MIN_NS   (100 * SCALE_MS)
+#define CNUASGPU_RECONNECT_MAX_NS   (2000 * SCALE_MS)
+/* Longest a transmit waits for socket space before the link is declared dead. */
+#define CNUASGPU_SEND_TIMEOUT_MS    1000
+/* Socket buffers are enlarged so a burst of maximum-size frames fits. */
+#define CNUASGPU_SOCK_BUF           (4 * MiB)
+
+/* BAR0 register offsets (DEVICES.md, cnuasgpu). */
+enum {
+    REG_VENDOR_ID          = 0x000,
+    REG_DEVICE_ID          = 0x004,
+    REG_REVISION           = 0x008,
+    REG_FW_VERSION         = 0x00c,
+    REG_GPU_ID             = 0x010,
+    REG_SM_COUNT           = 0x014,
+    REG_LANES_PER_SM       = 0x018,
+    REG_TENSOR_SIZE        = 0x01c,
+    REG_DEVMEM_SIZE_LO     = 0x020,
+    REG_DEVMEM_SIZE_HI     = 0x024,
+
+    REG_IRQ_STATUS         = 0x100,
+    REG_IRQ_MASK           = 0x104,
+
+    REG_LINK_STATUS        = 0x200,
+    REG_LINK_TX_OFFSET_LO  = 0x204,
+    REG_LINK_TX_OFFSET_HI  = 0x208,
+    REG_LINK_TX_LEN        = 0x20c,
+    REG_LINK_TX_DOORBELL   = 0x210,
+    REG_LINK_RX_OFFSET_LO  = 0x214,
+    REG_LINK_RX_OFFSET_HI  = 0x218,
+    REG_LINK_RX_BUF_SIZE   = 0x21c,
+    REG_LINK_RX_LEN        = 0x220,
+    REG_LINK_RX_CONSUME    = 0x224,
+};
+
+/* IRQ_STATUS / IRQ_MASK causes. */
+#define IRQ_LINK_TX_DONE        (1u << 0)
+#define IRQ_LINK_RX_READY       (1u << 1)
+#define IRQ_ALL                 (IRQ_LINK_TX_DONE | IRQ_LINK_RX_READY)
+
+/* LINK_STATUS bits. */
+#define LINK_STATUS_UP          (1u << 0)
+#define LINK_STATUS_RX_READY    (1u << 1)
+
+struct CnuasGpuState {
+    PCIDevice pdev;
+    MemoryRegion regs;
+    MemoryRegion devmem;
+
+    /* Properties. */
+    uint32_t gpu_id;
+    uint32_t sm_count;
+    uint32_t lanes_per_sm;
+    uint32_t tensor_size;
+    uint64_t devmem_size;
+    char *link_path;
+    char *link_speed;
+    uint8_t link_width;
+
+    /* Registers. */
+    uint32_t irq_status;
+    uint32_t irq_mask;
+    uint32_t tx_offset_lo;
+    uint32_t tx_offset_hi;
+    uint32_t tx_len;
+    uint32_t rx_offset_lo;
+    uint32_t rx_offset_hi;
+    uint32_t rx_buf_size;
+    uint32_t rx_len;
+    bool rx_ready;
+
+    /* IRQ_STATUS & IRQ_MASK as last signalled, for MSI edge detection. */
+    uint32_t irq_asserted;
+
+    /* CnuasLink: connected socket (-1 while down) and the retry timer. */
+    int link_fd;
+    QEMUTimer reconnect_timer;
+    int64_t reconnect_delay_ns;
+    uint8_t *rx_scratch;
+};
+
+static void cnuasgpu_link_readable(void *opaque);
+
+static uint8_t *cnuasgpu_devmem_ptr(CnuasGpuState *s)
+{
+    return memory_region_get_ram_ptr(&s->devmem);
+}
+
+/* True when [offset, offset + len) lies inside BAR1, without overflowing. */
+static bool cnuasgpu_devmem_range_ok(CnuasGpuState *s, uint64_t offset,
+                                     uint64_t len)
+{
+    return offset <= s->devmem_size && len <= s->devmem_size - offset;
+}
+
+static void cnuasgpu_update_irq(CnuasGpuState *s)
+{
+    uint32_t pending = s->irq_status & s->irq_mask;
+    uint32_t rising = pending & ~s->irq_asserted;
+
+    s->irq_asserted = pending;
+    if (msi_enabled(&s->pdev)) {
+        if (rising) {
+            msi_notify(&s->pdev, 0);
+        }
+    } else {
+        pci_set_irq(&s->pdev, pending != 0);
+    }
+}
+
+static void cnuasgpu_raise(CnuasGpuState *s, uint32_t cause)
+{
+    s->irq_status |= cause;
+    cnuasgpu_update_irq(s);
+}
+
+/* ---- CnuasLink socket ---------------------------------------------------- */
+
+static void cnuasgpu_link_watch(CnuasGpuState *s)
+{
+    if (s->link_fd < 0) {
+        return;
+    }
+    /* Back-pressure: while a frame waits in BAR1 the socket is not read. */
+    qemu_set_fd_handler(s->link_fd,
+                        s->rx_ready ? NULL : cnuasgpu_link_readable,
+                        NULL, s);
+}
+
+static void cnuasgpu_link_schedule_retry(CnuasGpuState *s)
+{
+    if (!s->link_path) {
+        return;
+    }
+    timer_mod(&s->reconnect_timer,
+              qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) + s->reconnect_delay_ns);
+}
+
+static void cnuasgpu_link_down(CnuasGpuState *s)
+{
+    if (s->link_fd < 0) {
+        return;
+    }
+    qemu_set_fd_handler(s->link_fd, NULL, NULL, NULL);
+    close(s->link_fd);
+    s->link_fd = -1;
+    s->reconnect_delay_ns = CNUASGPU_RECONNECT_MIN_NS;
+    cnuasgpu_link_schedule_retry(s);
+}
+
+static void cnuasgpu_link_size_buffers(int fd)
+{
+    int size = CNUASGPU_SOCK_BUF;
+
+    /* Best effort: the kernel caps these at its own maxima. */
+    setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, sizeof(size));
+    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof(size));
+}
+
+/* One connect attempt; true when the link is up afterwards. */
+static bool cnuasgpu_link_connect(CnuasGpuState *s)
+{
+    struct sockaddr_un addr = { .sun_family = AF_UNIX };
+    int fd;
+
+    if (strlen(s->link_path) >= sizeof(addr.sun_path)) {
+        return false;
+    }
+    memcpy(addr.sun_path, s->link_path, strlen(s->link_path));
+
+    fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        return false;
+    }
+    cnuasgpu_link_size_buffers(fd);
+    if (connect(fd, (struct sockaddr *)&addr, sizeof(addr)) < 0) {
+        close(fd);
+        return false;
+    }
+    s->link_fd = fd;
+    s->reconnect_delay_ns = CNUASGPU_RECONNECT_MIN_NS;
+    cnuasgpu_link_watch(s);
+    return true;
+}
+
+static void cnuasgpu_link_retry(void *opaque)
+{
+    CnuasGpuState *s = opaque;
+
+    if (s->link_fd >= 0 || cnuasgpu_link_connect(s)) {
+        return;
+    }
+    s->reconnect_delay_ns = MIN(s->reconnect_delay_ns * 2,
+                                CNUASGPU_RECONNECT_MAX_NS);
+    cnuasgpu_link_schedule_retry(s);
+}
+
+/* Send one datagram; false when the link had to be torn down. */
+static bool cnuasgpu_link_send(CnuasGpuState *s, const uint8_t *buf,
+                               size_t len)
+{
+    for (;;) {
+        ssize_t n = send(s->link_fd, buf, len, MSG_DONTWAIT | MSG_NOSIGNAL);
+        struct pollfd pfd = { .fd = s->link_fd, .events = POLLOUT };
+
+        if (n == (ssize_t)len) {
+            return true;
+        }
+        if (n >= 0) {
+            /* A SEQPACKET send is all or nothing; anything else is broken. */
+            break;
+        }
+        if (errno == EINTR) {
+            continue;
+        }
+        if (errno != EAGAIN && errno != EWOULDBLOCK) {
+            break;
+        }
+        /* The peer is slow: wait a bounded time for room, then give up. */
+        if (poll(&pfd, 1, CNUASGPU_SEND_TIMEOUT_MS) <= 0) {
+            break;
+        }
+    }
+    cnuasgpu_link_down(s);
+    return false;
+}
+
+/* Land one received datagram of @len bytes (in rx_scratch) or drop it. */
+static void cnuasgpu_link_deliver(CnuasGpuState *s, size_t len)
+{
+    uint64_t offset = ((uint64_t)s->rx_offset_hi << 32) | s->rx_offset_lo;
+
+    if (len > CNUASGPU_LINK_MTU) {
+        qemu_log_mask(LOG_GUEST_ERROR,
+                      "cnuasgpu %u: received frame of %zu bytes exceeds the "
+                      "%u-byte CnuasLink maximum, dropped\n",
+                      s->gpu_id, len, CNUASGPU_LINK_MTU);
+        return;
+    }
+    if (s->rx_buf_size == 0) {
+        qemu_log_mask(LOG_GUEST_ERROR,
+                      "cnuasgpu %u: frame of %zu bytes arrived with receive "
+                      "not armed (LINK_RX_BUF_SIZE 0), dropped\n",
+                      s->gpu_id, len);
+        return;
+    }
+    if (len > s->rx_buf_size) {
+        qemu_log_mask(LOG_GUEST_ERROR,
+                      "cnuasgpu %u: frame of %zu bytes is larger than the "
+                      "armed %u-byte buffer, dropped\n",
+                      s->gpu_id, len, s->rx_buf_size);
+        return;
+    }
+    if (!cnuasgpu_devmem_range_ok(s, offset, s->rx_buf_size)) {
+        qemu_log_mask(LOG_GUEST_ERROR,
+                      "cnuasgpu %u: armed receive buffer 0x%" PRIx64
+                      "+0x%x lies outside device memory (0x%" PRIx64
+                      " bytes), frame dropped\n",
+                      s->gpu_id, offset, s->rx_buf_size, s->devmem_size);
+        return;
+    }
+    memcpy(cnuasgpu_devmem_ptr(s) + offset, s->rx_scratch, len);
+    memory_region_set_dirty(&s->devmem, offset, len);
+    s->rx_len = len;
+    s->rx_ready = true;
+    cnuasgpu_raise(s, IRQ_LINK_RX_READY);
+}
+
+/*
+ * Read datagrams until one waits for the guest, the socket is empty, or the
+ * link is gone.
+ */
+static void cnuasgpu_link_poll(CnuasGpuState *s)
+{
+    while (s->link_fd >= 0 && !s->rx_ready) {
+        ssize_t n = recv(s->link_fd, s->rx_scratch, CNUASGPU_LINK_MTU,
+                         MSG_DONTWAIT | MSG_TRUNC);
+
+        if (n < 0) {
+            if (errno == EINTR) {
+                continue;
+            }
+            if (errno != EAGAIN && errno != EWOULDBLOCK) {
+                cnuasgpu_link_down(s);
+            }
+            break;
+        }
+        if (n == 0) {
+            cnuasgpu_link_down(s);
+            break;
+        }
+        cnuasgpu_link_deliver(s, n);
+    }
+    cnuasgpu_link_watch(s);
+}
+
+static void cnuasgpu_link_readable(void *opaque)
+{
+    cnuasgpu_link_poll(opaque);
+}
+
+static void cnuasgpu_link_doorbell(CnuasGpuState *s)
+{
+    uint64_t offset = ((uint64_t)s->tx_offset_hi << 32) | s->tx_offset_lo;
+
+    if (s->link_fd < 0) {
+        return;
+    }
+    if (s->tx_len == 0 || s->tx_len > CNUASGPU_LINK_MTU) {
+        qemu_log_mask(LOG_GUEST_ERROR,
+                      "cnuasgpu %u: LINK_TX_LEN %u outside 1..%u, nothing "
+                      "sent\n", s->gpu_id, s->tx_len, CNUASGPU_LINK_MTU);
+        return;
+    }
+    if (!cnuasgpu_devmem_range_ok(s, offset, s->tx_len)) {
+        qemu_log_mask(LOG_GUEST_ERROR,
+                      "cnuasgpu %u: transmit range 0x%" PRIx64 "+0x%x lies "
+                      "outside device memory (0x%" PRIx64 " bytes), nothing "
+                      "sent\n", s->gpu_id, offset, s->tx_len, s->devmem_size);
+        return;
+    }
+    if (cnuasgpu_link_send(s, cnuasgpu_devmem_ptr(s) + offset, s->tx_len)) {
+        cnuasgpu_raise(s, IRQ_LINK_TX_DONE);
+    }
+}
+
+/* ---- BAR0 registers ------------------------------------------------------ */
+
+static uint64_t cnuasgpu_read(void *opaque, hwaddr addr, unsigned size)
+{
+    CnuasGpuState *s = opaque;
+
+    switch (addr) {
+    case REG_VENDOR_ID:
+        return CNUASGPU_VENDOR_ID;
+    case REG_DEVICE_ID:
+        return CNUASGPU_DEVICE_ID;
+    case REG_REVISION:
+        return CNUASGPU_REVISION;
+    case REG_FW_VERSION:
+        return CNUASGPU_FW_VERSION;
+    case REG_GPU_ID:
+        return s->gpu_id;
+    case REG_SM_COUNT:
+        return s->sm_count;
+    case REG_LANES_PER_SM:
+        return s->lanes_per_sm;
+    case REG_TENSOR_SIZE:
+        return s->tensor_size;
+    case REG_DEVMEM_SIZE_LO:
+        return (uint32_t)s->devmem_size;
+    case REG_DEVMEM_SIZE_HI:
+        return s->devmem_size >> 32;
+    case REG_IRQ_STATUS:
+        return s->irq_status;
+    case REG_IRQ_MASK:
+        return s->irq_mask;
+    case REG_LINK_STATUS:
+        return (s->link_fd >= 0 ? LINK_STATUS_UP : 0) |
+               (s->rx_ready ? LINK_STATUS_RX_READY : 0);
+    case REG_LINK_TX_OFFSET_LO:
+        return s->tx_offset_lo;
+    case REG_LINK_TX_OFFSET_HI:
+        return s->tx_offset_hi;
+    case REG_LINK_TX_LEN:
+        return s->tx_len;
+    case REG_LINK_RX_OFFSET_LO:
+        return s->rx_offset_lo;
+    case REG_LINK_RX_OFFSET_HI:
+        return s->rx_offset_hi;
+    case REG_LINK_RX_BUF_SIZE:
+        return s->rx_buf_size;
+    case REG_LINK_RX_LEN:
+        return s->rx_len;
+    case REG_LINK_TX_DOORBELL:
+    case REG_LINK_RX_CONSUME:
+        return 0;
+    default:
+        qemu_log_mask(LOG_GUEST_ERROR,
+                      "cnuasgpu %u: read of unknown register 0x%" HWADDR_PRIx
+                      "\n", s->gpu_id, addr);
+        return 0;
+    }
+}
+
+static void cnuasgpu_write(void *opaque, hwaddr addr, uint64_t val,
+                           unsigned size)
+{
+    CnuasGpuState *s = opaque;
+
+    switch (addr) {
+    case REG_IRQ_STATUS:
+        s->irq_status &= ~val;
+        cnuasgpu_update_irq(s);
+        break;
+    case REG_IRQ_MASK:
+        s->irq_mask = val & IRQ_ALL;
+        cnuasgpu_update_irq(s);
+        break;
+    case REG_LINK_TX_OFFSET_LO:
+        s->tx_offset_lo = val;
+        break;
+    case REG_LINK_TX_OFFSET_HI:
+        s->tx_offset_hi = val;
+        break;
+    case REG_LINK_TX_LEN:
+        s->tx_len = val;
+        break;
+    case REG_LINK_TX_DOORBELL:
+        if (val) {
+            cnuasgpu_link_doorbell(s);
+        }
+        break;
+    case REG_LINK_RX_OFFSET_LO:
+        s->rx_offset_lo = val;
+        break;
+    case REG_LINK_RX_OFFSET_HI:
+        s->rx_offset_hi = val;
+        break;
+    case REG_LINK_RX_BUF_SIZE:
+        s->rx_buf_size = val;
+        break;
+    case REG_LINK_RX_CONSUME:
+        if (val && s->rx_ready) {
+            s->rx_ready = false;
+            cnuasgpu_link_poll(s);
+        }
+        break;
+    case REG_VENDOR_ID:
+    case REG_DEVICE_ID:
+    case REG_REVISION:
+    case REG_FW_VERSION:
+    case REG_GPU_ID:
+    case REG_SM_COUNT:
+    case REG_LANES_PER_SM:
+    case REG_TENSOR_SIZE:
+    case REG_DEVMEM_SIZE_LO:
+    case REG_DEVMEM_SIZE_HI:
+    case REG_LINK_STATUS:
+    case REG_LINK_RX_LEN:
+        qemu_log_mask(LOG_GUEST_ERROR,
+                      "cnuasgpu %u: write of 0x%" PRIx64 " to read-only "
+                      "register 0x%" HWADDR_PRIx " ignored\n",
+                      s->gpu_id, val, addr);
+        break;
+    default:
+        qemu_log_mask(LOG_GUEST_ERROR,
+                      "cnuasgpu %u: write of 0x%" PRIx64 " to unknown "
+                      "register 0x%" HWADDR_PRIx " ignored\n",
+                      s->gpu_id, val, addr);
+        break;
+    }
+}
+
+static const MemoryRegionOps cnuasgpu_regs_ops = {
+    .read = cnuasgpu_read,
+    .write = cnuasgpu_write,
+    .endianness = DEVICE_LITTLE_ENDIAN,
+    .valid = {
+        .min_access_size = 4,
+        .max_access_size = 4,
+    },
+    .impl = {
+        .min_access_size = 4,
+        .max_access_size = 4,
+    },
+};
+
+/* ---- PCI glue ------------------------------------------------------------ */
+
+static void cnuasgpu_config_write(PCIDevice *pdev, uint32_t addr,
+                                  uint32_t val, int len)
+{
+    CnuasGpuState *s = CNUASGPU(pdev);
+
+    pci_default_write_config(pdev, addr, val, len);
+    /* Disabling MSI hands a still-asserted interrupt back to INTx. */
+    if (!msi_enabled(pdev)) {
+        pci_set_irq(pdev, s->irq_asserted != 0);
+    }
+}
+
+/* Map an x-speed name to the PCIe "Max Link Speed" encoding. */
+static int cnuasgpu_speed_code(const char *name)
+{
+    static const char *const names[] = { "2_5", "5", "8", "16", "32", "64" };
+    int i;
+
+    for (i = 0; i < ARRAY_SIZE(names); i++) {
+        if (!strcmp(name, names[i])) {
+            return i + 1;
+        }
+    }
+    return -1;
+}
+
+static bool cnuasgpu_width_ok(uint8_t width)
+{
+    switch (width) {
+    case 1: case 2: case 4: case 8: case 12: case 16: case 32:
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* Advertise x-speed / x-width in the PCI Express capability. */
+static void cnuasgpu_fill_link_caps(CnuasGpuState *s, int speed)
+{
+    uint8_t *exp_cap = s->pdev.config + s->pdev.exp.exp_cap;
+    uint32_t supported = 0;
+    int i;
+
+    pci_long_test_and_clear_mask(exp_cap + PCI_EXP_LNKCAP,
+                                 PCI_EXP_LNKCAP_MLW | PCI_EXP_LNKCAP_SLS);
+    pci_long_test_and_set_mask(exp_cap + PCI_EXP_LNKCAP,
+                               QEMU_PCI_EXP_LNKCAP_MLW(s->link_width) | speed);
+    pci_word_test_and_clear_mask(exp_cap + PCI_EXP_LNKSTA,
+                                 PCI_EXP_LNKSTA_NLW | PCI_EXP_LNKSTA_CLS);
+    pci_word_test_and_set_mask(exp_cap + PCI_EXP_LNKSTA,
+                               QEMU_PCI_EXP_LNKSTA_NLW(s->link_width) | speed);
+    /* Supported Link Speeds vector: every speed up to the maximum. */
+    for (i = 1; i <= speed; i++) {
+        supported |= 1u << i;
+    }
+    pci_set_long(exp_cap + PCI_EXP_LNKCAP2, supported);
+}
+
+static void cnuasgpu_realize(PCIDevice *pdev, Error **errp)
+{
+    CnuasGpuState *s = CNUASGPU(pdev);
+    const char *speed_name = s->link_speed ? s->link_speed : "32";
+    int speed = cnuasgpu_speed_code(speed_name);
+    Error *err = NULL;
+
+    if (s->devmem_size < CNUASGPU_DEVMEM_MIN ||
+        s->devmem_size > CNUASGPU_DEVMEM_MAX ||
+        !is_power_of_2(s->devmem_size)) {
+        error_setg(errp, "cnuasgpu: devmem_size 0x%" PRIx64 " must be a "
+                   "power of two between 4 KiB and 1 TiB", s->devmem_size);
+        return;
+    }
+    if (speed < 0) {
+        error_setg(errp, "cnuasgpu: x-speed '%s' is not one of 2_5, 5, 8, "
+                   "16, 32, 64 (GT/s)", speed_name);
+        return;
+    }
+    if (!cnuasgpu_width_ok(s->link_width)) {
+        error_setg(errp, "cnuasgpu: x-width %u is not one of 1, 2, 4, 8, "
+                   "12, 16, 32", s->link_width);
+        return;
+    }
+
+    pci_config_set_interrupt_pin(pdev->config, 1);
+    if (msi_init(pdev, 0, 1, true, false, &err) == -ENOTSUP) {
+        /* An interrupt controller without MSI: INTx alone still works. */
+        error_free(err);
+        err = NULL;
+    } else if (err) {
+        error_propagate(errp, err);
+        return;
+    }
+
+    if (pci_bus_is_express(pci_get_bus(pdev))) {
+        if (pcie_endpoint_cap_init(pdev, 0) < 0) {
+            error_setg(errp, "cnuasgpu: cannot add the PCI Express "
+                       "capability");
+            msi_uninit(pdev);
+            return;
+        }
+        cnuasgpu_fill_link_caps(s, speed);
+    } else {
+        /* Conventional bus: plain PCI config space, no link to describe. */
+        pdev->cap_present &= ~QEMU_PCI_CAP_EXPRESS;
+    }
+
+    memory_region_init_io(&s->regs, OBJECT(s), &cnuasgpu_regs_ops, s,
+                          "cnuasgpu-regs", CNUASGPU_REGS_SIZE);
+    pci_register_bar(pdev, 0, PCI_BASE_ADDRESS_SPACE_MEMORY, &s->regs);
+
+    memory_region_init_ram(&s->devmem, OBJECT(s), "cnuasgpu-devmem",
+                           s->devmem_size, &err);
+    if (err) {
+        error_propagate(errp, err);
+        if (pci_is_express(pdev)) {
+            pcie_cap_exit(pdev);
+        }
+        msi_uninit(pdev);
+        return;
+    }
+    pci_register_bar(pdev, 1,
+                     PCI_BASE_ADDRESS_SPACE_MEMORY |
+                     PCI_BASE_ADDRESS_MEM_TYPE_64 |
+                     PCI_BASE_ADDRESS_MEM_PREFETCH,
+                     &s->devmem);
+
+    s->rx_scratch = g_malloc(CNUASGPU_LINK_MTU);
+    s->link_fd = -1;
+    s->reconnect_delay_ns = CNUASGPU_RECONNECT_MIN_NS;
+    timer_init_ns(&s->reconnect_timer, QEMU_CLOCK_VIRTUAL,
+                  cnuasgpu_link_retry, s);
+    if (s->link_path && !cnuasgpu_link_connect(s)) {
+        /* Not fatal: the device works with the link down and keeps trying. */
+        cnuasgpu_link_schedule_retry(s);
+    }
+}
+
+static void cnuasgpu_exit(PCIDevice *pdev)
+{
+    CnuasGpuState *s = CNUASGPU(pdev);
+
+    timer_del(&s->reconnect_timer);
+    if (s->link_fd >= 0) {
+        qemu_set_fd_handler(s->link_fd, NULL, NULL, NULL);
+        close(s->link_fd);
+        s->link_fd = -1;
+    }
+    g_free(s->rx_scratch);
+    s->rx_scratch = NULL;
+    if (pci_is_express(pdev)) {
+        pcie_cap_exit(pdev);
+    }
+    msi_uninit(pdev);
+}
+
+static void cnuasgpu_reset(DeviceState *dev)
+{
+    CnuasGpuState *s = CNUASGPU(dev);
+
+    s->irq_status = 0;
+    s->irq_mask = 0;
+    s->tx_offset_lo = 0;
+    s->tx_offset_hi = 0;
+    s->tx_len = 0;
+    s->rx_offset_lo = 0;
+    s->rx_offset_hi = 0;
+    s->rx_buf_size = 0;
+    s->rx_len = 0;
+    s->rx_ready = false;
+    s->irq_asserted = 0;
+    pci_set_irq(&s->pdev, 0);
+    /* The link survives a reset; reading resumes if it was back-pressured. */
+    cnuasgpu_link_watch(s);
+}
+
+static void cnuasgpu_instance_init(Object *obj)
+{
+    CnuasGpuState *s = CNUASGPU(obj);
+
+    s->link_fd = -1;
+    /*
+     * Start as a PCI Express function so config space is sized for the
+     * extended capability area; realize drops this on a conventional bus.
+     */
+    s->pdev.cap_present |= QEMU_PCI_CAP_EXPRESS;
+}
+
+static Property cnuasgpu_properties[] = {
+    DEFINE_PROP_UINT32("gpu_id", CnuasGpuState, gpu_id, 0),
+    DEFINE_PROP_UINT32("sm_count", CnuasGpuState, sm_count, 16),
+    DEFINE_PROP_UINT32("lanes_per_sm", CnuasGpuState, lanes_per_sm, 32),
+    DEFINE_PROP_UINT32("tensor_size", CnuasGpuState, tensor_size, 16),
+    DEFINE_PROP_SIZE("devmem_size", CnuasGpuState, devmem_size, 256 * MiB),
+    DEFINE_PROP_STRING("cnuaslink_socket", CnuasGpuState, link_path),
+    DEFINE_PROP_STRING("x-speed", CnuasGpuState, link_speed),
+    DEFINE_PROP_UINT8("x-width", CnuasGpuState, link_width, 16),
+    DEFINE_PROP_END_OF_LIST(),
+};
+
+static const VMStateDescription cnuasgpu_vmstate = {
+    .name = TYPE_CNUASGPU,
+    /* The CnuasLink socket cannot travel with the guest. */
+    .unmigratable = 1,
+};
+
+static void cnuasgpu_class_init(ObjectClass *klass, void *data)
+{
+    DeviceClass *dc = DEVICE_CLASS(klass);
+    PCIDeviceClass *k = PCI_DEVICE_CLASS(klass);
+
+    k->realize = cnuasgpu_realize;
+    k->exit = cnuasgpu_exit;
+    k->config_write = cnuasgpu_config_write;
+    k->vendor_id = CNUASGPU_VENDOR_ID;
+    k->device_id = CNUASGPU_DEVICE_ID;
+    k->revision = CNUASGPU_REVISION;
+    k->class_id = PCI_CLASS_PROCESSOR_CO;
+    dc->desc = "Cnuas accelerator (device memory, CnuasLink)";
+    dc->reset = cnuasgpu_reset;
+    dc->vmsd = &cnuasgpu_vmstate;
+    device_class_set_props(dc, cnuasgpu_properties);
+    set_bit(DEVICE_CATEGORY_MISC, dc->categories);
+}
+
+static const TypeInfo cnuasgpu_info = {
+    .name = TYPE_CNUASGPU,
+    .parent = TYPE_PCI_DEVICE,
+    .instance_size = sizeof(CnuasGpuState),
+    .instance_init = cnuasgpu_instance_init,
+    .class_init = cnuasgpu_class_init,
+    .interfaces = (InterfaceInfo[]) {
+        { INTERFACE_PCIE_DEVICE },
+        { INTERFACE_CONVENTIONAL_PCI_DEVICE },
+        { },
+    },
+};
+
+static void cnuasgpu_register_types(void)
+{
+    type_register_static(&cnuasgpu_info);
+}
+
+type_init(cnuasgpu_register_types)

@@ -1,0 +1,190 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/* pcapng writer; see capture.h. Layout from the pcapng draft (IETF opsawg). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "capture.h"
+
+#define BT_SHB		0x0a0d0d0a
+#define BT_IDB		0x00000001
+#define BT_EPB		0x00000006
+#define BYTE_ORDER_MAGIC 0x1a2b3c4d
+#define OPT_END		0
+#define OPT_SHB_USERAPPL 4
+#define OPT_IF_NAME	2
+#define OPT_IF_TSRESOL	9
+#define OPT_EPB_FLAGS	2
+
+static const uint8_t zeros[4];
+
+static void cap_fail(struct capture *c, const char *what)
+{
+	if (!c->error[0])
+		snprintf(c->error, sizeof(c->error), "%s: %s", what, strerror(errno));
+}
+
+static void put(struct capture *c, const void *p, size_t n)
+{
+	if (n && fwrite(p, 1, n, c->f) != n)
+		cap_fail(c, "write");
+}
+
+static void put32(struct capture *c, uint32_t v)
+{
+	put(c, &v, 4);	/* host order: the byte-order magic tells readers */
+}
+
+static void put16(struct capture *c, uint16_t v)
+{
+	put(c, &v, 2);
+}
+
+static uint32_t pad4(uint32_t n)
+{
+	return (4 - (n & 3)) & 3;
+}
+
+/* Option header + value + padding. */
+static void put_opt(struct capture *c, uint16_t code, const void *v, uint16_t len)
+{
+	put16(c, code);
+	put16(c, len);
+	put(c, v, len);
+	put(c, zeros, pad4(len));
+}
+
+static uint32_t opt_size(uint32_t len)
+{
+	return 4 + len + pad4(len);
+}
+
+int cap_start(struct capture *c, const char *path, uint16_t linktype, uint32_t n_slots)
+{
+	static const char appl[] = "cnuas-switch";
+	uint32_t total;
+	uint64_t section_len = UINT64_MAX;	/* unknown */
+
+	if (c->f)
+		return -EBUSY;
+	c->ifid = malloc(sizeof(*c->ifid) * n_slots);
+	c->path = strdup(path);
+	if (!c->ifid || !c->path)
+		goto nomem;
+	c->f = fopen(path, "wb");
+	if (!c->f) {
+		int err = -errno;
+
+		free(c->ifid);
+		free(c->path);
+		c->ifid = NULL;
+		c->path = NULL;
+		return err;
+	}
+	setvbuf(c->f, NULL, _IOFBF, 1 << 20);
+	for (uint32_t i = 0; i < n_slots; i++)
+		c->ifid[i] = -1;
+	c->n_slots = n_slots;
+	c->n_ifs = 0;
+	c->linktype = linktype;
+	c->packets = 0;
+	c->bytes = 0;
+	c->error[0] = 0;
+
+	total = 28 + opt_size(sizeof(appl) - 1) + 4;
+	put32(c, BT_SHB);
+	put32(c, total);
+	put32(c, BYTE_ORDER_MAGIC);
+	put16(c, 1);
+	put16(c, 0);
+	put(c, &section_len, 8);
+	put_opt(c, OPT_SHB_USERAPPL, appl, sizeof(appl) - 1);
+	put32(c, OPT_END);
+	put32(c, total);
+	return 0;
+nomem:
+	free(c->ifid);
+	free(c->path);
+	c->ifid = NULL;
+	c->path = NULL;
+	return -ENOMEM;
+}
+
+void cap_add_port(struct capture *c, uint32_t port)
+{
+	char name[16];
+	uint8_t resol = 9;	/* 10^-9 s */
+	uint16_t name_len;
+	uint32_t total;
+
+	if (!c->f || port >= c->n_slots || c->ifid[port] >= 0)
+		return;
+	name_len = (uint16_t)snprintf(name, sizeof(name), "port%u", port);
+	total = 16 + opt_size(name_len) + opt_size(1) + 4 + 4;
+	put32(c, BT_IDB);
+	put32(c, total);
+	put16(c, c->linktype);
+	put16(c, 0);
+	put32(c, 0);		/* snaplen: no limit */
+	put_opt(c, OPT_IF_NAME, name, name_len);
+	put_opt(c, OPT_IF_TSRESOL, &resol, 1);
+	put32(c, OPT_END);
+	put32(c, total);
+	c->ifid[port] = (int32_t)c->n_ifs++;
+}
+
+void cap_packet(struct capture *c, uint32_t port, uint64_t ts_ns, const uint8_t *data,
+		uint32_t caplen, uint32_t origlen, uint32_t direction)
+{
+	uint32_t total;
+
+	if (!c->f || port >= c->n_slots)
+		return;
+	if (c->ifid[port] < 0)
+		cap_add_port(c, port);
+	total = 28 + caplen + pad4(caplen) + opt_size(4) + 4 + 4;
+	put32(c, BT_EPB);
+	put32(c, total);
+	put32(c, (uint32_t)c->ifid[port]);
+	put32(c, (uint32_t)(ts_ns >> 32));
+	put32(c, (uint32_t)ts_ns);
+	put32(c, caplen);
+	put32(c, origlen);
+	put(c, data, caplen);
+	put(c, zeros, pad4(caplen));
+	put_opt(c, OPT_EPB_FLAGS, &direction, 4);
+	put32(c, OPT_END);
+	put32(c, total);
+	c->packets++;
+	c->bytes += caplen;
+}
+
+void cap_flush(struct capture *c)
+{
+	if (c->f && fflush(c->f))
+		cap_fail(c, "flush");
+}
+
+int cap_stop(struct capture *c)
+{
+	int err = 0;
+
+	if (!c->f)
+		return -ENOENT;
+	if (fflush(c->f)) {
+		cap_fail(c, "flush");
+		err = -errno;
+	}
+	if (fclose(c->f) && !err) {
+		cap_fail(c, "close");
+		err = -errno;
+	}
+	if (c->error[0] && !err)
+		err = -EIO;
+	c->f = NULL;
+	free(c->ifid);
+	free(c->path);
+	c->ifid = NULL;
+	c->path = NULL;
+	return err;
+}

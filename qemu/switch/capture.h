@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * pcapng capture: one Section Header Block, one Interface Description Block
+ * per switch port (written when the capture starts, or when a port first
+ * connects during a capture), one Enhanced Packet Block per frame with a
+ * nanosecond timestamp (if_tsresol = 9) and the direction in epb_flags.
+ */
+#ifndef CNUAS_CAPTURE_H
+#define CNUAS_CAPTURE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define LINKTYPE_ETHERNET	1
+#define LINKTYPE_INFINIBAND	247
+
+#define CAP_INBOUND		1
+#define CAP_OUTBOUND		2
+
+struct capture {
+	FILE *f;
+	char *path;
+	uint16_t linktype;
+	int32_t *ifid;		/* per port slot: interface id, -1 = no IDB yet */
+	uint32_t n_ifs;
+	uint32_t n_slots;
+	uint64_t packets;
+	uint64_t bytes;
+	char error[160];	/* last write error, empty when none */
+};
+
+int cap_start(struct capture *c, const char *path, uint16_t linktype, uint32_t n_slots);
+/* Write an IDB for @port unless it has one in this capture. */
+void cap_add_port(struct capture *c, uint32_t port);
+void cap_packet(struct capture *c, uint32_t port, uint64_t ts_ns, const uint8_t *data,
+		uint32_t caplen, uint32_t origlen, uint32_t direction);
+/* Flush and close; returns 0 or -errno of the first failure. */
+int cap_stop(struct capture *c);
+void cap_flush(struct capture *c);
+
+static inline bool cap_active(const struct capture *c)
+{
+	return c->f != NULL;
+}
+
+#endif

@@ -1,0 +1,580 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/* Tiny JSON reader/writer; see json.h. */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "json.h"
+
+struct jparser {
+	const char *s, *end;
+	const char *err;
+	int depth;
+};
+
+static void skip_ws(struct jparser *p)
+{
+	while (p->s < p->end && (*p->s == ' ' || *p->s == '\t' || *p->s == '\n' || *p->s == '\r'))
+		p->s++;
+}
+
+static struct jval *jnew(struct jparser *p, enum jtype t)
+{
+	struct jval *v = calloc(1, sizeof(*v));
+
+	if (!v)
+		p->err = "out of memory";
+	else
+		v->t = t;
+	return v;
+}
+
+void json_free(struct jval *v)
+{
+	while (v) {
+		struct jval *next = v->next;
+
+		json_free(v->child);
+		free(v->key);
+		free(v->s);
+		free(v);
+		v = next;
+	}
+}
+
+static int hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+static bool read_u16(struct jparser *p, unsigned int *out)
+{
+	unsigned int v = 0;
+
+	if (p->end - p->s < 4) {
+		p->err = "truncated \\u escape";
+		return false;
+	}
+	for (int i = 0; i < 4; i++) {
+		int h = hexval(p->s[i]);
+
+		if (h < 0) {
+			p->err = "bad \\u escape";
+			return false;
+		}
+		v = v << 4 | (unsigned int)h;
+	}
+	p->s += 4;
+	*out = v;
+	return true;
+}
+
+static size_t put_utf8(char *o, unsigned int cp)
+{
+	if (cp < 0x80) {
+		o[0] = (char)cp;
+		return 1;
+	}
+	if (cp < 0x800) {
+		o[0] = (char)(0xc0 | cp >> 6);
+		o[1] = (char)(0x80 | (cp & 0x3f));
+		return 2;
+	}
+	if (cp < 0x10000) {
+		o[0] = (char)(0xe0 | cp >> 12);
+		o[1] = (char)(0x80 | ((cp >> 6) & 0x3f));
+		o[2] = (char)(0x80 | (cp & 0x3f));
+		return 3;
+	}
+	o[0] = (char)(0xf0 | cp >> 18);
+	o[1] = (char)(0x80 | ((cp >> 12) & 0x3f));
+	o[2] = (char)(0x80 | ((cp >> 6) & 0x3f));
+	o[3] = (char)(0x80 | (cp & 0x3f));
+	return 4;
+}
+
+/* Decoded output never exceeds the escaped input, so one allocation of the
+ * raw length suffices. */
+static char *parse_string(struct jparser *p, size_t *len_out)
+{
+	const char *start;
+	char *out, *o;
+
+	p->s++;		/* opening quote */
+	start = p->s;
+	while (p->s < p->end && *p->s != '"') {
+		if (*p->s == '\\' && p->s + 1 < p->end)
+			p->s++;
+		p->s++;
+	}
+	if (p->s >= p->end) {
+		p->err = "unterminated string";
+		return NULL;
+	}
+	out = malloc((size_t)(p->s - start) + 1);
+	if (!out) {
+		p->err = "out of memory";
+		return NULL;
+	}
+	p->s = start;
+	o = out;
+	while (*p->s != '"') {
+		unsigned char c = (unsigned char)*p->s++;
+
+		if (c < 0x20) {
+			p->err = "control character in string";
+			goto fail;
+		}
+		if (c != '\\') {
+			*o++ = (char)c;
+			continue;
+		}
+		c = (unsigned char)*p->s++;
+		switch (c) {
+		case '"': *o++ = '"'; break;
+		case '\\': *o++ = '\\'; break;
+		case '/': *o++ = '/'; break;
+		case 'b': *o++ = '\b'; break;
+		case 'f': *o++ = '\f'; break;
+		case 'n': *o++ = '\n'; break;
+		case 'r': *o++ = '\r'; break;
+		case 't': *o++ = '\t'; break;
+		case 'u': {
+			unsigned int cp, lo;
+
+			if (!read_u16(p, &cp))
+				goto fail;
+			if (cp >= 0xd800 && cp < 0xdc00) {
+				if (p->end - p->s < 6 || p->s[0] != '\\' || p->s[1] != 'u') {
+					p->err = "unpaired surrogate";
+					goto fail;
+				}
+				p->s += 2;
+				if (!read_u16(p, &lo))
+					goto fail;
+				if (lo < 0xdc00 || lo >= 0xe000) {
+					p->err = "unpaired surrogate";
+					goto fail;
+				}
+				cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
+			} else if (cp >= 0xdc00 && cp < 0xe000) {
+				p->err = "unpaired surrogate";
+				goto fail;
+			}
+			o += put_utf8(o, cp);
+			break;
+		}
+		default:
+			p->err = "bad escape";
+			goto fail;
+		}
+	}
+	p->s++;		/* closing quote */
+	*o = 0;
+	*len_out = (size_t)(o - out);
+	return out;
+fail:
+	free(out);
+	return NULL;
+}
+
+static struct jval *parse_value(struct jparser *p);
+
+static struct jval *parse_number(struct jparser *p)
+{
+	const char *q = p->s;
+	char tmp[64];
+	struct jval *v;
+	size_t n;
+
+	if (q < p->end && *q == '-')
+		q++;
+	if (q >= p->end || *q < '0' || *q > '9')
+		goto bad;
+	if (*q == '0')
+		q++;
+	else
+		while (q < p->end && *q >= '0' && *q <= '9')
+			q++;
+	if (q < p->end && *q == '.') {
+		q++;
+		if (q >= p->end || *q < '0' || *q > '9')
+			goto bad;
+		while (q < p->end && *q >= '0' && *q <= '9')
+			q++;
+	}
+	if (q < p->end && (*q == 'e' || *q == 'E')) {
+		q++;
+		if (q < p->end && (*q == '+' || *q == '-'))
+			q++;
+		if (q >= p->end || *q < '0' || *q > '9')
+			goto bad;
+		while (q < p->end && *q >= '0' && *q <= '9')
+			q++;
+	}
+	n = (size_t)(q - p->s);
+	if (n >= sizeof(tmp)) {
+		p->err = "number too long";
+		return NULL;
+	}
+	memcpy(tmp, p->s, n);
+	tmp[n] = 0;
+	v = jnew(p, J_NUM);
+	if (!v)
+		return NULL;
+	v->n = strtod(tmp, NULL);
+	p->s = q;
+	return v;
+bad:
+	p->err = "bad number";
+	return NULL;
+}
+
+static bool literal(struct jparser *p, const char *word)
+{
+	size_t n = strlen(word);
+
+	if ((size_t)(p->end - p->s) < n || memcmp(p->s, word, n))
+		return false;
+	p->s += n;
+	return true;
+}
+
+static struct jval *parse_container(struct jparser *p, bool object)
+{
+	struct jval *v = jnew(p, object ? J_OBJ : J_ARR), **tail;
+	char close = object ? '}' : ']';
+
+	if (!v)
+		return NULL;
+	if (++p->depth > JSON_MAX_DEPTH) {
+		p->err = "nesting too deep";
+		goto fail;
+	}
+	tail = &v->child;
+	p->s++;
+	skip_ws(p);
+	if (p->s < p->end && *p->s == close) {
+		p->s++;
+		p->depth--;
+		return v;
+	}
+	for (;;) {
+		char *key = NULL;
+		size_t klen;
+		struct jval *item;
+
+		skip_ws(p);
+		if (object) {
+			if (p->s >= p->end || *p->s != '"') {
+				p->err = "expected member name";
+				goto fail;
+			}
+			key = parse_string(p, &klen);
+			if (!key)
+				goto fail;
+			skip_ws(p);
+			if (p->s >= p->end || *p->s != ':') {
+				free(key);
+				p->err = "expected ':'";
+				goto fail;
+			}
+			p->s++;
+		}
+		item = parse_value(p);
+		if (!item) {
+			free(key);
+			goto fail;
+		}
+		item->key = key;
+		*tail = item;
+		tail = &item->next;
+		skip_ws(p);
+		if (p->s < p->end && *p->s == ',') {
+			p->s++;
+			continue;
+		}
+		if (p->s < p->end && *p->s == close) {
+			p->s++;
+			break;
+		}
+		p->err = object ? "expected ',' or '}'" : "expected ',' or ']'";
+		goto fail;
+	}
+	p->depth--;
+	return v;
+fail:
+	json_free(v);
+	return NULL;
+}
+
+static struct jval *parse_value(struct jparser *p)
+{
+	struct jval *v;
+
+	skip_ws(p);
+	if (p->s >= p->end) {
+		p->err = "unexpected end of input";
+		return NULL;
+	}
+	switch (*p->s) {
+	case '{':
+		return parse_container(p, true);
+	case '[':
+		return parse_container(p, false);
+	case '"':
+		v = jnew(p, J_STR);
+		if (!v)
+			return NULL;
+		v->s = parse_string(p, &v->slen);
+		if (!v->s) {
+			free(v);
+			return NULL;
+		}
+		return v;
+	case 't':
+	case 'f':
+		if (literal(p, "true") || literal(p, "false")) {
+			v = jnew(p, J_BOOL);
+			if (v)
+				v->b = p->s[-1] == 'e' && p->s[-4] == 't';
+			return v;
+		}
+		break;
+	case 'n':
+		if (literal(p, "null"))
+			return jnew(p, J_NULL);
+		break;
+	default:
+		if (*p->s == '-' || (*p->s >= '0' && *p->s <= '9'))
+			return parse_number(p);
+	}
+	p->err = "unexpected character";
+	return NULL;
+}
+
+struct jval *json_parse(const char *s, size_t len, const char **err)
+{
+	struct jparser p = { .s = s, .end = s + len };
+	struct jval *v = parse_value(&p);
+
+	if (v) {
+		skip_ws(&p);
+		if (p.s != p.end) {
+			json_free(v);
+			v = NULL;
+			p.err = "trailing characters after the value";
+		}
+	}
+	*err = v ? NULL : p.err;
+	return v;
+}
+
+const struct jval *json_get(const struct jval *o, const char *key)
+{
+	if (!o || o->t != J_OBJ)
+		return NULL;
+	for (const struct jval *m = o->child; m; m = m->next)
+		if (!strcmp(m->key, key))
+			return m;
+	return NULL;
+}
+
+bool json_int(const struct jval *v, int64_t min, int64_t max, int64_t *out)
+{
+	if (!v || v->t != J_NUM || !isfinite(v->n) || v->n != floor(v->n) ||
+	    v->n < (double)min || v->n > (double)max)
+		return false;
+	*out = (int64_t)v->n;
+	return true;
+}
+
+/* Writer */
+
+void jb_init(struct jbuf *b)
+{
+	memset(b, 0, sizeof(*b));
+	b->first[0] = true;
+}
+
+void jb_free(struct jbuf *b)
+{
+	free(b->p);
+	b->p = NULL;
+	b->len = b->cap = 0;
+}
+
+void jb_raw(struct jbuf *b, const char *s, size_t n)
+{
+	if (b->oom)
+		return;
+	if (b->len + n + 1 > b->cap) {
+		size_t cap = b->cap ? b->cap : 256;
+		char *p;
+
+		while (cap < b->len + n + 1)
+			cap *= 2;
+		p = realloc(b->p, cap);
+		if (!p) {
+			b->oom = true;
+			return;
+		}
+		b->p = p;
+		b->cap = cap;
+	}
+	memcpy(b->p + b->len, s, n);
+	b->len += n;
+	b->p[b->len] = 0;
+}
+
+/* A comma before every value except the first in its container and the one
+ * right after a key. */
+static void jb_sep(struct jbuf *b)
+{
+	if (b->after_key)
+		b->after_key = false;
+	else if (!b->first[b->depth])
+		jb_raw(b, ",", 1);
+	b->first[b->depth] = false;
+}
+
+static void jb_open(struct jbuf *b, char c)
+{
+	jb_sep(b);
+	jb_raw(b, &c, 1);
+	if (b->depth < JSON_MAX_DEPTH)
+		b->depth++;
+	b->first[b->depth] = true;
+}
+
+static void jb_close(struct jbuf *b, char c)
+{
+	jb_raw(b, &c, 1);
+	if (b->depth > 0)
+		b->depth--;
+}
+
+void jb_obj(struct jbuf *b) { jb_open(b, '{'); }
+void jb_arr(struct jbuf *b) { jb_open(b, '['); }
+void jb_end_obj(struct jbuf *b) { jb_close(b, '}'); }
+void jb_end_arr(struct jbuf *b) { jb_close(b, ']'); }
+
+static void jb_quoted(struct jbuf *b, const char *s, size_t n)
+{
+	static const char hex[] = "0123456789abcdef";
+
+	jb_raw(b, "\"", 1);
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+		char esc[6] = { '\\', 'u', '0', '0', hex[c >> 4], hex[c & 15] };
+
+		if (c == '"' || c == '\\') {
+			char e[2] = { '\\', (char)c };
+
+			jb_raw(b, e, 2);
+		} else if (c < 0x20 || c == 0x7f) {
+			jb_raw(b, esc, 6);
+		} else {
+			jb_raw(b, &s[i], 1);
+		}
+	}
+	jb_raw(b, "\"", 1);
+}
+
+void jb_key(struct jbuf *b, const char *k)
+{
+	jb_sep(b);
+	jb_quoted(b, k, strlen(k));
+	jb_raw(b, ":", 1);
+	b->after_key = true;
+}
+
+void jb_strn(struct jbuf *b, const char *s, size_t n)
+{
+	jb_sep(b);
+	jb_quoted(b, s, n);
+}
+
+void jb_str(struct jbuf *b, const char *s)
+{
+	jb_strn(b, s, strlen(s));
+}
+
+void jb_u64(struct jbuf *b, uint64_t v)
+{
+	char t[24];
+
+	jb_sep(b);
+	jb_raw(b, t, (size_t)snprintf(t, sizeof(t), "%" PRIu64, v));
+}
+
+void jb_i64(struct jbuf *b, int64_t v)
+{
+	char t[24];
+
+	jb_sep(b);
+	jb_raw(b, t, (size_t)snprintf(t, sizeof(t), "%" PRId64, v));
+}
+
+void jb_bool(struct jbuf *b, bool v)
+{
+	jb_sep(b);
+	jb_raw(b, v ? "true" : "false", v ? 4 : 5);
+}
+
+void jb_null(struct jbuf *b)
+{
+	jb_sep(b);
+	jb_raw(b, "null", 4);
+}
+
+static void jb_num(struct jbuf *b, double n)
+{
+	char t[32];
+
+	jb_sep(b);
+	if (!isfinite(n))
+		jb_raw(b, "null", 4);
+	else if (n == floor(n) && fabs(n) < 9007199254740992.0)
+		jb_raw(b, t, (size_t)snprintf(t, sizeof(t), "%.0f", n));
+	else
+		jb_raw(b, t, (size_t)snprintf(t, sizeof(t), "%.17g", n));
+}
+
+void jb_value(struct jbuf *b, const struct jval *v)
+{
+	if (!v) {
+		jb_null(b);
+		return;
+	}
+	switch (v->t) {
+	case J_NULL: jb_null(b); break;
+	case J_BOOL: jb_bool(b, v->b); break;
+	case J_NUM: jb_num(b, v->n); break;
+	case J_STR: jb_strn(b, v->s, v->slen); break;
+	case J_ARR:
+	case J_OBJ:
+		if (v->t == J_OBJ)
+			jb_obj(b);
+		else
+			jb_arr(b);
+		for (const struct jval *c = v->child; c; c = c->next) {
+			if (v->t == J_OBJ)
+				jb_key(b, c->key);
+			jb_value(b, c);
+		}
+		if (v->t == J_OBJ)
+			jb_end_obj(b);
+		else
+			jb_end_arr(b);
+		break;
+	}
+}

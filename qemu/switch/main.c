@@ -1,0 +1,344 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * cnuas-switch: the fabric daemon.  One epoll loop, no threads.
+ *
+ *   cnuas-switch --mode eth|ib|link --socket PATH --control PATH
+ *                [--max-ports N] [--queue-depth N] [--aging-sec N]
+ *                [--log PATH] [--exit-with PID]
+ *
+ * --exit-with makes the daemon exit when that process does (a pidfd in the
+ * epoll set), so a crashed harness never leaves a fabric running.
+ * SIGTERM/SIGINT flush a running capture and exit 0.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "sm.h"
+#include "switch.h"
+
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+
+uint64_t sw_now(const struct sw *sw)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec +
+	       (uint64_t)sw->clock_offset_ns;
+}
+
+uint64_t sw_realtime(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+void sw_log(struct sw *sw, const char *fmt, ...)
+{
+	struct timespec ts;
+	va_list ap;
+
+	if (!sw->log)
+		return;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	fprintf(sw->log, "%lld.%06ld cnuas-switch: ", (long long)ts.tv_sec, ts.tv_nsec / 1000);
+	va_start(ap, fmt);
+	vfprintf(sw->log, fmt, ap);
+	va_end(ap);
+	fputc('\n', sw->log);
+	fflush(sw->log);
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: cnuas-switch --mode eth|ib|link --socket PATH --control PATH\n"
+		"                    [--max-ports N (64, max %d)] [--queue-depth N (256)]\n"
+		"                    [--aging-sec N (300, 0 = never)] [--log PATH] [--exit-with PID]\n",
+		SW_PORTS_LIMIT);
+}
+
+static bool parse_uint(const char *s, unsigned long min, unsigned long max, unsigned long *out)
+{
+	char *end;
+	unsigned long v;
+
+	if (!s || !*s || *s == '-')
+		return false;
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || *end || v < min || v > max)
+		return false;
+	*out = v;
+	return true;
+}
+
+static int listen_unix(const char *path, int type)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct stat st;
+	int fd;
+
+	if (strlen(path) >= sizeof(sa.sun_path)) {
+		fprintf(stderr, "cnuas-switch: socket path longer than %zu bytes: %s\n",
+			sizeof(sa.sun_path) - 1, path);
+		return -1;
+	}
+	strcpy(sa.sun_path, path);
+	/* A stale socket from a killed run would make bind fail; remove only sockets. */
+	if (!lstat(path, &st) && S_ISSOCK(st.st_mode))
+		unlink(path);
+	fd = socket(AF_UNIX, type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) || listen(fd, 128)) {
+		fprintf(stderr, "cnuas-switch: cannot listen on %s: %s\n", path, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static int ep_add(struct sw *sw, int fd, uint64_t tag)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = tag };
+
+	return epoll_ctl(sw->epfd, EPOLL_CTL_ADD, fd, &ev);
+}
+
+static int setup(struct sw *sw, long exit_with)
+{
+	sigset_t set;
+
+	sw->ports = calloc(sw->max_ports + 1, sizeof(*sw->ports));
+	sw->rxbuf_size = sw_max_frame(sw) + 1;
+	sw->rxbuf = malloc(sw->rxbuf_size * SW_BATCH);
+	sw->touched = calloc(sw->max_ports + 1, sizeof(*sw->touched));
+	if (!sw->ports || !sw->rxbuf || !sw->touched || !fwd_init(sw))
+		return -1;
+	for (unsigned int i = 0; i <= sw->max_ports; i++) {
+		sw->ports[i].fd = -1;
+		sw->ports[i].q = calloc(sw->queue_depth, sizeof(*sw->ports[i].q));
+		sw->ports[i].pend = calloc(SW_BATCH, sizeof(*sw->ports[i].pend));
+		if (!sw->ports[i].q || !sw->ports[i].pend)
+			return -1;
+	}
+	sw->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (sw->epfd < 0)
+		return -1;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGHUP);
+	sigprocmask(SIG_BLOCK, &set, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	sw->sig_fd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+	if (sw->sig_fd < 0 || ep_add(sw, sw->sig_fd, EV_TAG(EV_SIGNAL, 0, 0)))
+		return -1;
+
+	sw->parent_fd = -1;
+	if (exit_with > 0) {
+		sw->parent_fd = (int)syscall(SYS_pidfd_open, (pid_t)exit_with, 0);
+		if (sw->parent_fd < 0) {
+			fprintf(stderr, "cnuas-switch: --exit-with %ld: %s\n", exit_with,
+				strerror(errno));
+			return -1;
+		}
+		if (ep_add(sw, sw->parent_fd, EV_TAG(EV_PARENT, 0, 0)))
+			return -1;
+	}
+
+	sw->listen_fd = listen_unix(sw->socket_path, SOCK_SEQPACKET);
+	if (sw->listen_fd < 0)
+		return -1;
+	sw->ctl_fd = listen_unix(sw->control_path, SOCK_STREAM);
+	if (sw->ctl_fd < 0)
+		return -1;
+	if (ep_add(sw, sw->listen_fd, EV_TAG(EV_LISTEN, 0, 0)) ||
+	    ep_add(sw, sw->ctl_fd, EV_TAG(EV_CTL_LISTEN, 0, 0)))
+		return -1;
+	sm_init(sw);
+	sw->started_ns = sw_now(sw);
+	return 0;
+}
+
+static void dispatch(struct sw *sw, const struct epoll_event *ev)
+{
+	uint64_t tag = ev->data.u64;
+	unsigned int idx = EV_IDX(tag);
+	struct signalfd_siginfo si;
+
+	switch (EV_TYPE(tag)) {
+	case EV_LISTEN:
+		if (port_accept(sw))
+			sw->stop = true;
+		break;
+	case EV_CTL_LISTEN:
+		if (ctl_accept(sw))
+			sw_log(sw, "control accept: %s", strerror(errno));
+		break;
+	case EV_CTL:
+		if (ev->events & EPOLLOUT)
+			ctl_writable(sw, idx);
+		if (ev->events & (EPOLLIN | EPOLLHUP | EPOLLRDHUP | EPOLLERR)) {
+			if (sw->clients && sw->clients[idx])
+				ctl_readable(sw, idx);
+		}
+		break;
+	case EV_PORT:
+		if (idx > sw->max_ports || sw->ports[idx].state != PORT_UP ||
+		    (sw->ports[idx].generation & 0xffffff) != EV_GEN(tag))
+			break;	/* stale: that connection is gone */
+		if (ev->events & EPOLLOUT)
+			port_writable(sw, idx);
+		if (sw->ports[idx].state == PORT_UP &&
+		    (ev->events & (EPOLLIN | EPOLLHUP | EPOLLRDHUP | EPOLLERR)))
+			port_readable(sw, idx, ev->events);
+		break;
+	case EV_SIGNAL:
+		while (read(sw->sig_fd, &si, sizeof(si)) == sizeof(si)) {
+			sw_log(sw, "signal %u: stopping", si.ssi_signo);
+			sw->stop = true;
+		}
+		break;
+	case EV_PARENT:
+		sw_log(sw, "the --exit-with process ended: stopping");
+		sw->stop = true;
+		break;
+	}
+}
+
+static void teardown(struct sw *sw)
+{
+	if (cap_active(&sw->cap) && cap_stop(&sw->cap))
+		sw_log(sw, "capture: %s", sw->cap.error);
+	for (unsigned int id = 1; id <= sw->max_ports; id++)
+		port_close(sw, id, "switch stopping");
+	ctl_close_all(sw);
+	unlink(sw->socket_path);
+	unlink(sw->control_path);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "mode", required_argument, NULL, 'm' },
+		{ "socket", required_argument, NULL, 's' },
+		{ "control", required_argument, NULL, 'c' },
+		{ "max-ports", required_argument, NULL, 'p' },
+		{ "queue-depth", required_argument, NULL, 'q' },
+		{ "aging-sec", required_argument, NULL, 'a' },
+		{ "log", required_argument, NULL, 'l' },
+		{ "exit-with", required_argument, NULL, 'x' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 }
+	};
+	struct sw sw = {
+		.max_ports = SW_DEFAULT_PORTS,
+		.queue_depth = SW_DEFAULT_QDEPTH,
+		.aging_ns = SW_DEFAULT_AGING_SEC * 1000000000ull,
+		.log = stderr,
+	};
+	const char *mode = NULL;
+	unsigned long v, exit_with = 0;
+	int c;
+
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'm':
+			mode = optarg;
+			break;
+		case 's':
+			sw.socket_path = optarg;
+			break;
+		case 'c':
+			sw.control_path = optarg;
+			break;
+		case 'p':
+			if (!parse_uint(optarg, 1, SW_PORTS_LIMIT, &v))
+				goto bad;
+			sw.max_ports = (unsigned int)v;
+			break;
+		case 'q':
+			if (!parse_uint(optarg, 1, SW_QDEPTH_LIMIT, &v))
+				goto bad;
+			sw.queue_depth = (unsigned int)v;
+			break;
+		case 'a':
+			if (!parse_uint(optarg, 0, 1000000000ul, &v))
+				goto bad;
+			sw.aging_ns = v * 1000000000ull;
+			break;
+		case 'l':
+			sw.log = fopen(optarg, "a");
+			if (!sw.log) {
+				fprintf(stderr, "cnuas-switch: cannot open log %s: %s\n", optarg,
+					strerror(errno));
+				return 2;
+			}
+			break;
+		case 'x':
+			if (!parse_uint(optarg, 1, 0x7fffffff, &exit_with))
+				goto bad;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			goto bad;
+		}
+	}
+	if (optind != argc || !mode || !sw.socket_path || !sw.control_path)
+		goto bad;
+	if (!strcmp(mode, "eth"))
+		sw.mode = MODE_ETH;
+	else if (!strcmp(mode, "ib"))
+		sw.mode = MODE_IB;
+	else if (!strcmp(mode, "link"))
+		sw.mode = MODE_LINK;
+	else
+		goto bad;
+
+	if (setup(&sw, (long)exit_with)) {
+		fprintf(stderr, "cnuas-switch: setup failed: %s\n", strerror(errno));
+		return 1;
+	}
+	sw_log(&sw, "%s fabric on %s (control %s), %u ports, queue %u", mode, sw.socket_path,
+	       sw.control_path, sw.max_ports, sw.queue_depth);
+
+	while (!sw.stop) {
+		struct epoll_event evs[64];
+		int n = epoll_wait(sw.epfd, evs, 64, 1000);
+
+		if (n < 0 && errno != EINTR) {
+			sw_log(&sw, "epoll_wait: %s", strerror(errno));
+			break;
+		}
+		if (n == 0)	/* idle: put what the capture holds on disk */
+			cap_flush(&sw.cap);
+		for (int i = 0; i < n; i++)
+			dispatch(&sw, &evs[i]);
+	}
+	teardown(&sw);
+	sw_log(&sw, "stopped");
+	return 0;
+bad:
+	usage(stderr);
+	return 2;
+}

@@ -1,0 +1,345 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * Ports: accepting device connections into slots, reading frames, and the
+ * bounded per-port egress queue that keeps one slow reader from blocking the
+ * rest of the fabric.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "sm.h"
+#include "switch.h"
+
+#define PORT_SOCKBUF	(4 << 20)	/* bytes; bursts of ~1000 MTU frames fit */
+#define READ_ROUNDS	2		/* batches per wakeup, for fairness */
+
+static void port_epoll(struct sw *sw, unsigned int id, int op)
+{
+	struct port *p = &sw->ports[id];
+	struct epoll_event ev = {
+		.events = EPOLLIN | EPOLLRDHUP | (p->want_out ? EPOLLOUT : 0),
+		.data.u64 = EV_TAG(EV_PORT, p->generation, id),
+	};
+
+	if (epoll_ctl(sw->epfd, op, p->fd, &ev))
+		sw_log(sw, "port %u: epoll_ctl: %s", id, strerror(errno));
+}
+
+/* As root the FORCE variants lift the sysctl ceiling; otherwise take what we get. */
+static void port_bufsize(int fd)
+{
+	int sz = PORT_SOCKBUF;
+
+	if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &sz, sizeof(sz)))
+		setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
+	if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &sz, sizeof(sz)))
+		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
+}
+
+int port_accept(struct sw *sw)
+{
+	for (;;) {
+		int fd = accept4(sw->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		unsigned int id;
+		struct port *p;
+
+		if (fd < 0) {
+			if (errno == EAGAIN || errno == EINTR)
+				return 0;
+			if (errno == EMFILE || errno == ENFILE) {
+				sw_log(sw, "accept: %s", strerror(errno));
+				return -1;
+			}
+			continue;	/* ECONNABORTED and friends: that client is gone */
+		}
+		for (id = 1; id <= sw->max_ports; id++)
+			if (sw->ports[id].state == PORT_FREE)
+				break;
+		if (id > sw->max_ports) {
+			sw->refused++;
+			sw_log(sw, "connection refused: all %u ports taken or down", sw->max_ports);
+			close(fd);
+			continue;
+		}
+		p = &sw->ports[id];
+		port_bufsize(fd);
+		memset(&p->c, 0, sizeof(p->c));
+		p->fd = fd;
+		p->state = PORT_UP;
+		p->generation++;
+		p->want_out = false;
+		p->has_gpu = false;
+		p->q_head = p->q_len = 0;
+		port_epoll(sw, id, EPOLL_CTL_ADD);
+		sw->connections++;
+		if (cap_active(&sw->cap))
+			cap_add_port(&sw->cap, id);
+		sw_log(sw, "port %u: up", id);
+		sm_port_change(sw, id, true);
+	}
+}
+
+void port_close(struct sw *sw, unsigned int id, const char *why)
+{
+	struct port *p = &sw->ports[id];
+	struct counters *r = &sw->retired;
+
+	if (p->state != PORT_UP)
+		return;
+	epoll_ctl(sw->epfd, EPOLL_CTL_DEL, p->fd, NULL);
+	close(p->fd);
+	p->fd = -1;
+	p->state = PORT_FREE;
+	p->pend_n = 0;
+	while (p->q_len) {
+		free(p->q[p->q_head]);
+		p->q_head = (p->q_head + 1) % sw->queue_depth;
+		p->q_len--;
+	}
+	r->rx_frames += p->c.rx_frames;
+	r->rx_bytes += p->c.rx_bytes;
+	r->tx_frames += p->c.tx_frames;
+	r->tx_bytes += p->c.tx_bytes;
+	for (int i = 0; i < DROP__COUNT; i++)
+		r->drops[i] += p->c.drops[i];
+	fwd_port_gone(sw, id);
+	sw_log(sw, "port %u: down (%s)", id, why);
+	sm_port_change(sw, id, false);
+}
+
+void port_link_down(struct sw *sw, unsigned int id)
+{
+	port_close(sw, id, "link_down");
+	sw->ports[id].state = PORT_DOWN;
+}
+
+void sw_totals(const struct sw *sw, struct counters *out)
+{
+	*out = sw->retired;
+	for (unsigned int id = 1; id <= sw->max_ports; id++) {
+		const struct port *p = &sw->ports[id];
+
+		if (p->state != PORT_UP)
+			continue;
+		out->rx_frames += p->c.rx_frames;
+		out->rx_bytes += p->c.rx_bytes;
+		out->tx_frames += p->c.tx_frames;
+		out->tx_bytes += p->c.tx_bytes;
+		for (int i = 0; i < DROP__COUNT; i++)
+			out->drops[i] += p->c.drops[i];
+	}
+}
+
+static bool send_would_block(int err)
+{
+	return err == EAGAIN || err == EWOULDBLOCK || err == ENOBUFS;
+}
+
+static void enqueue(struct sw *sw, unsigned int id, const uint8_t *data, size_t len)
+{
+	struct port *p = &sw->ports[id];
+	struct qframe *f;
+
+	if (p->q_len >= sw->queue_depth) {
+		p->c.drops[DROP_QUEUE_FULL]++;
+		return;
+	}
+	f = malloc(sizeof(*f) + len);
+	if (!f) {
+		p->c.drops[DROP_QUEUE_FULL]++;
+		return;
+	}
+	f->len = (uint32_t)len;
+	memcpy(f->data, data, len);
+	p->q[(p->q_head + p->q_len) % sw->queue_depth] = f;
+	p->q_len++;
+	if (!p->want_out) {
+		p->want_out = true;
+		port_epoll(sw, id, EPOLL_CTL_MOD);
+	}
+}
+
+/*
+ * Send a read batch's outputs for one port with as few sendmmsg calls as the
+ * socket allows; what does not fit goes to the queue (behind anything already
+ * queued, so per-port order holds).
+ */
+static void port_flush(struct sw *sw, unsigned int id)
+{
+	struct port *p = &sw->ports[id];
+	struct mmsghdr msgs[SW_BATCH];
+	unsigned int i = 0, n = p->pend_n;
+
+	p->pend_n = 0;
+	if (p->state != PORT_UP)
+		return;
+	while (!p->q_len && i < n) {
+		int k;
+
+		memset(msgs, 0, sizeof(msgs[0]) * (n - i));
+		for (unsigned int j = i; j < n; j++) {
+			msgs[j - i].msg_hdr.msg_iov = &p->pend[j];
+			msgs[j - i].msg_hdr.msg_iovlen = 1;
+		}
+		k = sendmmsg(p->fd, msgs, n - i, MSG_DONTWAIT | MSG_NOSIGNAL);
+		if (k < 0) {
+			if (send_would_block(errno) || errno == EINTR)
+				break;
+			port_close(sw, id, strerror(errno));
+			return;
+		}
+		for (int j = 0; j < k; j++) {
+			p->c.tx_frames++;
+			p->c.tx_bytes += p->pend[i + (unsigned int)j].iov_len;
+		}
+		i += (unsigned int)k;
+	}
+	for (; i < n; i++)
+		enqueue(sw, id, p->pend[i].iov_base, p->pend[i].iov_len);
+}
+
+static void flush_all(struct sw *sw)
+{
+	for (unsigned int t = 0; t < sw->n_touched; t++) {
+		unsigned int id = sw->touched[t];
+
+		sw->ports[id].touched = false;
+		port_flush(sw, id);
+	}
+	sw->n_touched = 0;
+}
+
+void port_output(struct sw *sw, unsigned int id, const uint8_t *data, size_t len)
+{
+	struct port *p = &sw->ports[id];
+
+	if (p->state != PORT_UP)
+		return;
+	if (sw->batching) {
+		if (!p->touched) {
+			p->touched = true;
+			sw->touched[sw->n_touched++] = id;
+		}
+		if (p->pend_n == SW_BATCH)
+			port_flush(sw, id);
+		p->pend[p->pend_n].iov_base = (void *)data;
+		p->pend[p->pend_n].iov_len = len;
+		p->pend_n++;
+		return;
+	}
+	if (!p->q_len) {
+		ssize_t n = send(p->fd, data, len, MSG_DONTWAIT | MSG_NOSIGNAL);
+
+		if (n >= 0) {
+			p->c.tx_frames++;
+			p->c.tx_bytes += len;
+			return;
+		}
+		if (!send_would_block(errno)) {
+			port_close(sw, id, strerror(errno));
+			return;
+		}
+	}
+	enqueue(sw, id, data, len);
+}
+
+void port_writable(struct sw *sw, unsigned int id)
+{
+	struct port *p = &sw->ports[id];
+
+	while (p->state == PORT_UP && p->q_len) {
+		struct qframe *f = p->q[p->q_head];
+		ssize_t n = send(p->fd, f->data, f->len, MSG_DONTWAIT | MSG_NOSIGNAL);
+
+		if (n < 0) {
+			if (!send_would_block(errno))
+				port_close(sw, id, strerror(errno));
+			return;
+		}
+		p->c.tx_frames++;
+		p->c.tx_bytes += f->len;
+		free(f);
+		p->q_head = (p->q_head + 1) % sw->queue_depth;
+		p->q_len--;
+	}
+	if (p->state == PORT_UP && p->want_out) {
+		p->want_out = false;
+		port_epoll(sw, id, EPOLL_CTL_MOD);
+	}
+}
+
+void port_ingress(struct sw *sw, unsigned int id, const uint8_t *data, size_t len,
+		  size_t orig_len)
+{
+	struct port *p = &sw->ports[id];
+
+	p->c.rx_frames++;
+	p->c.rx_bytes += orig_len;
+	if (cap_active(&sw->cap))
+		cap_packet(&sw->cap, id, sw_realtime(), data, (uint32_t)len, (uint32_t)orig_len,
+			   CAP_INBOUND);
+	if (orig_len != len)
+		p->c.drops[DROP_OVERSIZE]++;	/* truncated by the receive buffer */
+	else
+		fwd_frame(sw, id, data, len);
+}
+
+static bool peer_gone(int fd, uint32_t events)
+{
+	struct pollfd pfd = { .fd = fd, .events = POLLIN | POLLRDHUP };
+
+	if (events & (EPOLLHUP | EPOLLRDHUP | EPOLLERR))
+		return true;
+	/* The close may have happened after epoll_wait reported only EPOLLIN. */
+	return poll(&pfd, 1, 0) == 1 && (pfd.revents & (POLLHUP | POLLRDHUP | POLLERR));
+}
+
+void port_readable(struct sw *sw, unsigned int id, uint32_t events)
+{
+	struct port *p = &sw->ports[id];
+	struct mmsghdr msgs[SW_BATCH];
+	struct iovec iov[SW_BATCH];
+
+	for (int round = 0; round < READ_ROUNDS && p->state == PORT_UP; round++) {
+		int n;
+
+		memset(msgs, 0, sizeof(msgs));
+		for (int i = 0; i < SW_BATCH; i++) {
+			iov[i].iov_base = sw->rxbuf + (size_t)i * sw->rxbuf_size;
+			iov[i].iov_len = sw->rxbuf_size;
+			msgs[i].msg_hdr.msg_iov = &iov[i];
+			msgs[i].msg_hdr.msg_iovlen = 1;
+		}
+		n = recvmmsg(p->fd, msgs, SW_BATCH, MSG_DONTWAIT | MSG_TRUNC, NULL);
+		if (n < 0) {
+			if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+				port_close(sw, id, strerror(errno));
+			return;
+		}
+		sw->batching = true;
+		for (int i = 0; i < n && p->state == PORT_UP; i++) {
+			size_t len = msgs[i].msg_len;
+
+			/*
+			 * SEQPACKET reports both an empty datagram and the peer's
+			 * close as 0 (recvmmsg then fills the rest of the batch
+			 * with zeros); the hang-up state tells them apart.
+			 */
+			if (len == 0 && peer_gone(p->fd, events)) {
+				port_close(sw, id, "peer closed");
+				break;
+			}
+			port_ingress(sw, id, iov[i].iov_base,
+				     len < sw->rxbuf_size ? len : sw->rxbuf_size, len);
+		}
+		flush_all(sw);
+		sw->batching = false;
+		if (n < SW_BATCH)
+			return;
+	}
+}

@@ -1,0 +1,196 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * cnuas-switch: shared state of one fabric.
+ *
+ * One process is one fabric.  Devices connect to an AF_UNIX SOCK_SEQPACKET
+ * socket; each accepted connection occupies a port slot (1..max_ports, the
+ * lowest free one).  Port 0 is the switch's own management port: frames routed
+ * there go to the subnet manager seam (sm.c).  One datagram is one frame.
+ */
+#ifndef CNUAS_SWITCH_H
+#define CNUAS_SWITCH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/uio.h>
+
+#include "capture.h"
+#include "fdb.h"
+
+#define SW_DEFAULT_PORTS	64
+#define SW_PORTS_LIMIT		1024
+#define SW_DEFAULT_QDEPTH	256
+#define SW_QDEPTH_LIMIT		65536
+#define SW_DEFAULT_AGING_SEC	300
+
+#define SW_ETH_MIN		14
+#define SW_ETH_MAX		9216
+#define SW_IB_MIN		8	/* the LRH */
+#define SW_IB_MAX		9216
+#define SW_LINK_MIN		8	/* destination + source gpu_id */
+#define SW_LINK_MAX		65536
+
+#define SW_FDB_CAPACITY		4096	/* learned MACs / gpu_ids */
+#define SW_BATCH		32	/* frames per recvmmsg / sendmmsg */
+
+#define IB_LID_UNICAST_END	0xc000	/* 0x0001..0xbfff unicast */
+#define IB_LID_MCAST_FIRST	0xc000
+#define IB_LID_MCAST_LAST	0xfffe
+#define IB_LID_PERMISSIVE	0xffff
+#define IB_MCAST_COUNT		(IB_LID_MCAST_LAST - IB_LID_MCAST_FIRST + 1)
+#define LFT_NONE		0xffff
+
+#define GPU_ID_ALL		0xffffffffu
+
+enum sw_mode { MODE_ETH, MODE_IB, MODE_LINK };
+
+/* Why a frame was dropped; names are the counter names in the control protocol. */
+enum drop_reason {
+	DROP_RUNT,		/* shorter than the mode's minimum */
+	DROP_OVERSIZE,		/* longer than the mode's maximum */
+	DROP_FILTERED,		/* eth: destination learned on the ingress port */
+	DROP_BAD_DLID,		/* ib: LID 0, no LFT entry, MLID without members */
+	DROP_NO_PORT,		/* ib: LFT points at a port nothing is connected to */
+	DROP_LOOPBACK,		/* ib/link: destination is the ingress port itself */
+	DROP_NO_SM,		/* ib: frame for the switch itself, no SM yet */
+	DROP_UNKNOWN_GPU,	/* link: destination gpu_id not learned */
+	DROP_QUEUE_FULL,	/* egress queue full (counted on the egress port) */
+	DROP__COUNT
+};
+
+extern const char *const drop_names[DROP__COUNT];
+
+struct counters {
+	uint64_t rx_frames, rx_bytes;
+	uint64_t tx_frames, tx_bytes;
+	uint64_t drops[DROP__COUNT];
+};
+
+enum port_state {
+	PORT_FREE,	/* no connection, slot available */
+	PORT_UP,	/* a device is connected */
+	PORT_DOWN,	/* cable pulled: slot reserved, no connection accepted into it */
+};
+
+struct qframe {
+	uint32_t len;
+	uint8_t data[];
+};
+
+struct port {
+	enum port_state state;
+	int fd;			/* -1 unless PORT_UP */
+	uint64_t generation;	/* bumped on every new connection */
+	struct counters c;
+	struct qframe **q;	/* ring of queue_depth frames waiting for EPOLLOUT */
+	unsigned int q_head, q_len;
+	bool want_out;		/* EPOLLOUT armed */
+	bool has_gpu;		/* link: gpu_id learned */
+	uint32_t gpu_id;
+	struct iovec *pend;	/* SW_BATCH outputs of the current read batch */
+	unsigned int pend_n;
+	bool touched;		/* listed in sw->touched */
+};
+
+struct ctl_client;
+
+struct sw {
+	enum sw_mode mode;
+	unsigned int max_ports;
+	unsigned int queue_depth;
+	uint64_t aging_ns;
+	int64_t clock_offset_ns;	/* advance_time test hook */
+	uint64_t started_ns;
+
+	int epfd, listen_fd, ctl_fd, sig_fd, parent_fd;
+	const char *socket_path, *control_path;
+
+	struct port *ports;		/* [0..max_ports]; slot 0 unused (the switch) */
+	uint8_t *rxbuf;			/* SW_BATCH buffers of rxbuf_size */
+	size_t rxbuf_size;		/* one frame + 1 byte to notice truncation */
+	bool batching;			/* outputs collect in port->pend until flushed */
+	unsigned int *touched;		/* ports with pending outputs */
+	unsigned int n_touched;
+
+	struct fdb macs;		/* eth: MAC -> port */
+	struct fdb gpus;		/* link: gpu_id -> port */
+	uint16_t *lft;			/* ib: LID -> port, LFT_NONE when unset */
+	uint8_t **mcast;		/* ib: MLID index -> port bitmap, NULL when empty */
+
+	struct capture cap;
+	struct counters retired;	/* counters of connections that ended */
+	uint64_t refused;		/* connections refused (no free slot) */
+	uint64_t connections;		/* connections accepted */
+
+	struct ctl_client **clients;
+	unsigned int n_clients;
+
+	FILE *log;
+	bool stop;
+};
+
+/* Time of the switch's clock (CLOCK_MONOTONIC + advance_time offset), ns. */
+uint64_t sw_now(const struct sw *sw);
+/* Wall-clock time for capture timestamps, ns since the epoch. */
+uint64_t sw_realtime(void);
+
+void sw_log(struct sw *sw, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static inline size_t sw_min_frame(const struct sw *sw)
+{
+	return sw->mode == MODE_ETH ? SW_ETH_MIN : sw->mode == MODE_IB ? SW_IB_MIN : SW_LINK_MIN;
+}
+
+static inline size_t sw_max_frame(const struct sw *sw)
+{
+	return sw->mode == MODE_ETH ? SW_ETH_MAX : sw->mode == MODE_IB ? SW_IB_MAX : SW_LINK_MAX;
+}
+
+static inline const char *sw_mode_name(enum sw_mode m)
+{
+	return m == MODE_ETH ? "eth" : m == MODE_IB ? "ib" : "link";
+}
+
+/* port.c */
+int port_accept(struct sw *sw);
+void port_readable(struct sw *sw, unsigned int id, uint32_t events);
+/* Take port @id down: close its connection, reserve the slot. */
+void port_link_down(struct sw *sw, unsigned int id);
+/* Counters of every connection, past and present. */
+void sw_totals(const struct sw *sw, struct counters *out);
+void port_writable(struct sw *sw, unsigned int id);
+void port_close(struct sw *sw, unsigned int id, const char *why);
+/* Queue or send one frame out of port @id; counts tx or queue_full. */
+void port_output(struct sw *sw, unsigned int id, const uint8_t *data, size_t len);
+/* Process a frame as if it arrived on port @id (capture, counters, forwarding). */
+void port_ingress(struct sw *sw, unsigned int id, const uint8_t *data, size_t len,
+		  size_t orig_len);
+
+/* fwd.c: forwarding decisions and state updates for one ingress frame. */
+void fwd_frame(struct sw *sw, unsigned int in, const uint8_t *data, size_t len);
+void fwd_port_gone(struct sw *sw, unsigned int id);
+bool fwd_init(struct sw *sw);
+bool mcast_member(const struct sw *sw, unsigned int mlid, unsigned int port);
+bool mcast_set(struct sw *sw, unsigned int mlid, unsigned int port, bool member);
+
+/* control.c */
+int ctl_accept(struct sw *sw);
+void ctl_readable(struct sw *sw, unsigned int idx);
+void ctl_writable(struct sw *sw, unsigned int idx);
+void ctl_close_all(struct sw *sw);
+
+/*
+ * epoll tags: type in the top byte, the low 24 bits of the port's connection
+ * generation next (so an event queued for a closed connection is not applied
+ * to the next device that takes the same slot), the index below.
+ */
+enum ev_type { EV_LISTEN = 1, EV_CTL_LISTEN, EV_CTL, EV_PORT, EV_SIGNAL, EV_PARENT };
+#define EV_TAG(type, gen, idx)	(((uint64_t)(type) << 56) | (((uint64_t)(gen) & 0xffffff) << 32) | \
+				 (uint64_t)(idx))
+#define EV_TYPE(tag)		((unsigned int)((tag) >> 56))
+#define EV_GEN(tag)		((uint32_t)(((tag) >> 32) & 0xffffff))
+#define EV_IDX(tag)		((unsigned int)((tag) & 0xffffffffu))
+
+#endif
