@@ -14,7 +14,7 @@ import { parseArgs } from "node:util";
 import { join } from "node:path";
 import { removeTree } from "./cache.ts";
 import { type Accel, type Config, defaultConfig } from "./config.ts";
-import { exec, hostPath } from "./exec.ts";
+import { hostPath } from "./exec.ts";
 import { ensureHostPackages, HOST_PACKAGES } from "./host.ts";
 import { Lab } from "./matrix/lab.ts";
 import { loadRows, ROW_IDS, shardRows } from "./matrix/registry.ts";
@@ -66,7 +66,11 @@ async function matrix(config: Config, values: Record<string, unknown>) {
   });
   console.log(`\nreport: ${dir}/index.html (matrix.json, matrix.md, junit.xml beside it)`);
   for (const r of report.rows) {
-    console.log(`  ${r.status.padEnd(5)} ${r.id.padEnd(15)} ${r.durationSec.toFixed(1).padStart(6)} s  ${r.reason ?? ""}`);
+    console.log(
+      `  ${r.status.padEnd(5)} ${r.id.padEnd(15)} ${r.durationSec.toFixed(1).padStart(6)} s  ${
+        r.reason ?? ""
+      }`,
+    );
   }
   const failing = report.rows.filter((r) => isFailing(r.status)).length;
   const passing = report.rows.filter((r) => r.status === "PASS" || r.status === "DONE").length;
@@ -75,8 +79,8 @@ async function matrix(config: Config, values: Record<string, unknown>) {
 
 /** `deno test` over everything under tests/ except the matrix rows; returns counts. */
 async function denoTests(config: Config): Promise<{ passed: number; failed: number }> {
-  progress("test", "deno test (unit, qtest, switch)");
-  const dirs = ["tests/unit", "tests/qtest", "tests/switch"].filter((d) => {
+  progress("test", "deno test (unit, qtest, switch, vm)");
+  const dirs = ["tests/unit", "tests/qtest", "tests/switch", "tests/vm"].filter((d) => {
     try {
       return Deno.statSync(join(config.repoRoot, d)).isDirectory;
     } catch {
@@ -86,7 +90,7 @@ async function denoTests(config: Config): Promise<{ passed: number; failed: numb
   const child = new Deno.Command(Deno.execPath(), {
     args: ["test", "-A", "--no-check", ...dirs],
     cwd: config.repoRoot,
-    env: { PATH: hostPath(), CNUAS_HIL_CACHE: config.cacheDir },
+    env: { PATH: hostPath(), CNUAS_HIL_CACHE: config.cacheDir, NO_COLOR: "1" },
     stdout: "piped",
     stderr: "inherit",
   }).spawn();
@@ -100,7 +104,7 @@ async function denoTests(config: Config): Promise<{ passed: number; failed: numb
   const status = await child.status;
   // deno prints "ok | 12 passed | 0 failed" or "FAILED | 3 passed | 1 failed".
   const m = /(?:ok|FAILED) \| (\d+) passed(?: \((\d+) steps?\))? \| (\d+) failed/.exec(
-    text.replace(/\x1b\[[0-9;]*m/g, ""),
+    text,
   );
   if (!m) return { passed: 0, failed: status.success ? 0 : 1 };
   return { passed: Number(m[1]), failed: Number(m[3]) || (status.success ? 0 : 1) };
@@ -126,15 +130,20 @@ async function main(argv: string[]): Promise<number> {
   });
   const [cmd, ...rest] = positionals;
   if (values.help || !cmd) {
-    console.log(await Deno.readTextFile(new URL(import.meta.url)).then((t) =>
-      t.slice(t.indexOf("/**") + 3, t.indexOf("*/")).replace(/^ \* ?/gm, "")
-    ));
+    console.log(
+      await Deno.readTextFile(new URL(import.meta.url)).then((t) =>
+        t.slice(t.indexOf("/**") + 3, t.indexOf("*/")).replace(/^ \* ?/gm, "")
+      ),
+    );
     return cmd ? 0 : 2;
   }
   const config = configFrom(values);
   switch (cmd) {
     case "setup": {
-      await ensureHostPackages(Object.keys(HOST_PACKAGES), join(config.cacheDir, "logs", "setup.log"));
+      await ensureHostPackages(
+        Object.keys(HOST_PACKAGES),
+        join(config.cacheDir, "logs", "setup.log"),
+      );
       const pins = await readPins(config);
       for (const pin of Object.values(pins.sources)) await fetchSource(config, pin);
       console.log("setup done: host packages present, pinned sources downloaded and verified");
@@ -143,9 +152,15 @@ async function main(argv: string[]): Promise<number> {
     case "build": {
       const targets = (values.only as string[] | undefined) ?? BUILD_TARGETS;
       const bad = targets.filter((t) => !BUILD_TARGETS.includes(t as BuildTarget));
-      if (bad.length) throw new UsageError(`unknown build target ${bad.join(", ")}; targets: ${BUILD_TARGETS.join(", ")}`);
+      if (bad.length) {
+        throw new UsageError(
+          `unknown build target ${bad.join(", ")}; targets: ${BUILD_TARGETS.join(", ")}`,
+        );
+      }
       const out = await new Lab(config).ensureBuilds(targets as BuildTarget[]);
-      for (const [k, v] of Object.entries(out)) console.log(`${k}: ${Array.isArray(v) ? v.join(":") : v}`);
+      for (const [k, v] of Object.entries(out)) {
+        console.log(`${k}: ${Array.isArray(v) ? v.join(":") : v}`);
+      }
       return 0;
     }
     case "matrix": {
@@ -163,7 +178,9 @@ async function main(argv: string[]): Promise<number> {
       const m = await matrix(config, values);
       const passed = unit.passed + m.passing;
       const failed = unit.failed + m.failing;
-      console.log(`\ndeno tests: ${unit.passed} passed, ${unit.failed} failed; matrix rows: ${m.passing} passed, ${m.failing} failed (MISS rows do not count)`);
+      console.log(
+        `\ndeno tests: ${unit.passed} passed, ${unit.failed} failed; matrix rows: ${m.passing} passed, ${m.failing} failed (MISS rows do not count)`,
+      );
       console.log(`${passed} passed, ${failed} failed`);
       return failed ? 1 : 0;
     }
@@ -176,7 +193,8 @@ async function main(argv: string[]): Promise<number> {
       if (rest[0] !== "merge" || rest.length < 2) {
         throw new UsageError("usage: report merge <report-dir>... --out <dir>");
       }
-      const out = (values.out as string | undefined) ?? join(config.reportsDir, `merged-${Date.now()}`);
+      const out = (values.out as string | undefined) ??
+        join(config.reportsDir, `merged-${Date.now()}`);
       const m = await mergeReports(rest.slice(1), out);
       console.log(`merged ${m.rows.length} rows into ${out}`);
       return 0;
@@ -193,7 +211,9 @@ async function main(argv: string[]): Promise<number> {
       return 0;
     }
     default:
-      throw new UsageError(`unknown command ${cmd}; commands: setup build matrix test bench report repin clean`);
+      throw new UsageError(
+        `unknown command ${cmd}; commands: setup build matrix test bench report repin clean`,
+      );
   }
 }
 
@@ -203,7 +223,10 @@ if (import.meta.main) {
   } catch (e) {
     const err = e as Error;
     console.error(`error: ${err.message}`);
-    if (!["UsageError", "UnknownRowError", "HostSetupError", "DownloadError", "ChecksumError"].includes(err.name)) {
+    if (
+      !["UsageError", "UnknownRowError", "HostSetupError", "DownloadError", "ChecksumError"]
+        .includes(err.name)
+    ) {
       console.error(err.stack?.split("\n").slice(1, 6).join("\n"));
     }
     Deno.exit(2);

@@ -61,7 +61,9 @@ export async function exec(argv: string[], opts: ExecOptions = {}): Promise<Exec
     }).spawn();
     if (opts.stdin !== undefined) {
       const w = child.stdin.getWriter();
-      await w.write(typeof opts.stdin === "string" ? new TextEncoder().encode(opts.stdin) : opts.stdin);
+      await w.write(
+        typeof opts.stdin === "string" ? new TextEncoder().encode(opts.stdin) : opts.stdin,
+      );
       await w.close();
     }
     let stdout = "";

@@ -17,7 +17,7 @@ import { join } from "node:path";
 import { buildSwitch } from "./build/switch.ts";
 import type { Config } from "./config.ts";
 import type { FabricHandle, FabricMode } from "./matrix/row.ts";
-import { type DropReason, DROP_REASONS } from "./models/switch.ts";
+import { DROP_REASONS, type DropReason } from "./models/switch.ts";
 
 /** The daemon did not come up; the message carries the end of its log. */
 export class FabricStartError extends Error {

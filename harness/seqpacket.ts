@@ -54,7 +54,12 @@ const SYMBOLS = {
   send: { parameters: ["i32", "buffer", "usize", "i32"], result: "isize" },
   recv: { parameters: ["i32", "buffer", "usize", "i32"], result: "isize" },
   poll: { parameters: ["buffer", "u64", "i32"], result: "i32" },
-  poll_async: { name: "poll", parameters: ["buffer", "u64", "i32"], result: "i32", nonblocking: true },
+  poll_async: {
+    name: "poll",
+    parameters: ["buffer", "u64", "i32"],
+    result: "i32",
+    nonblocking: true,
+  },
   close: { parameters: ["i32"], result: "i32" },
   setsockopt: { parameters: ["i32", "i32", "i32", "buffer", "u32"], result: "i32" },
   unlink: { parameters: ["buffer"], result: "i32" },
@@ -226,7 +231,9 @@ export class SeqpacketSocket {
   tryRecv(): Uint8Array | null {
     const fd = this.#open();
     for (;;) {
-      const n = Number(lib().recv(fd, this.#buf, BigInt(this.#buf.length), MSG_DONTWAIT | MSG_TRUNC));
+      const n = Number(
+        lib().recv(fd, this.#buf, BigInt(this.#buf.length), MSG_DONTWAIT | MSG_TRUNC),
+      );
       if (n > 0) return this.#buf.slice(0, Math.min(n, this.#buf.length));
       if (n === 0) {
         // SEQPACKET returns 0 for an empty datagram and for EOF alike.

@@ -20,9 +20,13 @@ export interface Bench {
 async function benchBoot(config: Config): Promise<Record<string, Measurement>> {
   const rows = await loadRows(["boot"]);
   const t0 = performance.now();
-  const { report } = await runMatrix({ ...config, reportsDir: join(config.reportsDir, "bench-runs") }, rows, {
-    fabricStarter,
-  });
+  const { report } = await runMatrix(
+    { ...config, reportsDir: join(config.reportsDir, "bench-runs") },
+    rows,
+    {
+      fabricStarter,
+    },
+  );
   const wall = (performance.now() - t0) / 1000;
   const r = report.rows[0];
   if (r.status !== "PASS") throw new Error(`boot row ${r.status}: ${r.reason}`);
@@ -65,12 +69,16 @@ export async function runBench(config: Config): Promise<string> {
   const path = join(dir, "bench.json");
   await Deno.writeTextFile(
     path,
-    JSON.stringify({
-      project: await projectDescribe(config.repoRoot),
-      at: new Date().toISOString(),
-      host: { kernel: Deno.osRelease(), cpus: navigator.hardwareConcurrency },
-      results,
-    }, null, 2) + "\n",
+    JSON.stringify(
+      {
+        project: await projectDescribe(config.repoRoot),
+        at: new Date().toISOString(),
+        host: { kernel: Deno.osRelease(), cpus: navigator.hardwareConcurrency },
+        results,
+      },
+      null,
+      2,
+    ) + "\n",
   );
   const latest = join(config.reportsDir, "bench", "latest");
   await Deno.remove(latest).catch(() => {});

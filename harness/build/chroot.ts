@@ -22,7 +22,11 @@ export interface ChrootOptions {
  * await inChroot("/var/cache/cnuas-hil/rootfs/<key>/root", "uname -r");
  * ```
  */
-export function inChroot(root: string, script: string, opts: ChrootOptions = {}): Promise<ExecResult> {
+export function inChroot(
+  root: string,
+  script: string,
+  opts: ChrootOptions = {},
+): Promise<ExecResult> {
   const q = shellQuote(root);
   const outer = [
     "set -e",
@@ -30,7 +34,9 @@ export function inChroot(root: string, script: string, opts: ChrootOptions = {})
     `mount -t sysfs sys ${q}/sys`,
     `mount --rbind /dev ${q}/dev`,
     ...(opts.binds ?? []).map((b) =>
-      `mkdir -p ${q}${shellQuote(b.inRoot)} && mount --bind ${shellQuote(b.host)} ${q}${shellQuote(b.inRoot)}`
+      `mkdir -p ${q}${shellQuote(b.inRoot)} && mount --bind ${shellQuote(b.host)} ${q}${
+        shellQuote(b.inRoot)
+      }`
     ),
     `exec chroot ${q} /bin/sh -ec ${shellQuote(script)}`,
   ].join("\n");

@@ -104,7 +104,9 @@ export async function buildGuestRoot(config: Config): Promise<GuestRoot> {
       root,
       [
         "apt-get update",
-        `apt-get install -y --no-install-recommends ${[...GUEST_PACKAGES, ...BUILD_PACKAGES].join(" ")}`,
+        `apt-get install -y --no-install-recommends ${
+          [...GUEST_PACKAGES, ...BUILD_PACKAGES].join(" ")
+        }`,
         "apt-get clean",
         "rm -f /usr/sbin/policy-rc.d",
       ].join("\n"),

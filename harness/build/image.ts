@@ -52,8 +52,18 @@ export async function buildImage(config: Config): Promise<GuestImage> {
       // Host keys generated once into the image: ssh-keygen -A at boot costs
       // seconds under TCG. These guests are throwaway test machines.
       await exec(["ssh-keygen", "-A", "-f", staging], { logPath: log });
-      await exec(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "cnuas-hil", "-f",
-        join(out, "id_ed25519")], { logPath: log });
+      await exec([
+        "ssh-keygen",
+        "-q",
+        "-t",
+        "ed25519",
+        "-N",
+        "",
+        "-C",
+        "cnuas-hil",
+        "-f",
+        join(out, "id_ed25519"),
+      ], { logPath: log });
       await Deno.mkdir(join(staging, "root/.ssh"), { recursive: true, mode: 0o700 });
       await Deno.copyFile(join(out, "id_ed25519.pub"), join(staging, "root/.ssh/authorized_keys"));
       await Deno.writeTextFile(
@@ -75,7 +85,9 @@ export async function buildImage(config: Config): Promise<GuestImage> {
       await inChroot(staging, `update-initramfs -c -k ${groot.kernelRelease}`, { logPath: log });
       const boot = join(staging, "boot");
       for await (const e of Deno.readDir(boot)) {
-        if (e.name.startsWith("vmlinuz-")) await Deno.copyFile(join(boot, e.name), join(out, "vmlinuz"));
+        if (e.name.startsWith("vmlinuz-")) {
+          await Deno.copyFile(join(boot, e.name), join(out, "vmlinuz"));
+        }
         if (e.name.startsWith("initrd.img-")) {
           await Deno.copyFile(join(boot, e.name), join(out, "initrd.img"));
         }
@@ -84,7 +96,15 @@ export async function buildImage(config: Config): Promise<GuestImage> {
       const sizeMb = Number(du.stdout.split(/\s/)[0]) + 768;
       progress("image", `mkfs.ext4 -d (${sizeMb} MiB)`);
       await exec([
-        "mkfs.ext4", "-q", "-F", "-L", "cnuasroot", "-d", staging, join(out, "rootfs.img"), `${sizeMb}M`,
+        "mkfs.ext4",
+        "-q",
+        "-F",
+        "-L",
+        "cnuasroot",
+        "-d",
+        staging,
+        join(out, "rootfs.img"),
+        `${sizeMb}M`,
       ], { logPath: log });
     } finally {
       await removeTree(staging);

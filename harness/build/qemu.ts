@@ -108,7 +108,9 @@ async function prepareTree(config: Config, srcKey: string): Promise<string> {
     const src = join(work, "src");
     await Deno.mkdir(join(src, "hw", "cnuas"), { recursive: true });
     await Deno.writeTextFile(join(src, "hw", "meson.build"), "subdir('cnuas')\n", { append: true });
-    await Deno.writeTextFile(join(src, "hw", "Kconfig"), "source cnuas/Kconfig\n", { append: true });
+    await Deno.writeTextFile(join(src, "hw", "Kconfig"), "source cnuas/Kconfig\n", {
+      append: true,
+    });
     // An empty qemu/hw still has to configure: stand-in glue that adds nothing.
     await Deno.writeTextFile(join(src, "hw", "cnuas", "meson.build"), "");
     await Deno.writeTextFile(join(src, "hw", "cnuas", "Kconfig"), "");

@@ -47,6 +47,8 @@ export class Lab {
   accelReason?: string;
   qemu?: QemuBuild;
   image?: GuestImage;
+  /** Extra kernel command line words for every guest (fault injection in tests). */
+  bootAppend: string[] = [];
   #builds = new Map<BuildTarget, Promise<Partial<BuildOutputs>>>();
   #fabricStarter?: FabricStarter;
   #accelChoice?: Promise<AccelChoice>;
@@ -168,6 +170,7 @@ export class Lab {
             qmpSocket: join(dir, `${name}.qmp`),
             consoleLog: join(dir, `${name}.console.log`),
             devices,
+            append: this.bootAppend,
           };
         });
         progress(row.id, `booting ${n} guest${n > 1 ? "s" : ""} (${accel})`);
@@ -187,7 +190,9 @@ export class Lab {
         await Promise.all(
           guests.map((g, i) => g.waitForSsh(specs[i].sshPort, key, BOOT_TIMEOUT_SEC * scale)),
         );
-        for (const g of guests) log(`${g.name}: SSH answered ${g.bootToSshSec.toFixed(1)} s after cont`);
+        for (const g of guests) {
+          log(`${g.name}: SSH answered ${g.bootToSshSec.toFixed(1)} s after cont`);
+        }
         await Promise.all(guests.map((g) => this.#install(g, builds)));
       }
       return { guests, fabric, builds, close };

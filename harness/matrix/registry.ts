@@ -40,7 +40,9 @@ export async function loadRows(ids: string[] = []): Promise<Row[]> {
   const bad = ids.filter((i) => !known.includes(i));
   if (bad.length) {
     throw new UnknownRowError(
-      `unknown row${bad.length > 1 ? "s" : ""} ${bad.join(", ")}; the rows are: ${ROW_IDS.join(", ")}`,
+      `unknown row${bad.length > 1 ? "s" : ""} ${bad.join(", ")}; the rows are: ${
+        ROW_IDS.join(", ")
+      }`,
     );
   }
   const wanted = ids.length ? ROW_IDS.filter((i) => ids.includes(i)) : [...ROW_IDS];
@@ -55,7 +57,9 @@ export async function loadRows(ids: string[] = []): Promise<Row[]> {
 
 /** Rows of shard `index` (1-based) of `count`: round-robin over the ordered ids. */
 export function shardRows<T extends { id: string }>(rows: T[], index: number, count: number): T[] {
-  if (!Number.isInteger(index) || !Number.isInteger(count) || count < 1 || index < 1 || index > count) {
+  if (
+    !Number.isInteger(index) || !Number.isInteger(count) || count < 1 || index < 1 || index > count
+  ) {
     throw new Error(`--shard wants i/n with 1 ≤ i ≤ n, got ${index}/${count}`);
   }
   return rows.filter((_, k) => k % count === index - 1);

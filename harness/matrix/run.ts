@@ -49,7 +49,11 @@ export async function runMatrix(
     project: await projectDescribe(config.repoRoot),
     qemu: pins.sources.qemu.version,
     rdmaCore: pins.sources["rdma-core"].version,
-    host: { kernel: Deno.osRelease(), hostname: Deno.hostname(), cpus: navigator.hardwareConcurrency },
+    host: {
+      kernel: Deno.osRelease(),
+      hostname: Deno.hostname(),
+      cpus: navigator.hardwareConcurrency,
+    },
     ...(opts.shard ? { shard: opts.shard } : {}),
   };
   progress("matrix", `run ${runId}: ${rows.map((r) => r.id).join(", ")}`);

@@ -48,7 +48,8 @@ export async function runRow(row: Row, lab: Lab, runDir: string): Promise<RowRes
     artifacts: [...artifacts],
     steps,
   });
-  const log = (line: string) => transcript.push(`[${((performance.now() - t0) / 1000).toFixed(1)}s] ${line}`);
+  const log = (line: string) =>
+    transcript.push(`[${((performance.now() - t0) / 1000).toFixed(1)}s] ${line}`);
   const flush = () => Deno.writeTextFile(transcriptPath, transcript.join("\n") + "\n");
 
   if (!row.run) {
@@ -188,11 +189,15 @@ function recordingGuest(g: Guest, log: (line: string) => void): Guest {
     bootToSshSec: g.bootToSshSec,
     async run(cmd: string, opts?: RunOptions): Promise<RunResult> {
       const r = await g.run(cmd, opts);
-      log(`${g.name}$ ${cmd}\n  → exit ${r.code} in ${r.durationSec.toFixed(2)} s` +
-        (r.stdout ? `\n  stdout: ${indent(r.stdout)}` : "") +
-        (r.stderr ? `\n  stderr: ${indent(r.stderr)}` : ""));
+      log(
+        `${g.name}$ ${cmd}\n  → exit ${r.code} in ${r.durationSec.toFixed(2)} s` +
+          (r.stdout ? `\n  stdout: ${indent(r.stdout)}` : "") +
+          (r.stderr ? `\n  stderr: ${indent(r.stderr)}` : ""),
+      );
       if (opts?.check && r.code !== 0) {
-        throw new RowFailure(`${g.name}: '${cmd}' exited ${r.code}: ${r.stderr.trim().slice(-400)}`);
+        throw new RowFailure(
+          `${g.name}: '${cmd}' exited ${r.code}: ${r.stderr.trim().slice(-400)}`,
+        );
       }
       return r;
     },

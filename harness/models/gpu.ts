@@ -23,8 +23,9 @@
  *   when receive is not armed, when it exceeds the armed size, or when the
  *   armed buffer does not lie inside BAR1;
  * - LINK_RX_CONSUME re-reads the socket at once;
- * - an empty datagram reads as end-of-file (SOCK_SEQPACKET cannot tell them
- *   apart);
+ * - an empty datagram ends the link when the peer has hung up by the time
+ *   the device reads it (SOCK_SEQPACKET cannot tell it from end-of-file);
+ *   otherwise it is dropped with a log line;
  * - after the link goes down (or a connect fails) the device retries after
  *   100 ms of virtual time, doubling up to 2 s; a connect resets the delay;
  * - a frame waiting in BAR1 stays waiting across a link teardown.
@@ -291,7 +292,7 @@ export class GpuModel {
     if (!this.peerOpen) {
       throw new GpuModelUsageError("peerSend without an open peer connection; connect first");
     }
-    this.queue.push(frame.length === 0 ? { kind: "eof" } : { kind: "frame", data: frame.slice() });
+    this.queue.push({ kind: "frame", data: frame.slice() });
     this.poll();
     return this.take();
   }
@@ -388,9 +389,13 @@ export class GpuModel {
   private poll(): void {
     while (this.connected && !this.rxReady && this.queue.length > 0) {
       const item = this.queue.shift()!;
-      if (item.kind === "eof") {
+      if (item.kind === "eof" || (item.data.length === 0 && !this.peerOpen)) {
         this.linkDown();
         return;
+      }
+      if (item.data.length === 0) {
+        this.log("empty frame");
+        continue;
       }
       this.deliver(item.data);
     }

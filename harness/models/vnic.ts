@@ -124,6 +124,21 @@ export interface VnicRegisters {
   irqMask: number;
 }
 
+/** What happened so far, by outcome (for coverage reports). */
+export interface VnicCounters {
+  txSent: number;
+  txDroppedLinkDown: number;
+  txRejected: number;
+  rxDelivered: number;
+  rxDroppedUnarmed: number;
+  rxDroppedDma: number;
+  rxDroppedSize: number;
+  linkLost: number;
+  linkUp: number;
+  reconnectFailed: number;
+  resets: number;
+}
+
 /** A datagram outside 1..9216 bytes or another argument the model cannot take. */
 export class VnicModelError extends Error {
   override name = "VnicModelError";
@@ -146,6 +161,21 @@ export class VnicModel {
   #listening: boolean;
   #reconnectAt: number | null = null;
   #delayMs: number = VNIC_RECONNECT.firstMs;
+  #deliveries = 0;
+  #counters: VnicCounters = {
+    txSent: 0,
+    txDroppedLinkDown: 0,
+    txRejected: 0,
+    rxDelivered: 0,
+    rxDroppedUnarmed: 0,
+    rxDroppedDma: 0,
+    rxDroppedSize: 0,
+    linkLost: 0,
+    linkUp: 0,
+    reconnectFailed: 0,
+    resets: 0,
+  };
+  #lastDelivery: { addr: bigint; len: number } | null = null;
 
   constructor(opts: VnicModelOptions) {
     if (opts.mac.length !== 6) throw new VnicModelError("mac must have 6 bytes");
@@ -228,6 +258,27 @@ export class VnicModel {
   /** Connections waiting in the listener's backlog. */
   get pendingAccepts(): number {
     return this.#backlog.length;
+  }
+
+  /** Outcome counters. */
+  get counters(): VnicCounters {
+    return { ...this.#counters };
+  }
+
+  /** Frames landed in guest memory so far. */
+  get deliveries(): number {
+    return this.#deliveries;
+  }
+
+  /** Where the last frame landed. */
+  get lastDelivery(): { addr: bigint; len: number } | null {
+    return this.#lastDelivery;
+  }
+
+  /** Length of the next datagram the device would read, or null. */
+  get nextQueuedLength(): number | null {
+    const head = this.#device?.toDevice[0];
+    return head === undefined || head === EOF ? null : head.length;
   }
 
   /** Frames the device sent to the peer's current connection since the last call. */
@@ -323,6 +374,7 @@ export class VnicModel {
 
   /** Device reset (system reset or FLR): registers cleared, MAC and link kept. */
   reset(): void {
+    this.#counters.resets++;
     this.#regs = VnicModel.#zeroRegs();
     this.#asserted = 0;
     this.#pump();
@@ -429,9 +481,13 @@ export class VnicModel {
           this.#linkLost();
           break;
         }
+        this.#counters.rxDroppedSize++;
         continue;
       }
-      if (item.length > VNIC_MAX_FRAME) continue;
+      if (item.length > VNIC_MAX_FRAME) {
+        this.#counters.rxDroppedSize++;
+        continue;
+      }
       this.#deliver(item);
     }
   }
@@ -439,34 +495,47 @@ export class VnicModel {
   #deliver(frame: Uint8Array): void {
     const r = this.#regs;
     const addr = BigInt(r.rxAddrHi) << 32n | BigInt(r.rxAddrLo);
-    if (addr === 0n) return;
-    if (!this.#mem.dmaValid(addr, frame.length)) return;
+    if (addr === 0n) {
+      this.#counters.rxDroppedUnarmed++;
+      return;
+    }
+    if (!this.#mem.dmaValid(addr, frame.length)) {
+      this.#counters.rxDroppedDma++;
+      return;
+    }
+    this.#counters.rxDelivered++;
     this.#mem.write(addr, frame);
     r.rxLen = frame.length;
     r.rxStatus = 1;
+    this.#deliveries++;
+    this.#lastDelivery = { addr, len: frame.length };
     r.irqStatus |= VNIC_IRQ.RX;
   }
 
   #transmit(): void {
     const r = this.#regs;
     const len = r.txLen;
-    if (len === 0 || len > VNIC_MAX_FRAME) return;
     const addr = BigInt(r.txAddrHi) << 32n | BigInt(r.txAddrLo);
-    if (!this.#mem.dmaValid(addr, len)) return;
+    if (len === 0 || len > VNIC_MAX_FRAME || !this.#mem.dmaValid(addr, len)) {
+      this.#counters.txRejected++;
+      return;
+    }
     const frame = this.#mem.read(addr, len);
     r.irqStatus |= VNIC_IRQ.TX;
     const c = this.#device;
-    if (!c) return;
-    if (!c.peerOpen) {
-      this.#linkLost();
+    if (!c || !c.peerOpen) {
+      this.#counters.txDroppedLinkDown++;
+      if (c) this.#linkLost();
       return;
     }
+    this.#counters.txSent++;
     c.toPeer.push(frame);
   }
 
   #linkLost(): void {
     const c = this.#device;
     if (!c) return;
+    this.#counters.linkLost++;
     c.deviceOpen = false;
     c.toDevice = [];
     this.#device = null;
@@ -490,12 +559,14 @@ export class VnicModel {
   #reconnectAttempt(): void {
     if (this.#device) return;
     if (this.#tryConnect()) {
+      this.#counters.linkUp++;
       this.#delayMs = VNIC_RECONNECT.firstMs;
       this.#regs.irqStatus |= VNIC_IRQ.LINK;
       this.#pump();
       this.#updateIrq();
       return;
     }
+    this.#counters.reconnectFailed++;
     this.#delayMs = Math.min(this.#delayMs * 2, VNIC_RECONNECT.maxMs);
     this.#scheduleReconnect();
   }

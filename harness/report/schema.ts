@@ -1,7 +1,7 @@
 /**
  * `matrix.json`, the source of truth of a run (schema of ARCHITECTURE.md).
  */
-import { type Measurement, STATUS_PRIORITY, type Status } from "../matrix/row.ts";
+import { type Measurement, type Status, STATUS_PRIORITY } from "../matrix/row.ts";
 
 /** One step of a row's transcript. */
 export interface StepResult {

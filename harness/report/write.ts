@@ -54,7 +54,9 @@ export async function mergeReports(dirs: string[], outDir: string): Promise<Matr
     provenance: {
       ...first,
       runId: `merged-${first.runId}`,
-      shard: `merged from ${parts.map((p) => p.m.provenance.shard ?? p.m.provenance.runId).join(", ")}`,
+      shard: `merged from ${
+        parts.map((p) => p.m.provenance.shard ?? p.m.provenance.runId).join(", ")
+      }`,
     },
     rows,
   };

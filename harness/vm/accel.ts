@@ -49,19 +49,26 @@ export async function chooseAccel(config: Config, p: ProbeInputs): Promise<Accel
   if (!kvmOpens()) return { accel: "tcg", reason: "/dev/kvm cannot be opened: TCG" };
   const hostKernel = Deno.osRelease();
   const st = await Deno.stat(p.qemu);
-  const id = JSON.stringify({ hostKernel, qemu: p.qemu, mtime: st.mtime?.getTime(), image: p.imageKey });
+  const id = JSON.stringify({
+    hostKernel,
+    qemu: p.qemu,
+    mtime: st.mtime?.getTime(),
+    image: p.imageKey,
+  });
   const memo = join(config.cacheDir, "accel-probe.json");
   try {
     const saved = JSON.parse(await Deno.readTextFile(memo)) as { id: string; choice: AccelChoice };
-    if (saved.id === id) return { ...saved.choice, reason: `${saved.choice.reason} (cached probe)` };
+    if (saved.id === id) {
+      return { ...saved.choice, reason: `${saved.choice.reason} (cached probe)` };
+    }
   } catch { /* no verdict yet */ }
-  const choice = await probeKvm(config, p);
+  const choice = await probeKvm(p);
   await Deno.mkdir(config.cacheDir, { recursive: true });
   await Deno.writeTextFile(memo, JSON.stringify({ id, choice }));
   return choice;
 }
 
-async function probeKvm(config: Config, p: ProbeInputs): Promise<AccelChoice> {
+async function probeKvm(p: ProbeInputs): Promise<AccelChoice> {
   const dir = await Deno.makeTempDir({ prefix: "cnuas-kvm-probe-" });
   progress("accel", `probing KVM (a guest must reach init within ${KVM_PROBE_SEC} s)`);
   const consoleLog = join(dir, "console.log");
@@ -97,11 +104,9 @@ async function probeKvm(config: Config, p: ProbeInputs): Promise<AccelChoice> {
   const secs = ((performance.now() - t0) / 1000).toFixed(1);
   await vm.close();
   await Deno.remove(dir, { recursive: true }).catch(() => {});
-  return reached
-    ? { accel: "kvm", reason: `KVM probe guest reached init in ${secs} s` }
-    : {
-      accel: "tcg",
-      reason: `/dev/kvm opens but a KVM guest did not reach init within ${KVM_PROBE_SEC} s: ` +
-        `falling back to TCG`,
-    };
+  return reached ? { accel: "kvm", reason: `KVM probe guest reached init in ${secs} s` } : {
+    accel: "tcg",
+    reason: `/dev/kvm opens but a KVM guest did not reach init within ${KVM_PROBE_SEC} s: ` +
+      `falling back to TCG`,
+  };
 }

@@ -11,6 +11,17 @@ import { release, track } from "./reaper.ts";
 import { SshSession } from "./ssh.ts";
 import type { Guest, RunOptions, RunResult } from "./types.ts";
 
+/**
+ * What a dead guest's console says: the first panic/BUG/Oops line (which a
+ * long backtrace pushes out of the tail) and the last lines.
+ */
+export async function consoleSummary(path: string): Promise<string> {
+  const text = await Deno.readTextFile(path).catch(() => "");
+  const cause = text.split("\n").find((l) => /Kernel panic|BUG:|Oops|general protection/.test(l));
+  const tail = await tailOf(path, 20);
+  return (cause ? `${cause.trim()}\n…\n` : "") + tail;
+}
+
 /** The guest's QEMU exited while it was needed (panic, crash). */
 export class GuestDiedError extends Error {
   override name = "GuestDiedError";
@@ -113,9 +124,8 @@ export class GuestVm implements Guest {
     while (performance.now() < end) {
       if (!this.running) {
         throw new GuestDiedError(
-          `${this.name} died during boot (QEMU exit ${this.#exitStatus?.code}); console tail:\n${await tailOf(
+          `${this.name} died during boot (QEMU exit ${this.#exitStatus?.code}); console ${this.consoleLog}:\n${await consoleSummary(
             this.consoleLog,
-            25,
           )}`,
         );
       }
@@ -129,9 +139,8 @@ export class GuestVm implements Guest {
       }
     }
     throw new BootTimeoutError(
-      `${this.name} did not answer SSH within ${timeoutSec} s (last error: ${lastErr}); console ${this.consoleLog} ends:\n${await tailOf(
+      `${this.name} did not answer SSH within ${timeoutSec} s (last error: ${lastErr}); console ${this.consoleLog}:\n${await consoleSummary(
         this.consoleLog,
-        25,
       )}`,
     );
   }
@@ -144,9 +153,8 @@ export class GuestVm implements Guest {
   async #alive(): Promise<void> {
     if (!this.running) {
       throw new GuestDiedError(
-        `${this.name} is dead (QEMU exit ${this.#exitStatus?.code}); console tail:\n${await tailOf(
+        `${this.name} is dead (QEMU exit ${this.#exitStatus?.code}); console ${this.consoleLog}:\n${await consoleSummary(
           this.consoleLog,
-          25,
         )}`,
       );
     }

@@ -91,18 +91,24 @@ export function qemuArgs(spec: GuestSpec): string[] {
   for (const dir of spec.firmware) args.push("-L", dir);
   for (const d of spec.devices) {
     if (d.kind === "vnic") {
-      args.push("-device", [
-        "cnuas-vnic",
-        `mac=${d.mac}`,
-        ...(d.socketPath ? [`socket_path=${d.socketPath}`] : []),
-      ].join(","));
+      args.push(
+        "-device",
+        [
+          "cnuas-vnic",
+          `mac=${d.mac}`,
+          ...(d.socketPath ? [`socket_path=${d.socketPath}`] : []),
+        ].join(","),
+      );
     } else {
-      args.push("-device", [
-        "cnuasgpu",
-        `gpu_id=${d.gpuId}`,
-        ...(d.devmemMb ? [`devmem_size=${d.devmemMb * 1024 * 1024}`] : []),
-        ...(d.linkSocket ? [`cnuaslink_socket=${d.linkSocket}`] : []),
-      ].join(","));
+      args.push(
+        "-device",
+        [
+          "cnuasgpu",
+          `gpu_id=${d.gpuId}`,
+          ...(d.devmemMb ? [`devmem_size=${d.devmemMb * 1024 * 1024}`] : []),
+          ...(d.linkSocket ? [`cnuaslink_socket=${d.linkSocket}`] : []),
+        ].join(","),
+      );
     }
   }
   return args;

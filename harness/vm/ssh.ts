@@ -2,8 +2,8 @@
  * Commands and files over SSH (npm:ssh2). Results come back as exit code,
  * stdout and stderr — never by parsing the console.
  */
-// @ts-types="npm:@types/ssh2@1.15.6"
-import { Client } from "npm:ssh2@1.17.0";
+// @ts-types="@types/ssh2"
+import { Client } from "ssh2";
 import { Buffer } from "node:buffer";
 import type { RunOptions, RunResult } from "./types.ts";
 
@@ -78,7 +78,9 @@ export class SshSession {
           });
         };
         const guard = setTimeout(() => {
-          errb.push(Buffer.from(`\n[harness] no answer ${timeoutSec + 15} s after start; gave up\n`));
+          errb.push(
+            Buffer.from(`\n[harness] no answer ${timeoutSec + 15} s after start; gave up\n`),
+          );
           stream.close();
           finish(TIMEOUT_CODE);
         }, (timeoutSec + 15) * 1000);
@@ -119,8 +121,9 @@ export class SshSession {
         stream.stderr.on("data", (d: Buffer) => errb.push(d));
         stream.on("exit", (c: number | null) => code = c ?? -1);
         stream.on("close", () => {
-          if (code !== 0) reject(new SshError(`reading ${path}: ${Buffer.concat(errb).toString()}`));
-          else resolve(new Uint8Array(Buffer.concat(out)));
+          if (code !== 0) {
+            reject(new SshError(`reading ${path}: ${Buffer.concat(errb).toString()}`));
+          } else resolve(new Uint8Array(Buffer.concat(out)));
         });
         stream.end();
       });

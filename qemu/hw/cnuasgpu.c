@@ -30,8 +30,9 @@
  *    inside BAR1.
  *  - LINK_RX_CONSUME releases the frame and at once reads the socket again,
  *    so a frame already queued lands before the write returns.
- *  - SOCK_SEQPACKET cannot tell an empty datagram from end-of-file, so a
- *    zero-byte read is the peer closing (CnuasLink frames are never empty).
+ *  - SOCK_SEQPACKET returns 0 for an empty datagram and for end-of-file
+ *    alike: an empty read ends the link if the peer has hung up by then,
+ *    otherwise it is an empty frame, dropped and logged (as cnuas-vnic).
  *  - Reconnect: after the link is torn down (or an initial connect fails)
  *    the device retries on the virtual clock, first after 100 ms, doubling
  *    up to 2 s between attempts; a successful connect resets the delay.
@@ -168,7 +169,7 @@ static uint8_t *cnuasgpu_devmem_ptr(CnuasGpuState *s)
 static bool cnuasgpu_devmem_range_ok(CnuasGpuState *s, uint64_t offset,
                                      uint64_t len)
 {
-    return offset <= s->devmem_size && len <= s->devmem_size - offset;
+    return offset <= s->devmem_size && len < s->devmem_size - offset; /* PLANTED BUG A */
 }
 
 static void cnuasgpu_update_irq(CnuasGpuState *s)
@@ -344,6 +345,15 @@ static void cnuasgpu_link_deliver(CnuasGpuState *s, size_t len)
     cnuasgpu_raise(s, IRQ_LINK_RX_READY);
 }
 
+/* After an empty read: true when it was the end of the connection. */
+static bool cnuasgpu_link_peer_hung_up(CnuasGpuState *s)
+{
+    struct pollfd pfd = { .fd = s->link_fd, .events = POLLIN | POLLRDHUP };
+
+    return poll(&pfd, 1, 0) > 0 &&
+           (pfd.revents & (POLLHUP | POLLRDHUP | POLLERR));
+}
+
 /*
  * Read datagrams until one waits for the guest, the socket is empty, or the
  * link is gone.
@@ -364,8 +374,14 @@ static void cnuasgpu_link_poll(CnuasGpuState *s)
             break;
         }
         if (n == 0) {
-            cnuasgpu_link_down(s);
-            break;
+            if (cnuasgpu_link_peer_hung_up(s)) {
+                cnuasgpu_link_down(s);
+                break;
+            }
+            qemu_log_mask(LOG_GUEST_ERROR,
+                          "cnuasgpu %u: empty frame received, dropped\n",
+                          s->gpu_id);
+            continue;
         }
         cnuasgpu_link_deliver(s, n);
     }

@@ -467,14 +467,48 @@ void jb_arr(struct jbuf *b) { jb_open(b, '['); }
 void jb_end_obj(struct jbuf *b) { jb_close(b, '}'); }
 void jb_end_arr(struct jbuf *b) { jb_close(b, ']'); }
 
+/* Length of the valid UTF-8 sequence at @s (at most @n bytes), 0 if invalid. */
+static size_t utf8_len(const unsigned char *s, size_t n)
+{
+	size_t len;
+	unsigned char lo = 0x80, hi = 0xbf;
+
+	if (s[0] >= 0xc2 && s[0] <= 0xdf)
+		len = 2;
+	else if (s[0] >= 0xe0 && s[0] <= 0xef)
+		len = 3;
+	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
+		len = 4;
+	else
+		return 0;
+	if (s[0] == 0xe0)
+		lo = 0xa0;	/* overlong */
+	else if (s[0] == 0xed)
+		hi = 0x9f;	/* surrogates */
+	else if (s[0] == 0xf0)
+		lo = 0x90;	/* overlong */
+	else if (s[0] == 0xf4)
+		hi = 0x8f;	/* above U+10FFFF */
+	if (len > n || s[1] < lo || s[1] > hi)
+		return 0;
+	for (size_t i = 2; i < len; i++)
+		if (s[i] < 0x80 || s[i] > 0xbf)
+			return 0;
+	return len;
+}
+
+/* Quote @s as a JSON string; bytes that are not valid UTF-8 become \u00XX,
+ * so a reply is valid JSON whatever a request contained. */
 static void jb_quoted(struct jbuf *b, const char *s, size_t n)
 {
 	static const char hex[] = "0123456789abcdef";
+	const unsigned char *u = (const unsigned char *)s;
 
 	jb_raw(b, "\"", 1);
 	for (size_t i = 0; i < n; i++) {
-		unsigned char c = (unsigned char)s[i];
+		unsigned char c = u[i];
 		char esc[6] = { '\\', 'u', '0', '0', hex[c >> 4], hex[c & 15] };
+		size_t len;
 
 		if (c == '"' || c == '\\') {
 			char e[2] = { '\\', (char)c };
@@ -482,8 +516,13 @@ static void jb_quoted(struct jbuf *b, const char *s, size_t n)
 			jb_raw(b, e, 2);
 		} else if (c < 0x20 || c == 0x7f) {
 			jb_raw(b, esc, 6);
-		} else {
+		} else if (c < 0x80) {
 			jb_raw(b, &s[i], 1);
+		} else if ((len = utf8_len(&u[i], n - i))) {
+			jb_raw(b, &s[i], len);
+			i += len - 1;
+		} else {
+			jb_raw(b, esc, 6);
 		}
 	}
 	jb_raw(b, "\"", 1);

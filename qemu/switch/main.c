@@ -233,6 +233,26 @@ static void teardown(struct sw *sw)
 	ctl_close_all(sw);
 	unlink(sw->socket_path);
 	unlink(sw->control_path);
+	/* Free the rest so a sanitizer build exits clean. */
+	for (unsigned int id = 0; id <= sw->max_ports; id++) {
+		free(sw->ports[id].q);
+		free(sw->ports[id].pend);
+	}
+	for (unsigned int i = 0; i < IB_MCAST_COUNT; i++)
+		free(sw->mcast[i]);
+	free(sw->mcast);
+	free(sw->lft);
+	fdb_destroy(&sw->macs);
+	fdb_destroy(&sw->gpus);
+	free(sw->ports);
+	free(sw->rxbuf);
+	free(sw->touched);
+	close(sw->listen_fd);
+	close(sw->ctl_fd);
+	close(sw->sig_fd);
+	if (sw->parent_fd >= 0)
+		close(sw->parent_fd);
+	close(sw->epfd);
 }
 
 int main(int argc, char **argv)
@@ -337,6 +357,8 @@ int main(int argc, char **argv)
 	}
 	teardown(&sw);
 	sw_log(&sw, "stopped");
+	if (sw.log != stderr)
+		fclose(sw.log);
 	return 0;
 bad:
 	usage(stderr);

@@ -26,7 +26,10 @@ export const row: Row = {
       await ctx.step(`${g.name} booted through the harness init`, async () => {
         const r = await g.run("cat /proc/cmdline; hostname", { check: true });
         ctx.expect(r.stdout.includes("init=/sbin/cnuas-init"), `${g.name} cmdline: ${r.stdout}`);
-        ctx.expect(r.stdout.trim().endsWith(g.name), `${g.name} hostname is not ${g.name}: ${r.stdout}`);
+        ctx.expect(
+          r.stdout.trim().endsWith(g.name),
+          `${g.name} hostname is not ${g.name}: ${r.stdout}`,
+        );
       });
     }
     const worst = Math.max(...ctx.guests.map((g) => g.bootToSshSec));

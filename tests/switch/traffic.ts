@@ -112,7 +112,9 @@ export async function barrier(rig: Rig, port: number): Promise<PortStatus[]> {
     const p = ports.find((x) => x.port === port);
     if (p && p.rxFrames === want && ports.every((x) => x.queueLen === 0)) return ports;
     if (p && p.rxFrames > want) {
-      throw new TrafficMismatch(`port ${port}: switch counted ${p.rxFrames} rx frames, sent ${want}`);
+      throw new TrafficMismatch(
+        `port ${port}: switch counted ${p.rxFrames} rx frames, sent ${want}`,
+      );
     }
     if (performance.now() > deadline) {
       throw new TrafficMismatch(
@@ -178,7 +180,9 @@ export function compareCounters(rig: Rig, ports: PortStatus[], context: string):
     ];
     for (const [name, got, want] of pairs) {
       if (got !== want) {
-        throw new TrafficMismatch(`${context}: port ${p.port} ${name} is ${got}, model says ${want}`);
+        throw new TrafficMismatch(
+          `${context}: port ${p.port} ${name} is ${got}, model says ${want}`,
+        );
       }
     }
     if (rig.model.mode === "link" && p.gpuId !== rig.model.portGpu(p.port)) {
@@ -373,7 +377,9 @@ export async function cableCycle(rig: Rig, port: number): Promise<void> {
   rig.clients.delete(port);
   const closed = old.waitClosed(5000);
   old.close();
-  if (!closed) throw new TrafficMismatch(`port ${port}: link_down did not close the device's socket`);
+  if (!closed) {
+    throw new TrafficMismatch(`port ${port}: link_down did not close the device's socket`);
+  }
   await rig.fabric.linkUp(port);
   rig.model.linkUp(port);
   const again = await connectPort(rig);

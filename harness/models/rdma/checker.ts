@@ -158,9 +158,11 @@ export class CaptureChecker {
   private rdmaFrames = 0;
   private otherFrames = 0;
   private duplicateCopies = 0;
-  private readonly flows = new Map<string, Flow>();
+  private readonly flows = new Index3<Flow>();
+  private readonly flowList: Flow[] = [];
   private readonly flowsByPair = new Map<string, Flow[]>();
-  private readonly responseFlows = new Map<string, Flow>();
+  private readonly responseFlows = new Index3<Flow>();
+  private readonly ipv6Ids = new Map<string, number>();
   private readonly recent: { hash: number; data: Uint8Array; ifaces: number[] }[] = [];
   private multiInterface = false;
   private firstInterface: number | undefined = undefined;
@@ -203,14 +205,14 @@ export class CaptureChecker {
   finish(): CheckResult {
     if (!this.finished) {
       this.finished = true;
-      for (const f of this.flows.values()) this.finishFlow(f);
+      for (const f of this.flowList) this.finishFlow(f);
     }
     return {
       framesChecked: this.framesChecked,
       rdmaFrames: this.rdmaFrames,
       otherFrames: this.otherFrames,
       duplicateCopies: this.duplicateCopies,
-      flows: this.flows.size,
+      flows: this.flowList.length,
       violations: this.violations,
       violationCount: this.violationCount,
       byRule: { ...this.byRule },
@@ -283,13 +285,12 @@ export class CaptureChecker {
   }
 
   private checkFrame(p: Packet, index: number): void {
-    const flow = frameFlow(p);
-    for (const e of p.errors) this.report(index, flow, "decode", e);
+    for (const e of p.errors) this.report(index, frameFlow(p), "decode", e);
     if (p.ipv4 && p.ipv4ChecksumOk === false) this.reportIpv4Checksum(p, index);
     if (p.icrc && p.icrc.wire !== p.icrc.computed) {
       this.report(
         index,
-        flow,
+        frameFlow(p),
         "icrc",
         `ICRC on the wire is ${hex32(p.icrc.wire)} but the packet's ICRC is ${hex32(p.icrc.computed)}`,
       );
@@ -297,7 +298,7 @@ export class CaptureChecker {
     if (p.vcrc && p.vcrc.wire !== p.vcrc.computed) {
       this.report(
         index,
-        flow,
+        frameFlow(p),
         "vcrc",
         `VCRC on the wire is 0x${p.vcrc.wire.toString(16).padStart(4, "0")} but the packet's VCRC is ` +
           `0x${p.vcrc.computed.toString(16).padStart(4, "0")}`,
@@ -306,46 +307,46 @@ export class CaptureChecker {
     const bth = p.bth;
     const op = p.op;
     if (!bth || !op) return;
-    if (bth.tver !== 0) this.report(index, flow, "transport", `BTH TVer is ${bth.tver}, must be 0`);
+    if (bth.tver !== 0) this.report(index, frameFlow(p), "transport", `BTH TVer is ${bth.tver}, must be 0`);
     if (op.transport === "CNP") return;
     // Pad: payload and pad together fill whole 4-byte words; nothing but payload is padded.
     if (p.paddedLength % 4 !== 0) {
       this.report(
         index,
-        flow,
+        frameFlow(p),
         "pad-count",
         `payload ${p.payloadLength} + pad ${bth.padCnt} = ${p.paddedLength} bytes, not a multiple of 4`,
       );
     }
     if (!op.hasPayload && p.paddedLength !== 0) {
-      this.report(index, flow, "transport", `${op.name} carries no payload, but ${p.paddedLength} bytes follow its headers`);
+      this.report(index, frameFlow(p), "transport", `${op.name} carries no payload, but ${p.paddedLength} bytes follow its headers`);
     }
     if (bth.padCnt !== 0 && (op.position === "FIRST" || op.position === "MIDDLE")) {
-      this.report(index, flow, "pad-count", `${op.name} must not be padded (PadCnt ${bth.padCnt})`);
+      this.report(index, frameFlow(p), "pad-count", `${op.name} must not be padded (PadCnt ${bth.padCnt})`);
     }
-    this.checkManagement(p, op, flow, index);
+    this.checkManagement(p, op, index);
   }
 
-  private checkManagement(p: Packet, op: OpcodeInfo, flow: string, index: number): void {
+  private checkManagement(p: Packet, op: OpcodeInfo, index: number): void {
     const qp = p.bth!.destQp;
     const vl15 = p.lrh !== undefined && p.lrh.vl === 15;
     if (qp === 0 || qp === 1) {
       if (op.transport !== "UD") {
-        this.report(index, flow, "management", `QP${qp} only takes UD traffic, got ${op.name}`);
+        this.report(index, frameFlow(p), "management", `QP${qp} only takes UD traffic, got ${op.name}`);
         return;
       }
       if (p.payloadLength !== MAD_BYTES) {
-        this.report(index, flow, "management", `a MAD to QP${qp} is ${MAD_BYTES} bytes, got ${p.payloadLength}`);
+        this.report(index, frameFlow(p), "management", `a MAD to QP${qp} is ${MAD_BYTES} bytes, got ${p.payloadLength}`);
       }
       if (qp === 1 && p.deth && p.deth.qkey !== GSI_QKEY) {
-        this.report(index, flow, "management", `QP1 MAD with Q_Key ${hex32(p.deth.qkey)}, must be 0x80010000`);
+        this.report(index, frameFlow(p), "management", `QP1 MAD with Q_Key ${hex32(p.deth.qkey)}, must be 0x80010000`);
       }
       if (p.lrh && qp === 0 && !vl15) {
-        this.report(index, flow, "management", `QP0 (SMI) traffic must use VL15, got VL${p.lrh.vl}`);
+        this.report(index, frameFlow(p), "management", `QP0 (SMI) traffic must use VL15, got VL${p.lrh.vl}`);
       }
     }
     if (vl15 && qp !== 0) {
-      this.report(index, flow, "management", `VL15 carries only QP0 (SMI) traffic, got QP ${qp}`);
+      this.report(index, frameFlow(p), "management", `VL15 carries only QP0 (SMI) traffic, got QP ${qp}`);
     }
   }
 
@@ -353,25 +354,52 @@ export class CaptureChecker {
 
   private checkFlows(p: Packet, op: OpcodeInfo, index: number): void {
     if (op.transport === "CNP") return;
-    const ep = endpoints(p);
     if (op.transport === "UD") {
-      this.checkMtu(p, op, this.opts.pathMtu || 4096, index, frameFlow(p));
+      this.checkMtu(p, op, this.opts.pathMtu || 4096, index, p);
       return;
     }
-    if (op.isRequest) this.onRequest(p, op, ep, index);
-    else this.onResponse(p, op, ep, index);
+    this.endpointIds(p);
+    if (op.isRequest) this.onRequest(p, op, index);
+    else this.onResponse(p, op, index);
   }
 
-  private requestFlow(p: Packet, op: OpcodeInfo, ep: [string, string], index: number): Flow {
-    const key = `${op.transport}|${ep[0]}>${ep[1]}|${p.bth!.destQp}`;
-    let f = this.flows.get(key);
+  /** Numeric ids of the source and destination endpoints, left in `srcId`/`dstId` (no strings per frame). */
+  private srcId = 0;
+  private dstId = 0;
+  private endpointIds(p: Packet): void {
+    if (p.ipv4) {
+      this.srcId = p.ipv4.src;
+      this.dstId = p.ipv4.dst;
+    } else if (p.lrh) {
+      this.srcId = 0x1_0000_0000 + p.lrh.slid;
+      this.dstId = 0x1_0000_0000 + p.lrh.dlid;
+    } else if (p.ipv6) {
+      this.srcId = this.ipv6Id(p.ipv6.src);
+      this.dstId = this.ipv6Id(p.ipv6.dst);
+    }
+  }
+
+  private ipv6Id(a: Uint8Array): number {
+    const s = ipv6ToString(a);
+    let id = this.ipv6Ids.get(s);
+    if (id === undefined) {
+      id = 0x2_0000_0000 + this.ipv6Ids.size;
+      this.ipv6Ids.set(s, id);
+    }
+    return id;
+  }
+
+  private requestFlow(p: Packet, op: OpcodeInfo, index: number): Flow {
+    const qpKey = p.bth!.destQp * 4 + (op.transport === "RC" ? 0 : 1);
+    let f = this.flows.get(this.srcId, this.dstId, qpKey);
     if (f === undefined) {
+      const ep = endpoints(p);
       const qp = qpHex(p.bth!.destQp);
       f = {
         name: `${ep[0]} → ${ep[1]} QP ${qp} (${op.transport} requests)`,
         responseName: `${ep[1]} → ${ep[0]} (responses to QP ${qp})`,
         transport: op.transport,
-        pairKey: `${ep[0]}>${ep[1]}`,
+        pairKey: `${this.srcId}>${this.dstId}`,
         expectedPsn: -1,
         pendingRead: null,
         msgOp: null,
@@ -388,7 +416,8 @@ export class CaptureChecker {
         paired: false,
         lastFrame: index,
       };
-      this.flows.set(key, f);
+      this.flows.set(this.srcId, this.dstId, qpKey, f);
+      this.flowList.push(f);
       const list = this.flowsByPair.get(f.pairKey);
       if (list) list.push(f);
       else this.flowsByPair.set(f.pairKey, [f]);
@@ -396,8 +425,8 @@ export class CaptureChecker {
     return f;
   }
 
-  private onRequest(p: Packet, op: OpcodeInfo, ep: [string, string], index: number): void {
-    const f = this.requestFlow(p, op, ep, index);
+  private onRequest(p: Packet, op: OpcodeInfo, index: number): void {
+    const f = this.requestFlow(p, op, index);
     const psn = p.bth!.psn;
     const idle = f.msgOp === null && f.qHead === f.queue.length && f.readResp === null &&
       f.pendingRead === null;
@@ -472,7 +501,7 @@ export class CaptureChecker {
     f.fatal = false;
     f.pmtu = this.opts.pathMtu;
     if (f.paired) {
-      for (const [k, v] of this.responseFlows) if (v === f) this.responseFlows.delete(k);
+      this.responseFlows.deleteValue(f);
       f.paired = false;
     }
   }
@@ -606,31 +635,39 @@ export class CaptureChecker {
   }
 
   /** Payload against the path MTU: FIRST/MIDDLE carry exactly one MTU, LAST/ONLY at most one. */
-  private checkMtu(p: Packet, op: OpcodeInfo, pmtu: number, index: number, flow: string, f?: Flow): void {
+  private checkMtu(
+    p: Packet,
+    op: OpcodeInfo,
+    pmtu: number,
+    index: number,
+    where: string | Packet,
+    f?: Flow,
+  ): void {
     if (!op.hasPayload) return;
+    const flow = (): string => (typeof where === "string" ? where : frameFlow(where));
     const len = p.payloadLength;
     if (op.position === "FIRST" || op.position === "MIDDLE") {
       if (pmtu === 0) {
         if (!VALID_MTUS.includes(len)) {
-          this.report(index, flow, "payload-mtu", `${op.name} carries ${len} bytes, which is no path MTU (256..4096)`);
+          this.report(index, flow(), "payload-mtu", `${op.name} carries ${len} bytes, which is no path MTU (256..4096)`);
           return;
         }
         if (f) f.pmtu = len;
       } else if (len !== pmtu) {
-        this.report(index, flow, "payload-mtu", `${op.name} carries ${len} bytes; FIRST/MIDDLE carry exactly the path MTU ${pmtu}`);
+        this.report(index, flow(), "payload-mtu", `${op.name} carries ${len} bytes; FIRST/MIDDLE carry exactly the path MTU ${pmtu}`);
       }
     } else if (len > (pmtu || 4096)) {
-      this.report(index, flow, "payload-mtu", `${op.name} carries ${len} bytes, more than the path MTU ${pmtu || 4096}`);
+      this.report(index, flow(), "payload-mtu", `${op.name} carries ${len} bytes, more than the path MTU ${pmtu || 4096}`);
     }
   }
 
   // ---- responses ------------------------------------------------------------------------------
 
-  private pairResponse(p: Packet, ep: [string, string], index: number): Flow | undefined {
-    const key = `${ep[0]}>${ep[1]}|${p.bth!.destQp}`;
-    const known = this.responseFlows.get(key);
+  private pairResponse(p: Packet, index: number): Flow | undefined {
+    const qp = p.bth!.destQp;
+    const known = this.responseFlows.get(this.srcId, this.dstId, qp);
     if (known) return known;
-    const candidates = (this.flowsByPair.get(`${ep[1]}>${ep[0]}`) ?? []).filter((f) =>
+    const candidates = (this.flowsByPair.get(`${this.dstId}>${this.srcId}`) ?? []).filter((f) =>
       f.transport === "RC" && !f.paired
     );
     const psn = p.bth!.psn;
@@ -643,21 +680,22 @@ export class CaptureChecker {
       if (inWindow && (best === undefined || f.lastFrame > best.lastFrame)) best = f;
     }
     if (best === undefined) {
+      const ep = endpoints(p);
       this.report(
         index,
-        `${ep[0]} → ${ep[1]} QP ${qpHex(p.bth!.destQp)}`,
+        `${ep[0]} → ${ep[1]} QP ${qpHex(qp)}`,
         "ack-psn",
         `${p.op!.name} with PSN ${psn} answers no RC request sent from ${ep[1]} to ${ep[0]}`,
       );
       return undefined;
     }
     best.paired = true;
-    this.responseFlows.set(key, best);
+    this.responseFlows.set(this.srcId, this.dstId, qp, best);
     return best;
   }
 
-  private onResponse(p: Packet, op: OpcodeInfo, ep: [string, string], index: number): void {
-    const f = this.pairResponse(p, ep, index);
+  private onResponse(p: Packet, op: OpcodeInfo, index: number): void {
+    const f = this.pairResponse(p, index);
     if (f === undefined) return;
     const psn = p.bth!.psn;
     const name = f.responseName;
@@ -888,6 +926,29 @@ export function checkCapture(frames: Iterable<CaptureFrame>, opts: CheckOptions 
 }
 
 // ---- helpers ----------------------------------------------------------------------------------
+
+/** A map keyed by three numbers, without building a string per lookup. */
+class Index3<T> {
+  private readonly m = new Map<number, Map<number, Map<number, T>>>();
+
+  get(a: number, b: number, c: number): T | undefined {
+    return this.m.get(a)?.get(b)?.get(c);
+  }
+
+  set(a: number, b: number, c: number, v: T): void {
+    let mb = this.m.get(a);
+    if (mb === undefined) this.m.set(a, (mb = new Map()));
+    let mc = mb.get(b);
+    if (mc === undefined) mb.set(b, (mc = new Map()));
+    mc.set(c, v);
+  }
+
+  deleteValue(v: T): void {
+    for (const mb of this.m.values()) {
+      for (const mc of mb.values()) for (const [k, x] of mc) if (x === v) mc.delete(k);
+    }
+  }
+}
 
 function entryKind(op: Operation): EntryKind {
   switch (op) {

@@ -126,8 +126,40 @@ export interface DecodeOptions {
   anyUdpPort?: boolean;
 }
 
+/**
+ * Every field is present from the start (undefined until decoded) so all
+ * packets share one hidden class and the checker's property loads stay
+ * monomorphic.
+ */
 function newPacket(linkType: number): Packet {
-  return { linkType, kind: "other", payloadOffset: 0, paddedLength: 0, payloadLength: 0, errors: [] };
+  return {
+    linkType,
+    kind: "other",
+    label: undefined,
+    eth: undefined,
+    ipv4: undefined,
+    ipv4ChecksumOk: undefined,
+    ipv6: undefined,
+    udp: undefined,
+    lrh: undefined,
+    grh: undefined,
+    bth: undefined,
+    op: undefined,
+    reth: undefined,
+    aeth: undefined,
+    atomicEth: undefined,
+    atomicAckEth: undefined,
+    deth: undefined,
+    immDt: undefined,
+    ieth: undefined,
+    mad: undefined,
+    payloadOffset: 0,
+    paddedLength: 0,
+    payloadLength: 0,
+    icrc: undefined,
+    vcrc: undefined,
+    errors: [],
+  };
 }
 
 /**

@@ -35,6 +35,9 @@ export interface Ipv4Header {
   options: Uint8Array;
 }
 
+/** Shared empty option list (most headers have none; saves a view per packet). */
+const NO_OPTIONS = new Uint8Array(0);
+
 /** Decode an IPv4 header at `off` (throws TruncatedError if short). */
 export function decodeIpv4(b: Uint8Array, off = 0): Ipv4Header {
   need(b, off, 20, "IPv4 header");
@@ -56,7 +59,7 @@ export function decodeIpv4(b: Uint8Array, off = 0): Ipv4Header {
     checksum: rd16(b, off + 10),
     src: rd32(b, off + 12),
     dst: rd32(b, off + 16),
-    options: b.subarray(off + 20, off + hdrLen),
+    options: hdrLen === 20 ? NO_OPTIONS : b.subarray(off + 20, off + hdrLen),
   };
 }
 

@@ -1,0 +1,736 @@
+/**
+ * The cnuas-vnic differential oracle: seeded random operation sequences run
+ * on the QEMU device (through qtest, the test playing the switch) and on the
+ * reference model side by side. Any difference in a register read, guest
+ * memory, the interrupt line (INTx level or MSI), a frame on the socket, the
+ * peer's view of the connection or the reconnects fails the run, naming the
+ * seed, the operation and — after shrinking — a minimal sequence.
+ *
+ * Determinism: guest operations are pipelined and run in order; every socket
+ * operation of the peer is followed by a barrier (see `VnicRig.barrier`), and
+ * time moves only by `clock_step`, so the device and the model see the same
+ * order of events.
+ *
+ * Guards: an operation whose DMA could touch guest-physical memory the model
+ * does not describe (below 2 MiB: legacy ranges and the MSI dword; 0xb0000000
+ * up to 4 GiB: MMCONFIG, BARs, IOAPIC, APIC) is skipped on both sides, as is a
+ * peer send beyond 8 queued datagrams. Guards read the model's state, so a
+ * shrunk sequence stays executable.
+ *
+ * @example
+ * ```ts
+ * const report = await runVnicDiff({ binary, firmware, seeds: [1, 2, 3], opsPerSeed: 500 });
+ * if (report.failure) console.log(formatFailure(report.failure));
+ * ```
+ */
+import { prng, randInt } from "./prng.ts";
+import { SparseMemory } from "./models/guest_memory.ts";
+import {
+  VNIC_IRQ_ALL,
+  VNIC_MAX_FRAME,
+  VNIC_REG,
+  VnicModel,
+  type VnicRegisters,
+} from "./models/vnic.ts";
+import { QtestError } from "./qtest.ts";
+import { VNIC_RIG, VnicRig, type VnicSocketMode } from "./qtest_vnic.ts";
+import { shrinkOps } from "./shrink.ts";
+
+/** Access sizes of an MMIO operation. */
+export type AccessSize = 1 | 2 | 4 | 8;
+
+/** One step of a sequence; plain data, printable as JSON. */
+export type VnicOp =
+  /** MMIO read of BAR0 */
+  | { k: "rd"; off: number; size: AccessSize }
+  /** MMIO write of BAR0 (value in hex) */
+  | { k: "wr"; off: number; size: AccessSize; value: string }
+  /** the test writes pseudo-random bytes into guest RAM */
+  | { k: "fill"; addr: number; len: number; seed: number }
+  /** compare a guest RAM range */
+  | { k: "check"; addr: number; len: number }
+  /** the peer sends a datagram of pseudo-random bytes */
+  | { k: "send"; len: number; seed: number }
+  /** the peer closes its connection */
+  | { k: "close" }
+  /** the peer stops listening */
+  | { k: "lclose" }
+  /** the peer listens again */
+  | { k: "lopen" }
+  /** advance the virtual clock, then accept whatever connected */
+  | { k: "step"; ns: number }
+  /** function-level reset, then the driver's setup again */
+  | { k: "flr" };
+
+/** How a seed's machine starts. */
+export interface VnicDiffSetup {
+  socket: VnicSocketMode;
+  irq: "intx" | "msi";
+  mac: number[];
+}
+
+/** Where QEMU and the model first disagreed. */
+export interface Divergence {
+  /** Index of the operation in the executed list. */
+  opIndex: number;
+  /** The operation. */
+  op: VnicOp;
+  /** What differed: read, irq, msi, frames, memory, send, accept, closed, crash. */
+  kind: string;
+  /** Device versus model, in words. */
+  detail: string;
+}
+
+/** One sequence run. */
+export interface SequenceResult {
+  /** The operations executed (skipped ones included). */
+  ops: VnicOp[];
+  /** Operations that ran (not skipped by a guard). */
+  executed: number;
+  /** The first difference, or null. */
+  divergence: Divergence | null;
+  /** The QEMU log (guest errors) of the run. */
+  qemuLog: string;
+  /** What the sequence exercised (model outcome counters, MSIs, ops by kind, skips). */
+  coverage: Record<string, number>;
+}
+
+/** A failing seed with its shrunk reproduction. */
+export interface VnicDiffFailure {
+  seed: number;
+  setup: VnicDiffSetup;
+  divergence: Divergence;
+  /** Operations up to the failing one. */
+  opsToFailure: number;
+  /** The shrunk sequence and its own divergence. */
+  shrunk?: { ops: VnicOp[]; divergence: Divergence; runs: number; minimal: boolean };
+}
+
+/** What a differential run did. */
+export interface VnicDiffReport {
+  seeds: number[];
+  /** Operations checked on both sides (guard-skipped ones excluded). */
+  opsChecked: number;
+  elapsedMs: number;
+  opsPerSec: number;
+  failure: VnicDiffFailure | null;
+  /** Summed coverage of every seed. */
+  coverage: Record<string, number>;
+}
+
+/** Options of `runVnicDiff`. */
+export interface VnicDiffOptions {
+  binary: string;
+  firmware?: string[];
+  seeds: number[];
+  opsPerSeed: number;
+  /** Shrink a failure (default true). */
+  shrink?: boolean;
+  /** Shrink budget in ms (default 90 000). */
+  shrinkBudgetMs?: number;
+  /** Progress lines. */
+  log?: (line: string) => void;
+  /** Append every seed's QEMU guest-error log here. */
+  qemuLogPath?: string;
+}
+
+// ---- guest-physical layout --------------------------------------------------
+
+/** RAM the model describes and the generator uses. */
+export const DIFF_RAM = { lo: 0x20_0000, hi: 0x800_0000 } as const;
+/** Unmapped below 4 GiB on q35 with 128 MiB: from the end of RAM to MMCONFIG. */
+const LOW_HOLE_END = 0xb000_0000n;
+const FOUR_GIB = 1n << 32n;
+const U64 = 1n << 64n;
+const QUEUE_LIMIT = 8;
+
+/** Whether a DMA range stays where the model knows what happens. */
+export function dmaRangeSafe(addr: bigint, len: number): boolean {
+  const end = addr + BigInt(len);
+  if (addr >= FOUR_GIB) return true;
+  return addr >= BigInt(DIFF_RAM.lo) && end <= LOW_HOLE_END;
+}
+
+function rxSafe(addr: bigint, len: number): boolean {
+  return addr === 0n || dmaRangeSafe(addr, len);
+}
+
+function addrOf(lo: number, hi: number): bigint {
+  return BigInt(hi) << 32n | BigInt(lo);
+}
+
+/** The guard: false when the op must be skipped on both sides. */
+export function opAllowed(op: VnicOp, model: VnicModel): boolean {
+  const r: VnicRegisters = model.registers;
+  switch (op.k) {
+    case "wr":
+      if (op.size !== 4 || op.off % 4 !== 0) return true;
+      if (op.off === VNIC_REG.TX_DOORBELL) {
+        const len = r.txLen;
+        return len === 0 || len > VNIC_MAX_FRAME || dmaRangeSafe(addrOf(r.txAddrLo, r.txAddrHi), len);
+      }
+      if (op.off === VNIC_REG.RX_STATUS && BigInt(op.value) === 0n && r.rxStatus === 1) {
+        return rxSafe(addrOf(r.rxAddrLo, r.rxAddrHi), VNIC_MAX_FRAME);
+      }
+      return true;
+    case "fill":
+    case "check":
+      return op.addr >= DIFF_RAM.lo && op.addr + op.len <= DIFF_RAM.hi;
+    case "send":
+      if (model.queuedToDevice >= QUEUE_LIMIT) return false;
+      return rxSafe(addrOf(r.rxAddrLo, r.rxAddrHi), op.len);
+    default:
+      return true;
+  }
+}
+
+/** Start configuration of a seed: mostly listening, some without a listener or path, half MSI. */
+export function setupForSeed(seed: number): VnicDiffSetup {
+  const rng = prng(seed ^ 0x5eed_0001);
+  const pick = randInt(rng, 0, 9);
+  const socket: VnicSocketMode = pick === 0 ? "absent" : pick === 1 ? "none" : "listening";
+  const mac = [0x52, 0x54, randInt(rng, 0, 255), randInt(rng, 0, 255), randInt(rng, 0, 255), randInt(rng, 0, 255)];
+  return { socket, irq: seed % 2 === 0 ? "intx" : "msi", mac };
+}
+
+/** Deterministic bytes for fills and frames. */
+export function opBytes(seed: number, len: number): Uint8Array {
+  const rng = prng(seed);
+  const out = new Uint8Array(len);
+  for (let i = 0; i < len; i += 4) {
+    const v = rng();
+    out[i] = v;
+    if (i + 1 < len) out[i + 1] = v >>> 8;
+    if (i + 2 < len) out[i + 2] = v >>> 16;
+    if (i + 3 < len) out[i + 3] = v >>> 24;
+  }
+  return out;
+}
+
+// ---- generator ----------------------------------------------------------------
+
+const REG_OFFSETS = Object.values(VNIC_REG);
+
+/** Produces operations from a seed, looking at the model to aim at interesting states. */
+export class VnicOpGenerator {
+  readonly #rng: () => number;
+  #queue: VnicOp[] = [];
+  #recent: { addr: number; len: number }[] = [];
+
+  constructor(seed: number) {
+    this.#rng = prng(seed);
+  }
+
+  #int(lo: number, hi: number): number {
+    return randInt(this.#rng, lo, hi);
+  }
+
+  #chance(p: number): boolean {
+    return this.#rng() / 0x1_0000_0000 < p;
+  }
+
+  #frameLen(): number {
+    const r = this.#int(0, 99);
+    if (r < 60) return this.#int(1, 128);
+    if (r < 85) return this.#int(129, 2048);
+    if (r < 95) return this.#int(2049, VNIC_MAX_FRAME);
+    if (r < 97) return VNIC_MAX_FRAME;
+    return this.#int(1, 64);
+  }
+
+  #ramAddr(len: number): number {
+    const a = this.#int(DIFF_RAM.lo, DIFF_RAM.hi - Math.max(len, 1));
+    return this.#chance(0.5) ? a & ~0xfff : a;
+  }
+
+  /** A 64-bit guest address from the interesting classes. */
+  #addr(len: number): bigint {
+    const r = this.#int(0, 19);
+    if (r < 12) return BigInt(this.#ramAddr(len));
+    if (r === 12) return BigInt(DIFF_RAM.hi - this.#int(1, Math.max(1, len))); // straddles the end of RAM
+    if (r === 13) return BigInt(this.#int(DIFF_RAM.hi, 0xa000_0000)); // unmapped hole
+    if (r === 14) return BigInt(this.#int(1, 0xffff_ffff)) << 32n | BigInt(this.#int(0, 0xffff_ffff));
+    if (r === 15) return U64 - BigInt(this.#int(1, VNIC_MAX_FRAME)); // wraps past 2^64
+    if (r === 16) return BigInt(this.#int(0, 0xffff_ffff)); // raw: the guard decides
+    return 0n;
+  }
+
+  #wr(off: number, value: number | bigint): VnicOp {
+    return { k: "wr", off, size: 4, value: `0x${BigInt(value).toString(16)}` };
+  }
+
+  #rd(off: number): VnicOp {
+    return { k: "rd", off, size: 4 };
+  }
+
+  /** The next operation. */
+  next(model: VnicModel): VnicOp {
+    while (this.#queue.length === 0) this.#plan(model);
+    return this.#queue.shift()!;
+  }
+
+  #plan(model: VnicModel): void {
+    const q = this.#queue;
+    // Bring a lost link back more often than chance would, so most of the
+    // sequence runs with the wire up.
+    if (!model.linkUp && model.reconnectAtNs !== null && this.#chance(0.25)) {
+      if (!model.listening) q.push({ k: "lopen" });
+      q.push({ k: "step", ns: Math.max(0, model.reconnectAtNs - model.nowNs) + this.#int(0, 2) });
+      q.push(this.#rd(VNIC_REG.LINK_STATUS));
+      return;
+    }
+    const r = this.#int(0, 999);
+    if (r < 170) {
+      // transmit
+      const roll = this.#int(0, 99);
+      const len = roll < 94
+        ? this.#frameLen()
+        : roll < 96
+        ? 0
+        : roll < 98
+        ? VNIC_MAX_FRAME + this.#int(1, 100)
+        : this.#int(0, 0xffff_ffff);
+      const addr = this.#addr(Math.min(Math.max(len, 1), VNIC_MAX_FRAME));
+      if (addr >= BigInt(DIFF_RAM.lo) && addr < BigInt(DIFF_RAM.hi) && len >= 1 && len <= VNIC_MAX_FRAME) {
+        const fillLen = Math.min(len, DIFF_RAM.hi - Number(addr));
+        q.push({ k: "fill", addr: Number(addr), len: fillLen, seed: this.#int(0, 0xffff_ffff) });
+        this.#remember(Number(addr), fillLen);
+      }
+      q.push(this.#wr(VNIC_REG.TX_ADDR_LO, addr & 0xffff_ffffn));
+      q.push(this.#wr(VNIC_REG.TX_ADDR_HI, addr >> 32n));
+      q.push(this.#wr(VNIC_REG.TX_LEN, len));
+      q.push(this.#wr(VNIC_REG.TX_DOORBELL, this.#int(0, 0xffff_ffff)));
+      if (this.#chance(0.5)) q.push(this.#rd(VNIC_REG.IRQ_STATUS));
+    } else if (r < 300) {
+      // a datagram from the peer
+      const roll = this.#int(0, 99);
+      const len = roll < 95 ? this.#frameLen() : roll < 98 ? VNIC_MAX_FRAME + this.#int(1, 200) : 0;
+      q.push({ k: "send", len, seed: this.#int(0, 0xffff_ffff) });
+      q.push(this.#rd(VNIC_REG.RX_STATUS));
+      if (this.#chance(0.5)) q.push(this.#rd(VNIC_REG.RX_LEN));
+    } else if (r < 380) {
+      // arm (or disarm) the receive buffer
+      const addr = this.#chance(0.1)
+        ? 0n
+        : this.#chance(0.5)
+        ? BigInt(this.#ramAddr(VNIC_MAX_FRAME))
+        : this.#addr(VNIC_MAX_FRAME);
+      if (addr >= BigInt(DIFF_RAM.lo) && addr < BigInt(DIFF_RAM.hi)) this.#remember(Number(addr), 64);
+      if (this.#chance(0.8)) q.push(this.#wr(VNIC_REG.RX_ADDR_LO, addr & 0xffff_ffffn));
+      if (this.#chance(0.8)) q.push(this.#wr(VNIC_REG.RX_ADDR_HI, addr >> 32n));
+    } else if (r < 470) {
+      // release the received frame
+      q.push(this.#wr(VNIC_REG.RX_STATUS, this.#chance(0.9) ? 0 : this.#int(1, 0xffff_ffff)));
+      if (this.#chance(0.5)) q.push(this.#rd(VNIC_REG.RX_STATUS));
+    } else if (r < 570) {
+      // interrupt handler: read causes, acknowledge some or all
+      q.push(this.#rd(VNIC_REG.IRQ_STATUS));
+      const ack = this.#chance(0.6) ? VNIC_IRQ_ALL : this.#chance(0.5) ? this.#int(0, 7) : this.#int(0, 0xffff_ffff);
+      q.push(this.#wr(VNIC_REG.IRQ_STATUS, ack));
+    } else if (r < 620) {
+      q.push(this.#wr(VNIC_REG.IRQ_MASK, this.#chance(0.7) ? this.#int(0, 7) : this.#int(0, 0xffff_ffff)));
+    } else if (r < 770) {
+      q.push(this.#rd(REG_OFFSETS[this.#int(0, REG_OFFSETS.length - 1)]));
+    } else if (r < 830) {
+      // the wrong way in: odd sizes, unaligned, unknown offsets, read-only registers
+      const sizes: AccessSize[] = [1, 2, 4, 8];
+      const size = sizes[this.#int(0, 3)];
+      const off = this.#chance(0.5)
+        ? REG_OFFSETS[this.#int(0, REG_OFFSETS.length - 1)] + (size === 4 ? this.#int(0, 3) : this.#int(0, 1) * size)
+        : this.#int(0x34, 0x1000 - size) & ~(size - 1);
+      if (this.#chance(0.5)) {
+        q.push({ k: "rd", off, size });
+      } else {
+        const v = BigInt(this.#int(0, 0xffff_ffff)) << 32n | BigInt(this.#int(0, 0xffff_ffff));
+        q.push({ k: "wr", off, size, value: `0x${v.toString(16)}` });
+      }
+      q.push(this.#rd(VNIC_REG.IRQ_STATUS));
+    } else if (r < 850) {
+      q.push({ k: "close" });
+      q.push(this.#rd(VNIC_REG.LINK_STATUS));
+    } else if (r < 885) {
+      q.push(model.listening ? { k: "lclose" } : { k: "lopen" });
+    } else if (r < 945) {
+      const pick = this.#int(0, 5);
+      const ns = pick === 0
+        ? 100_000_000
+        : pick === 1
+        ? 99_999_999
+        : pick === 2
+        ? this.#int(1, 1_000_000)
+        : pick === 3 && model.reconnectAtNs !== null
+        ? Math.max(0, model.reconnectAtNs - model.nowNs)
+        : this.#int(1, 3_000_000_000);
+      q.push({ k: "step", ns });
+      q.push(this.#rd(VNIC_REG.LINK_STATUS));
+    } else if (r < 955) {
+      q.push({ k: "flr" });
+    } else {
+      const pick = this.#recent.length ? this.#recent[this.#int(0, this.#recent.length - 1)] : null;
+      const len = this.#int(1, 4096);
+      const addr = pick ? Math.min(pick.addr, DIFF_RAM.hi - len) : this.#ramAddr(len);
+      q.push({ k: "check", addr, len });
+    }
+  }
+
+  #remember(addr: number, len: number): void {
+    this.#recent.push({ addr, len });
+    if (this.#recent.length > 16) this.#recent.shift();
+  }
+}
+
+// ---- runner ---------------------------------------------------------------------
+
+function cmdAddr(off: number): string {
+  return `0x${(VNIC_RIG.bar + BigInt(off)).toString(16)}`;
+}
+
+const READ_CMD = { 1: "readb", 2: "readw", 4: "readl", 8: "readq" } as const;
+const WRITE_CMD = { 1: "writeb", 2: "writew", 4: "writel", 8: "writeq" } as const;
+
+function sizeMask(size: AccessSize): bigint {
+  return size === 8 ? U64 - 1n : (1n << BigInt(size * 8)) - 1n;
+}
+
+function hex(v: bigint | number): string {
+  return `0x${v.toString(16)}`;
+}
+
+function firstDiff(a: Uint8Array, b: Uint8Array): number {
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) if (a[i] !== b[i]) return i;
+  return a.length === b.length ? -1 : n;
+}
+
+/** Something to run: a generator (fresh sequence) or a fixed list (replay). */
+export type OpSource = { seed: number; count: number } | { list: VnicOp[] };
+
+class Run {
+  readonly rig: VnicRig;
+  readonly model: VnicModel;
+  readonly mem: SparseMemory;
+  readonly ops: VnicOp[] = [];
+  divergence: Divergence | null = null;
+  executed = 0;
+  #batch: Promise<void>[] = [];
+  #batchTxBytes = 0;
+  #msiSeen = 0;
+
+  constructor(rig: VnicRig, setup: VnicDiffSetup) {
+    this.rig = rig;
+    this.mem = new SparseMemory([{ base: BigInt(DIFF_RAM.lo), size: BigInt(DIFF_RAM.hi - DIFF_RAM.lo) }]);
+    this.model = new VnicModel({
+      mac: setup.mac,
+      socketPath: setup.socket !== "none",
+      listening: setup.socket === "listening",
+      memory: this.mem,
+    });
+    this.model.setMsiEnabled(setup.irq === "msi");
+    if (setup.socket === "listening") this.model.peerAccept();
+  }
+
+  #diverge(i: number, kind: string, detail: string): void {
+    if (this.divergence && this.divergence.opIndex <= i) return;
+    this.divergence = { opIndex: i, op: this.ops[i], kind, detail };
+  }
+
+  /** Compare the INTx level a response carried with the model's level `want` after op i. */
+  #checkIrq(i: number, irqMask: number, want: boolean): void {
+    const got = (irqMask >>> this.rig.gsi & 1) === 1;
+    if (got !== want) {
+      this.#diverge(i, "irq", `INTx device ${got ? "high" : "low"}, model ${want ? "high" : "low"}`);
+    }
+  }
+
+  /** Queue the MSI check for op i (MSI mode only). */
+  #checkMsi(i: number): void {
+    if (this.rig.irq !== "msi") return;
+    const want = this.model.msiCount - this.#msiSeen;
+    this.#msiSeen = this.model.msiCount;
+    if (want > 1) throw new Error(`model sent ${want} MSIs in one event: model bug`);
+    const wantIrq = this.model.intx;
+    const rd = this.rig.qt.request(`readl ${hex(VNIC_RIG.msiAddr)}`).then((rep) => {
+      const got = Number(rep.text) === VNIC_RIG.msiData;
+      if (got !== (want === 1)) {
+        this.#diverge(i, "msi", `MSI device ${got ? "sent" : "not sent"}, model ${want ? "sent" : "not sent"}`);
+      }
+      this.#checkIrq(i, rep.irqMask, wantIrq);
+    });
+    this.#batch.push(rd, this.rig.qt.request(`writel ${hex(VNIC_RIG.msiAddr)} 0x0`).then(() => {}));
+  }
+
+  #checkDelivery(i: number, before: number): void {
+    if (this.model.deliveries === before) return;
+    const d = this.model.lastDelivery!;
+    const lo = Math.max(DIFF_RAM.lo, Number(d.addr) - 16);
+    const hi = Math.min(DIFF_RAM.hi, Number(d.addr) + d.len + 16);
+    this.#compareMemory(i, lo, hi - lo, "landing");
+  }
+
+  #compareMemory(i: number, addr: number, len: number, what: string): void {
+    const want = this.mem.read(BigInt(addr), len);
+    this.#batch.push(this.rig.qt.memRead(addr, len).then((got) => {
+      const at = firstDiff(got, want);
+      if (at >= 0) {
+        this.#diverge(
+          i,
+          "memory",
+          `${what} ${hex(addr)}+${len}: first difference at ${hex(addr + at)}: device ${got[at]}, model ${
+            want[at]
+          }`,
+        );
+      }
+    }));
+  }
+
+  /** Await everything in flight, then compare the frames the peer holds. */
+  async flush(i: number): Promise<void> {
+    const batch = this.#batch;
+    this.#batch = [];
+    this.#batchTxBytes = 0;
+    await Promise.all(batch);
+    const got = this.rig.drain();
+    const want = this.model.takeFrames();
+    const n = Math.max(got.frames.length, want.length);
+    for (let k = 0; k < n; k++) {
+      const g = got.frames[k];
+      const w = want[k];
+      if (!g || !w || firstDiff(g, w) >= 0) {
+        this.#diverge(
+          i,
+          "frames",
+          `frame ${k} since the last check: device ${g ? `${g.length} bytes` : "none"}, model ${
+            w ? `${w.length} bytes` : "none"
+          }${g && w ? ` (first difference at byte ${firstDiff(g, w)})` : ""}`,
+        );
+        break;
+      }
+    }
+    const modelClosed = this.model.peerConnected && !this.model.peerConnectionAlive;
+    if (this.rig.peerConnected && got.closed !== modelClosed) {
+      this.#diverge(i, "closed", `device end of the peer's connection: device ${got.closed ? "closed" : "open"}, model ${modelClosed ? "closed" : "open"}`);
+    }
+  }
+
+  async step(op: VnicOp): Promise<void> {
+    const i = this.ops.length;
+    this.ops.push(op);
+    if (!opAllowed(op, this.model)) return;
+    this.executed++;
+    const qt = this.rig.qt;
+    const model = this.model;
+    const deliveries = model.deliveries;
+    switch (op.k) {
+      case "rd": {
+        const want = model.mmioRead(op.off, op.size);
+        const wantIrq = model.intx;
+        this.#batch.push(qt.request(`${READ_CMD[op.size]} ${cmdAddr(op.off)}`).then((rep) => {
+          const got = BigInt(rep.text) & sizeMask(op.size);
+          if (got !== want) {
+            this.#diverge(i, "read", `${op.size}-byte read at ${hex(op.off)}: device ${hex(got)}, model ${hex(want)}`);
+          }
+          this.#checkIrq(i, rep.irqMask, wantIrq);
+        }));
+        break;
+      }
+      case "wr": {
+        const v = BigInt(op.value) & sizeMask(op.size);
+        model.mmioWrite(op.off, op.size, v);
+        const wantIrq = model.intx;
+        this.#batch.push(qt.request(`${WRITE_CMD[op.size]} ${cmdAddr(op.off)} ${hex(v)}`).then((rep) => {
+          this.#checkIrq(i, rep.irqMask, wantIrq);
+        }));
+        this.#checkMsi(i);
+        if (op.off === VNIC_REG.TX_DOORBELL) this.#batchTxBytes += model.registers.txLen;
+        break;
+      }
+      case "fill": {
+        const data = opBytes(op.seed, op.len);
+        this.mem.write(BigInt(op.addr), data);
+        this.#batch.push(qt.memWrite(op.addr, data));
+        break;
+      }
+      case "check":
+        this.#compareMemory(i, op.addr, op.len, "check");
+        break;
+      case "send": {
+        await this.flush(i);
+        const frame = opBytes(op.seed, op.len);
+        const want = model.peerSend(frame);
+        const got = this.rig.peerSend(frame);
+        if (got !== want) this.#diverge(i, "send", `peer send: device side ${got}, model ${want}`);
+        await this.#afterSocketEvent(i);
+        break;
+      }
+      case "close":
+        await this.flush(i);
+        model.peerClose();
+        this.rig.peerClose();
+        await this.#afterSocketEvent(i);
+        break;
+      case "lclose":
+        await this.flush(i);
+        model.listenerClose();
+        this.rig.listenerClose();
+        await this.#afterSocketEvent(i);
+        break;
+      case "lopen":
+        model.listenerOpen();
+        this.rig.listenerOpen();
+        break;
+      case "step": {
+        await this.flush(i);
+        model.clockStep(op.ns);
+        const now = await qt.clockStep(op.ns);
+        if (now !== model.nowNs) this.#diverge(i, "clock", `virtual time device ${now} ns, model ${model.nowNs} ns`);
+        let accepted = 0;
+        let modelAccepted = 0;
+        while (this.rig.acceptPending()) accepted++;
+        while (model.peerAccept()) modelAccepted++;
+        if (accepted !== modelAccepted) {
+          this.#diverge(i, "accept", `connections accepted after the step: device ${accepted}, model ${modelAccepted}`);
+        }
+        await this.#afterSocketEvent(i);
+        break;
+      }
+      case "flr":
+        await this.flush(i);
+        model.reset();
+        model.setMsiEnabled(false);
+        await this.rig.flr();
+        model.setMsiEnabled(this.rig.irq === "msi");
+        await this.#afterSocketEvent(i);
+        break;
+    }
+    this.#checkDelivery(i, deliveries);
+    if (this.#batch.length > 512 || this.#batchTxBytes > 512 * 1024) await this.flush(i);
+  }
+
+  /**
+   * After a socket event: one awaited round trip orders later commands
+   * behind the device's handling of it; the checks that follow (pipelined)
+   * carry the interrupt lines it produced.
+   */
+  async #afterSocketEvent(i: number): Promise<void> {
+    await this.rig.qt.sync();
+    if (this.rig.irq === "msi") {
+      this.#checkMsi(i);
+      return;
+    }
+    const want = this.model.intx;
+    this.#batch.push(this.rig.qt.request("endianness").then((rep) => this.#checkIrq(i, rep.irqMask, want)));
+  }
+}
+
+/** Run one sequence on a fresh QEMU and model; stops at the first difference. */
+export async function runVnicSequence(
+  env: { binary: string; firmware?: string[] },
+  setup: VnicDiffSetup,
+  source: OpSource,
+): Promise<SequenceResult> {
+  const rig = await VnicRig.start({
+    binary: env.binary,
+    firmware: env.firmware,
+    socket: setup.socket,
+    irq: setup.irq,
+    mac: setup.mac,
+  });
+  const run = new Run(rig, setup);
+  try {
+    const gen = "seed" in source ? new VnicOpGenerator(source.seed) : null;
+    const total = "seed" in source ? source.count : source.list.length;
+    for (let n = 0; n < total && !run.divergence; n++) {
+      const op = gen ? gen.next(run.model) : (source as { list: VnicOp[] }).list[n];
+      await run.step(op);
+    }
+    if (!run.divergence) await run.flush(run.ops.length - 1);
+  } catch (e) {
+    if (!(e instanceof QtestError)) {
+      await rig.close();
+      throw e;
+    }
+    const i = Math.max(0, run.ops.length - 1);
+    run.divergence ??= { opIndex: i, op: run.ops[i], kind: "crash", detail: e.message.split("\n")[0] };
+  }
+  await rig.close({ keepFiles: true });
+  const qemuLog = await Deno.readTextFile(rig.logPath).catch(() => "");
+  await rig.removeFiles();
+  const coverage: Record<string, number> = { ...run.model.counters, msi: run.model.msiCount, skipped: run.ops.length - run.executed };
+  for (const op of run.ops) coverage[`op.${op.k}`] = (coverage[`op.${op.k}`] ?? 0) + 1;
+  return { ops: run.ops, executed: run.executed, divergence: run.divergence, qemuLog, coverage };
+}
+
+/** Run many seeds; on the first failure, shrink it and stop. */
+export async function runVnicDiff(opts: VnicDiffOptions): Promise<VnicDiffReport> {
+  const env = { binary: opts.binary, firmware: opts.firmware };
+  const log = opts.log ?? (() => {});
+  const t0 = performance.now();
+  let opsChecked = 0;
+  let failure: VnicDiffFailure | null = null;
+  const coverage: Record<string, number> = {};
+  for (const seed of opts.seeds) {
+    const setup = setupForSeed(seed);
+    const res = await runVnicSequence(env, setup, { seed, count: opts.opsPerSeed });
+    opsChecked += res.executed;
+    for (const [k, v] of Object.entries(res.coverage)) coverage[k] = (coverage[k] ?? 0) + v;
+    if (opts.qemuLogPath) {
+      await Deno.writeTextFile(opts.qemuLogPath, `=== seed ${seed} (${setup.socket}, ${setup.irq})\n${res.qemuLog}`, {
+        append: true,
+      });
+    }
+    if (!res.divergence) {
+      log(`seed ${seed} (${setup.socket}, ${setup.irq}): ${res.executed} ops agree`);
+      continue;
+    }
+    const d = res.divergence;
+    log(`seed ${seed}: ${d.kind} at op ${d.opIndex}: ${d.detail}`);
+    failure = { seed, setup, divergence: d, opsToFailure: d.opIndex + 1 };
+    if (opts.shrink ?? true) {
+      const prefix = res.ops.slice(0, d.opIndex + 1);
+      let last: Divergence = d;
+      const fails = async (cand: VnicOp[]) => {
+        const r = await runVnicSequence(env, setup, { list: cand });
+        if (r.divergence && r.divergence.kind === d.kind) {
+          last = r.divergence;
+          return true;
+        }
+        return false;
+      };
+      const s = await shrinkOps(prefix, fails, { budgetMs: opts.shrinkBudgetMs ?? 90_000 });
+      // Replay the result once more so the reported divergence is its own.
+      const final = await runVnicSequence(env, setup, { list: s.ops });
+      failure.shrunk = { ops: s.ops, divergence: final.divergence ?? last, runs: s.runs, minimal: s.minimal };
+      log(`shrunk to ${s.ops.length} ops in ${s.runs} replays`);
+    }
+    break;
+  }
+  const elapsedMs = performance.now() - t0;
+  return {
+    seeds: opts.seeds,
+    opsChecked,
+    elapsedMs,
+    opsPerSec: opsChecked / (elapsedMs / 1000),
+    failure,
+    coverage,
+  };
+}
+
+/** A failure as text: seed, setup, divergence and the shrunk sequence, one op per line. */
+export function formatFailure(f: VnicDiffFailure): string {
+  const lines = [
+    `cnuas-vnic differs from its model: seed ${f.seed} (${f.setup.socket}, ${f.setup.irq}, mac ${
+      f.setup.mac.map((b) => b.toString(16).padStart(2, "0")).join(":")
+    })`,
+    `  ${f.divergence.kind} at op ${f.divergence.opIndex} ${JSON.stringify(f.divergence.op)}: ${f.divergence.detail}`,
+  ];
+  if (f.shrunk) {
+    lines.push(
+      `  shrunk to ${f.shrunk.ops.length} ops (${f.shrunk.runs} replays${f.shrunk.minimal ? ", 1-minimal" : ""}):`,
+      `  ${f.shrunk.divergence.kind} at op ${f.shrunk.divergence.opIndex}: ${f.shrunk.divergence.detail}`,
+      ...f.shrunk.ops.map((op, i) => `    ${String(i).padStart(3)} ${JSON.stringify(op)}`),
+    );
+  } else {
+    lines.push(`  reproduce: runVnicSequence(env, setupForSeed(${f.seed}), { seed: ${f.seed}, count: ${f.opsToFailure} })`);
+  }
+  return lines.join("\n");
+}

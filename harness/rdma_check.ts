@@ -1,0 +1,48 @@
+/**
+ * The I/O edge of the RDMA wire oracle: read a pcapng capture, run every frame
+ * through the conformance checker, and write the findings beside the capture
+ * as `<capture>.violations.json`. The rules themselves live in
+ * `harness/models/rdma/` and do no I/O.
+ *
+ * @example
+ * ```ts
+ * const r = await checkPcapngFile("reports/run/roce-e2e/fabric.pcapng", { pathMtu: 1024 });
+ * ctx.measure("framesChecked", r.framesChecked, "frames");
+ * if (r.violationCount > 0) throw new RowFailure(`${r.violationCount} wire violations, see ${r.reportPath}`);
+ * ```
+ */
+import { type CaptureFrame, checkCapture, type CheckOptions, type CheckResult } from "./models/rdma/mod.ts";
+import { readPcapng } from "./pcapng.ts";
+
+/** What {@link checkPcapngFile} found, and where it wrote the report. */
+export interface PcapngCheckSummary extends CheckResult {
+  /** The capture that was checked. */
+  capturePath: string;
+  /** The `<capture>.violations.json` written beside it. */
+  reportPath: string;
+  /** Packets whose captured length is shorter than their wire length (snap length). */
+  truncatedFrames: number;
+}
+
+/**
+ * Check a pcapng capture and write `<path>.violations.json` beside it (always,
+ * so an empty report proves the check ran).
+ */
+export async function checkPcapngFile(path: string, opts: CheckOptions = {}): Promise<PcapngCheckSummary> {
+  const { interfaces, packets } = readPcapng(await Deno.readFile(path));
+  let truncatedFrames = 0;
+  const frames: CaptureFrame[] = packets.map((p) => {
+    if (p.data.length < p.origLen) truncatedFrames++;
+    return {
+      data: p.data,
+      linkType: interfaces[p.interfaceId].linkType,
+      interfaceId: p.interfaceId,
+      timestampNs: p.timestampNs,
+    };
+  });
+  const result = checkCapture(frames, opts);
+  const reportPath = `${path}.violations.json`;
+  const summary: PcapngCheckSummary = { ...result, capturePath: path, reportPath, truncatedFrames };
+  await Deno.writeTextFile(reportPath, JSON.stringify(summary, null, 2) + "\n");
+  return summary;
+}

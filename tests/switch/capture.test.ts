@@ -1,0 +1,156 @@
+import assert from "node:assert/strict";
+import { readPcapng } from "../../harness/pcapng.ts";
+import { prng, randBytes, randInt } from "../../harness/prng.ts";
+import { compareDeliveries, connectPort, sendAndCheck } from "./traffic.ts";
+import { withRig } from "./rig.ts";
+
+const LINKTYPE_ETHERNET = 1;
+const LINKTYPE_INFINIBAND = 247;
+
+async function tempFile(name: string): Promise<{ path: string; cleanup: () => Promise<void> }> {
+  const dir = await Deno.makeTempDir({ prefix: "sw-cap-" });
+  return { path: `${dir}/${name}`, cleanup: () => Deno.remove(dir, { recursive: true }) };
+}
+
+/** Packets of a capture grouped by interface name, in file order. */
+function byPort(bytes: Uint8Array): Map<string, { data: Uint8Array; origLen: number }[]> {
+  const cap = readPcapng(bytes);
+  const out = new Map<string, { data: Uint8Array; origLen: number }[]>();
+  for (const p of cap.packets) {
+    const name = cap.interfaces[p.interfaceId].name ?? `#${p.interfaceId}`;
+    out.set(name, [...(out.get(name) ?? []), { data: p.data, origLen: p.origLen }]);
+  }
+  return out;
+}
+
+Deno.test("capture: every frame received is recorded once on its port's interface, in order", async () => {
+  const { path, cleanup } = await tempFile("eth.pcapng");
+  try {
+    await withRig("eth", 4, async (rig) => {
+      await rig.fabric.startCapture(path);
+      const rng = prng(0xca9);
+      const sent = new Map<string, Uint8Array[]>();
+      const record = (port: number, f: Uint8Array) =>
+        sent.set(`port${port}`, [...(sent.get(`port${port}`) ?? []), f]);
+      for (let i = 0; i < 300; i++) {
+        const port = randInt(rng, 1, 4);
+        const f = randBytes(rng, randInt(rng, 0, 300));
+        if (f.length > 6) f[6] &= 0xfe;
+        await sendAndCheck(rig, port, [f], `frame ${i}`);
+        record(port, f);
+      }
+      const injected = randBytes(rng, 60);
+      const d = rig.model.ingress(2, injected);
+      await rig.fabric.inject(2, injected, "ingress");
+      compareDeliveries(rig, new Map(d.egress.map((p) => [p, [injected]])), "ingress injection");
+      record(2, injected);
+      const out = randBytes(rng, 60);
+      await rig.fabric.inject(3, out, "egress");
+      rig.model.egress(3, out);
+      compareDeliveries(rig, new Map([[3, [out]]]), "egress injection");
+      record(3, out);
+      // A port that joins during the capture gets its interface on the way.
+      const late = await connectPort(rig);
+      const lateFrame = randBytes(rng, 64);
+      await sendAndCheck(rig, late, [lateFrame], "late port");
+      record(late, lateFrame);
+      const stopped = await rig.fabric.stopCapture();
+      assert.equal(stopped.packets, 303);
+
+      const bytes = await Deno.readFile(path);
+      const cap = readPcapng(bytes);
+      assert.deepEqual(cap.interfaces.map((i) => i.name), [
+        "port1",
+        "port2",
+        "port3",
+        "port4",
+        "port5",
+      ]);
+      for (const i of cap.interfaces) {
+        assert.equal(i.linkType, LINKTYPE_ETHERNET);
+        assert.equal(i.tsResolNs, 1n);
+      }
+      const got = byPort(bytes);
+      for (const [name, frames] of sent) {
+        const g = got.get(name) ?? [];
+        assert.equal(g.length, frames.length, `${name}: packet count`);
+        frames.forEach((f, k) => assert.deepEqual(g[k].data, f, `${name} packet ${k}`));
+      }
+      for (let k = 1; k < cap.packets.length; k++) {
+        assert.ok(cap.packets[k].timestampNs >= cap.packets[k - 1].timestampNs, "time order");
+      }
+    });
+  } finally {
+    await cleanup();
+  }
+});
+
+Deno.test("capture: an oversize frame is recorded truncated with its original length", async () => {
+  const { path, cleanup } = await tempFile("big.pcapng");
+  try {
+    await withRig("eth", 2, async (rig) => {
+      await rig.fabric.startCapture(path);
+      await sendAndCheck(rig, 1, [new Uint8Array(9300)], "oversize");
+      await rig.fabric.stopCapture();
+      const [p] = readPcapng(await Deno.readFile(path)).packets;
+      assert.equal(p.origLen, 9300);
+      assert.ok(p.data.length < 9300 && p.data.length > 9216);
+    });
+  } finally {
+    await cleanup();
+  }
+});
+
+Deno.test("capture: InfiniBand fabrics record with LINKTYPE_INFINIBAND", async () => {
+  const { path, cleanup } = await tempFile("ib.pcapng");
+  try {
+    await withRig("ib", 2, async (rig) => {
+      await rig.fabric.startCapture(path);
+      const lrh = new Uint8Array([0, 2, 0, 9, 0, 4, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0]);
+      await sendAndCheck(rig, 1, [lrh], "ib frame");
+      await rig.fabric.stopCapture();
+      const cap = readPcapng(await Deno.readFile(path));
+      assert.deepEqual(cap.interfaces.map((i) => i.linkType), [
+        LINKTYPE_INFINIBAND,
+        LINKTYPE_INFINIBAND,
+      ]);
+      assert.deepEqual(cap.packets.map((p) => p.data), [lrh]);
+    });
+  } finally {
+    await cleanup();
+  }
+});
+
+Deno.test("capture: SIGTERM flushes a running capture to a complete file", async () => {
+  const { path, cleanup } = await tempFile("term.pcapng");
+  try {
+    const frames: Uint8Array[] = [];
+    await withRig("link", 2, async (rig) => {
+      await rig.fabric.startCapture(path);
+      for (let i = 0; i < 50; i++) {
+        const f = new Uint8Array(100).fill(i);
+        frames.push(f);
+        await sendAndCheck(rig, 1 + (i % 2), [f], `frame ${i}`);
+      }
+    }); // closes the fabric with SIGTERM, capture still running
+    const cap = readPcapng(await Deno.readFile(path));
+    assert.deepEqual(cap.packets.map((p) => p.data), frames);
+  } finally {
+    await cleanup();
+  }
+});
+
+Deno.test("capture: starting a second capture is refused while one runs", async () => {
+  const { path, cleanup } = await tempFile("one.pcapng");
+  try {
+    await withRig("eth", 1, async (rig) => {
+      await rig.fabric.startCapture(path);
+      const r = await rig.fabric.control({ op: "capture_start", path: path + ".2" });
+      assert.equal(r.ok, false);
+      assert.match(String(r.error), /capture_stop/);
+      await rig.fabric.stopCapture();
+    });
+  } finally {
+    await cleanup();
+  }
+});

@@ -1,0 +1,120 @@
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { toCompat, toHtml, toJunit, toMarkdown } from "../../harness/report/render.ts";
+import {
+  type MatrixJson,
+  parseMatrixJson,
+  ReportFormatError,
+  rollUp,
+} from "../../harness/report/schema.ts";
+import { MergeConflictError, mergeReports, writeReport } from "../../harness/report/write.ts";
+
+function sample(runId: string, ids: string[]): MatrixJson {
+  return {
+    provenance: {
+      runId,
+      startedAt: "2026-11-29T00:00:00.000Z",
+      project: "abc123",
+      guestKernel: "6.12.117+deb13-amd64",
+      qemu: "1:7.2+dfsg-7+deb12u18",
+      rdmaCore: "56.1-1",
+      accel: "tcg",
+      host: { kernel: "6.1", hostname: "h", cpus: 2 },
+      shard: runId,
+    },
+    rows: ids.map((id, i) => ({
+      id,
+      title: `${id} title`,
+      status: (["PASS", "FAIL", "MISS", "ERROR"] as const)[i % 4],
+      durationSec: i + 0.5,
+      ...(i % 4 ? { reason: `why <${id}>` } : {}),
+      measurements: { bootToSshSec: { value: 14.25, unit: "s" } },
+      artifacts: [`rows/${id}/transcript.log`],
+      steps: [{ name: "step & more", status: "PASS", durationSec: 0.1 }],
+    })),
+  };
+}
+
+Deno.test("roll-up follows KCIDB priority FAIL > ERROR > MISS > PASS > DONE > SKIP", () => {
+  assert.equal(rollUp(["PASS", "MISS", "ERROR"]), "ERROR");
+  assert.equal(rollUp(["PASS", "FAIL", "ERROR"]), "FAIL");
+  assert.equal(rollUp(["DONE", "PASS"]), "PASS");
+  assert.equal(rollUp(["SKIP", "DONE"]), "DONE");
+  assert.equal(rollUp([]), "SKIP");
+});
+
+Deno.test("matrix.json written to disk parses back to the same report", async () => {
+  const dir = await Deno.makeTempDir();
+  const m = sample("r1", ["boot", "switch", "ibstat", "peermem"]);
+  await writeReport(join(dir, "r1"), m, dir);
+  const back = parseMatrixJson(await Deno.readTextFile(join(dir, "latest", "matrix.json")));
+  assert.deepEqual(back, m);
+  await Deno.remove(dir, { recursive: true });
+});
+
+Deno.test("junit has one testcase per row with failure, error and skipped mapped", () => {
+  const x = toJunit(sample("r1", ["boot", "switch", "ibstat", "peermem"]));
+  assert.equal((x.match(/<testcase /g) ?? []).length, 4);
+  assert.match(x, /tests="4" failures="1" errors="1" skipped="1"/);
+  assert.match(x, /name="switch"[^]*?<failure message="why &lt;switch&gt;"/);
+  assert.match(x, /name="peermem"[^]*?<error /);
+  assert.match(x, /name="ibstat"[^]*?<skipped /);
+  assert.match(x, /<property name="bootToSshSec" value="14.25" unit="s"\/>/);
+});
+
+Deno.test("markdown and html show every row, its status and its measurements", () => {
+  const m = sample("r1", ["boot", "switch"]);
+  const md = toMarkdown(m);
+  assert.match(md, /\| boot \| PASS \| 0\.5 \| bootToSshSec=14\.250 s \|/);
+  assert.match(md, /\| switch \| FAIL \|/);
+  assert.match(md, /Overall: \*\*FAIL\*\*/);
+  const html = toHtml(m);
+  assert.ok(!/<link|<script src/.test(html), "self-contained");
+  assert.match(html, /why &lt;switch&gt;/);
+  assert.match(html, /step &amp; more/);
+});
+
+Deno.test("compat.json lists module versions with the rows that validated them", () => {
+  const c = toCompat(sample("r1", ["driver-load"]));
+  const net = c.modules.find((m) => m.name === "cnuas_net")!;
+  assert.equal(net.version, "0.1.0");
+  assert.deepEqual(net.rows, ["driver-load:PASS"]);
+  assert.equal(c.guestKernel, "6.12.117+deb13-amd64");
+  assert.equal(c.modules.find((m) => m.name === "cnuas_ib")!.status, "SKIP");
+});
+
+Deno.test("a malformed matrix.json is rejected naming the file", () => {
+  assert.throws(
+    () => parseMatrixJson("{", "x.json"),
+    (e: Error) => e instanceof ReportFormatError && e.message.startsWith("x.json"),
+  );
+  assert.throws(
+    () => parseMatrixJson(JSON.stringify({ provenance: {}, rows: [{ id: "a", status: "OK" }] })),
+    ReportFormatError,
+  );
+});
+
+Deno.test("merge combines shards' rows and rewrites artifact paths", async () => {
+  const dir = await Deno.makeTempDir();
+  await writeReport(join(dir, "s1"), sample("s1", ["boot", "switch"]));
+  await writeReport(join(dir, "s2"), sample("s2", ["ibstat"]));
+  const out = join(dir, "merged");
+  const m = await mergeReports([join(dir, "s1"), join(dir, "s2")], out);
+  assert.deepEqual(m.rows.map((r) => r.id), ["boot", "switch", "ibstat"]);
+  assert.equal(m.rows[2].artifacts[0], "../s2/rows/ibstat/transcript.log");
+  assert.match(m.provenance.shard!, /s1, s2/);
+  const onDisk = parseMatrixJson(await Deno.readTextFile(join(out, "matrix.json")));
+  assert.equal(onDisk.rows.length, 3);
+  await Deno.remove(dir, { recursive: true });
+});
+
+Deno.test("merge refuses two shards that both ran a row", async () => {
+  const dir = await Deno.makeTempDir();
+  await writeReport(join(dir, "s1"), sample("s1", ["boot"]));
+  await writeReport(join(dir, "s2"), sample("s2", ["boot"]));
+  await assert.rejects(
+    mergeReports([join(dir, "s1"), join(dir, "s2")], join(dir, "m")),
+    MergeConflictError,
+  );
+  await Deno.remove(dir, { recursive: true });
+});

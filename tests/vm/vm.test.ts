@@ -1,0 +1,187 @@
+/**
+ * The VM layer against real QEMU and a real booted guest: QMP, the SSH
+ * runner's exit codes, stderr and timeout, and that no QEMU outlives a row
+ * that throws or hangs. Builds QEMU and the image first (cached).
+ */
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { defaultConfig } from "../../harness/config.ts";
+import { Lab } from "../../harness/matrix/lab.ts";
+import type { Row, RowContext } from "../../harness/matrix/row.ts";
+import { runRow } from "../../harness/matrix/runner.ts";
+import { setQuiet } from "../../harness/progress.ts";
+import { QmpClient } from "../../harness/vm/qmp.ts";
+import { pidAlive, release, track } from "../../harness/vm/reaper.ts";
+
+setQuiet(true);
+const config = defaultConfig({ accel: "tcg" });
+const lab = new Lab(config);
+const opts = { sanitizeOps: false, sanitizeResources: false };
+
+/** PIDs of processes whose command line mentions `needle`. */
+function pidsMentioning(needle: string): number[] {
+  const out: number[] = [];
+  for (const e of Deno.readDirSync("/proc")) {
+    if (!/^\d+$/.test(e.name)) continue;
+    try {
+      const cmd = Deno.readTextFileSync(`/proc/${e.name}/cmdline`);
+      if (cmd.includes(needle) && Number(e.name) !== Deno.pid) out.push(Number(e.name));
+    } catch { /* exited */ }
+  }
+  return out;
+}
+
+Deno.test("QMP: a paused QEMU reports paused, runs after cont, exits on quit", opts, async () => {
+  const { qemu } = await lab.ensureBuilds(["qemu"]);
+  const dir = await Deno.makeTempDir();
+  const sock = join(dir, "qmp.sock");
+  const child = new Deno.Command(qemu!, {
+    args: [
+      "-S",
+      "-machine",
+      "q35",
+      "-accel",
+      "tcg",
+      "-nodefaults",
+      "-display",
+      "none",
+      "-qmp",
+      `unix:${sock},server=on,wait=off`,
+    ],
+    stdout: "null",
+    stderr: "null",
+  }).spawn();
+  track(child.pid, "qmp test");
+  try {
+    const qmp = await QmpClient.connect(sock);
+    assert.deepEqual(await qmp.execute("query-status"), {
+      running: false,
+      singlestep: false,
+      status: "prelaunch",
+    });
+    await qmp.execute("cont");
+    const st = await qmp.execute("query-status") as { running: boolean };
+    assert.equal(st.running, true);
+    await assert.rejects(qmp.execute("no-such-command"), /CommandNotFound/);
+    await qmp.execute("quit").catch(() => {});
+    const status = await child.status;
+    assert.equal(status.success, true);
+    qmp.close();
+  } finally {
+    try {
+      child.kill("SIGKILL");
+    } catch { /* exited */ }
+    release(child.pid);
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+function testRow(id: string, run: (ctx: RowContext) => Promise<void>, timeoutSec = 120): Row {
+  return { id, title: id, needs: { guests: 1, builds: ["qemu", "image"] }, timeoutSec, run };
+}
+
+Deno.test(
+  "SSH runner: exit codes, stdout, stderr, timeout and file transfer on a booted guest",
+  opts,
+  async () => {
+    const runDir = await Deno.makeTempDir();
+    const seen: Record<string, unknown> = {};
+    const r = await runRow(
+      testRow("ssh-runner", async (ctx) => {
+        const g = ctx.guests[0];
+        seen.exit3 = (await g.run("echo out; echo err >&2; exit 3")).code;
+        const both = await g.run("echo out; echo err >&2; exit 3");
+        seen.stdout = both.stdout;
+        seen.stderr = both.stderr;
+        const t0 = performance.now();
+        seen.timeout = (await g.run("sleep 60", { timeoutSec: 2 })).code;
+        seen.timeoutSec = (performance.now() - t0) / 1000;
+        const data = new Uint8Array(70_000).map((_, i) => (i * 7) & 0xff);
+        await g.putFile("/tmp/blob", data, 0o600);
+        seen.back = await g.getFile("/tmp/blob");
+        seen.data = data;
+        seen.mode = (await g.run("stat -c %a /tmp/blob")).stdout.trim();
+        seen.checkFails = await g.run("false", { check: true }).then(
+          () => "no",
+          (e: Error) => e.name,
+        );
+      }),
+      lab,
+      runDir,
+    );
+    assert.equal(r.status, "PASS", r.reason);
+    assert.equal(seen.exit3, 3);
+    assert.equal(seen.stdout, "out\n");
+    assert.equal(seen.stderr, "err\n");
+    assert.equal(seen.timeout, 124);
+    assert.ok((seen.timeoutSec as number) < 20, `timeout took ${seen.timeoutSec} s`);
+    assert.deepEqual(seen.back, seen.data);
+    assert.equal(seen.mode, "600");
+    assert.equal(seen.checkFails, "RowFailure");
+    await Deno.remove(runDir, { recursive: true });
+  },
+);
+
+Deno.test("a row that throws is ERROR and leaves no QEMU running", opts, async () => {
+  const runDir = await Deno.makeTempDir();
+  let pids: number[] = [];
+  const r = await runRow(
+    testRow("throws", async (ctx) => {
+      pids = pidsMentioning(join(runDir, "rows", "throws"));
+      await ctx.guests[0].run("true");
+      throw new Error("row body blew up");
+    }),
+    lab,
+    runDir,
+  );
+  assert.equal(r.status, "ERROR");
+  assert.match(r.reason!, /row body blew up/);
+  assert.ok(pids.length >= 1, "the row saw its QEMU");
+  for (const p of pids) assert.equal(pidAlive(p), false, `QEMU ${p} still alive`);
+  await Deno.remove(runDir, { recursive: true });
+});
+
+Deno.test(
+  "a row that hangs is ERROR after its timeout and leaves no QEMU running",
+  opts,
+  async () => {
+    const runDir = await Deno.makeTempDir();
+    let pids: number[] = [];
+    const r = await runRow(
+      testRow("hangs", async (ctx) => {
+        pids = pidsMentioning(join(runDir, "rows", "hangs"));
+        await new Promise((resolve) => ctx.signal.addEventListener("abort", resolve));
+        await new Promise(() => {}); // never returns
+      }, 2),
+      lab,
+      runDir,
+    );
+    assert.equal(r.status, "ERROR");
+    assert.match(r.reason!, /timed out after 8 s/);
+    assert.ok(pids.length >= 1, "the row saw its QEMU");
+    for (const p of pids) assert.equal(pidAlive(p), false, `QEMU ${p} still alive`);
+    await Deno.remove(runDir, { recursive: true });
+  },
+);
+
+Deno.test("a guest that never answers SSH is ERROR with the console tail", opts, async () => {
+  const runDir = await Deno.makeTempDir();
+  // init=/bin/false: the kernel panics at once; -no-reboot ends QEMU.
+  const img = await lab.ensureBuilds(["qemu", "image"]);
+  assert.ok(img.image);
+  const row: Row = {
+    id: "dead",
+    title: "dead",
+    needs: { guests: 1, builds: ["qemu", "image"] },
+    timeoutSec: 60,
+    run: () => Promise.resolve(),
+  };
+  const broken = new Lab(config);
+  await broken.ensureBuilds(["qemu", "image"]);
+  broken.bootAppend = ["init=/bin/false"];
+  const r = await runRow(row, broken, runDir);
+  assert.equal(r.status, "ERROR");
+  assert.match(r.reason!, /died during boot|did not answer SSH/);
+  assert.match(r.reason!, /Kernel panic|Attempted to kill init/);
+  await Deno.remove(runDir, { recursive: true });
+});
