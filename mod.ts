@@ -71,3 +71,27 @@ export {
 export { toCompat, toHtml, toJunit, toMarkdown } from "./harness/report/render.ts";
 /** Writing and merging report directories. */
 export { mergeReports, writeReport } from "./harness/report/write.ts";
+/** The fabric switch: daemon handle, control client and start-up. */
+export { Fabric, FabricControlError, startFabric } from "./harness/fabric.ts";
+/** The switch build stage. */
+export { buildSwitch } from "./harness/build/switch.ts";
+/** SEQPACKET sockets (Deno has none of its own). */
+export { SeqpacketServer, SeqpacketSocket } from "./harness/seqpacket.ts";
+/** Reference model of the switch's forwarding decisions. */
+export { SwitchModel } from "./harness/models/switch.ts";
+/** RDMA wire codecs, ICRC/VCRC and the conformance checker. */
+export * as rdma from "./harness/models/rdma/mod.ts";
+/** pcapng reader and writer. */
+export {
+  PcapngFormatError,
+  type PcapngInterface,
+  type PcapngPacket,
+  readPcapng,
+  writePcapng,
+} from "./harness/pcapng.ts";
+/** Checking a whole capture file against the RDMA wire rules. */
+export { checkPcapngFile, type PcapngCheckSummary } from "./harness/rdma_check.ts";
+/** Seeded pseudo-random numbers for reproducible tests. */
+export { prng, randBytes, randInt, randU64 } from "./harness/prng.ts";
+/** The provider build stage. */
+export { buildProvider } from "./harness/build/provider.ts";

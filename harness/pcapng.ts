@@ -74,7 +74,9 @@ interface IfState {
  *
  * @throws {PcapngFormatError} when the bytes are not pcapng or a block is cut short.
  */
-export function readPcapng(bytes: Uint8Array): { interfaces: PcapngInterface[]; packets: PcapngPacket[] } {
+export function readPcapng(
+  bytes: Uint8Array,
+): { interfaces: PcapngInterface[]; packets: PcapngPacket[] } {
   const dv = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const interfaces: PcapngInterface[] = [];
   const ifStates: IfState[] = [];
@@ -83,17 +85,26 @@ export function readPcapng(bytes: Uint8Array): { interfaces: PcapngInterface[]; 
   let sectionBase = -1; // index in `interfaces` of the current section's interface 0
   let off = 0;
   while (off < bytes.length) {
-    if (off + 12 > bytes.length) throw new PcapngFormatError("file ends inside a block header", off);
+    if (off + 12 > bytes.length) {
+      throw new PcapngFormatError("file ends inside a block header", off);
+    }
     const rawType = dv.getUint32(off, true);
     if (rawType === BT_SHB) {
       // The byte-order magic decides how this section (this block included) is read.
-      if (off + 28 > bytes.length) throw new PcapngFormatError("section header block cut short", off);
+      if (off + 28 > bytes.length) {
+        throw new PcapngFormatError("section header block cut short", off);
+      }
       const magicLe = dv.getUint32(off + 8, true);
       if (magicLe === BYTE_ORDER_MAGIC) le = true;
       else if (dv.getUint32(off + 8, false) === BYTE_ORDER_MAGIC) le = false;
-      else throw new PcapngFormatError("section header without the byte-order magic 0x1A2B3C4D", off);
+      else {throw new PcapngFormatError(
+          "section header without the byte-order magic 0x1A2B3C4D",
+          off,
+        );}
       const major = dv.getUint16(off + 12, le);
-      if (major !== 1) throw new PcapngFormatError(`unsupported pcapng major version ${major}`, off);
+      if (major !== 1) {
+        throw new PcapngFormatError(`unsupported pcapng major version ${major}`, off);
+      }
       sectionBase = interfaces.length;
     } else if (sectionBase < 0) {
       throw new PcapngFormatError("file does not start with a section header block", off);
@@ -101,13 +112,22 @@ export function readPcapng(bytes: Uint8Array): { interfaces: PcapngInterface[]; 
     const type = dv.getUint32(off, le);
     const len = dv.getUint32(off + 4, le);
     if (len < 12 || len % 4 !== 0) {
-      throw new PcapngFormatError(`block of type 0x${type.toString(16)} has invalid length ${len}`, off);
+      throw new PcapngFormatError(
+        `block of type 0x${type.toString(16)} has invalid length ${len}`,
+        off,
+      );
     }
     if (off + len > bytes.length) {
-      throw new PcapngFormatError(`block of type 0x${type.toString(16)} (${len} bytes) runs past the end of the file`, off);
+      throw new PcapngFormatError(
+        `block of type 0x${type.toString(16)} (${len} bytes) runs past the end of the file`,
+        off,
+      );
     }
     if (dv.getUint32(off + len - 4, le) !== len) {
-      throw new PcapngFormatError(`block of type 0x${type.toString(16)}: trailing length differs from leading length`, off);
+      throw new PcapngFormatError(
+        `block of type 0x${type.toString(16)}: trailing length differs from leading length`,
+        off,
+      );
     }
     const body = off + 8;
     const end = off + len - 4;
@@ -127,19 +147,30 @@ export function readPcapng(bytes: Uint8Array): { interfaces: PcapngInterface[]; 
         }
       });
       ifStates.push(st);
-      interfaces.push({ linkType, ...(name !== undefined ? { name } : {}), tsResolNs: nsPerTick(st) });
+      interfaces.push({
+        linkType,
+        ...(name !== undefined ? { name } : {}),
+        tsResolNs: nsPerTick(st),
+      });
     } else if (type === BT_EPB) {
       if (end - body < 20) throw new PcapngFormatError("enhanced packet block too short", off);
       const local = dv.getUint32(body, le);
       const id = sectionBase + local;
       if (id >= interfaces.length) {
-        throw new PcapngFormatError(`packet names interface ${local}, which this section does not describe`, off);
+        throw new PcapngFormatError(
+          `packet names interface ${local}, which this section does not describe`,
+          off,
+        );
       }
-      const ticks = (BigInt(dv.getUint32(body + 4, le)) << 32n) | BigInt(dv.getUint32(body + 8, le));
+      const ticks = (BigInt(dv.getUint32(body + 4, le)) << 32n) |
+        BigInt(dv.getUint32(body + 8, le));
       const capLen = dv.getUint32(body + 12, le);
       const origLen = dv.getUint32(body + 16, le);
       if (body + 20 + capLen > end) {
-        throw new PcapngFormatError(`packet claims ${capLen} captured bytes but its block holds fewer`, off);
+        throw new PcapngFormatError(
+          `packet claims ${capLen} captured bytes but its block holds fewer`,
+          off,
+        );
       }
       packets.push({
         interfaceId: id,
@@ -167,7 +198,9 @@ function forEachOption(
     const code = dv.getUint16(o, le);
     const vl = dv.getUint16(o + 2, le);
     if (code === OPT_ENDOFOPT) return;
-    if (o + 4 + vl > end) throw new PcapngFormatError(`option ${code} runs past its block`, blockOff);
+    if (o + 4 + vl > end) {
+      throw new PcapngFormatError(`option ${code} runs past its block`, blockOff);
+    }
     fn(code, o + 4, vl);
     o += 4 + ((vl + 3) & ~3);
   }
@@ -239,7 +272,9 @@ export function writePcapng(
     o += len;
   });
   for (const p of packets) {
-    if (!Number.isInteger(p.interfaceId) || p.interfaceId < 0 || p.interfaceId >= interfaces.length) {
+    if (
+      !Number.isInteger(p.interfaceId) || p.interfaceId < 0 || p.interfaceId >= interfaces.length
+    ) {
       throw new RangeError(
         `writePcapng: packet names interface ${p.interfaceId} but only ${interfaces.length} are described`,
       );

@@ -208,7 +208,12 @@ export class QtestMachine {
       listener.close();
       await Deno.remove(socketPath).catch(() => {});
     }
-    const m = new QtestMachine(child, conn, { workDir, logPath, stderrPath, ownsWorkDir }, stderrDone);
+    const m = new QtestMachine(
+      child,
+      conn,
+      { workDir, logPath, stderrPath, ownsWorkDir },
+      stderrDone,
+    );
     live.add(m);
     try {
       // Answers only once machine creation is complete.
@@ -289,7 +294,9 @@ export class QtestMachine {
       const n = Number(num);
       const up = what === "raise";
       this.#irq.set(n, up);
-      if (n < 32) this.#irqMask = up ? (this.#irqMask | 1 << n) >>> 0 : (this.#irqMask & ~(1 << n)) >>> 0;
+      if (n < 32) {
+        this.#irqMask = up ? (this.#irqMask | 1 << n) >>> 0 : (this.#irqMask & ~(1 << n)) >>> 0;
+      }
       this.#irqChanges++;
       return;
     }
@@ -302,8 +309,7 @@ export class QtestMachine {
     }
     if (line === "OK" || line.startsWith("OK ")) {
       p.resolve({ text: line.slice(2).trim(), irqMask: this.#irqMask });
-    }
-    else p.reject(new QtestError(`qtest '${p.cmd.slice(0, 80)}' answered '${line}'`));
+    } else p.reject(new QtestError(`qtest '${p.cmd.slice(0, 80)}' answered '${line}'`));
   }
 
   #fail(e: Error): void {

@@ -167,7 +167,8 @@ export function opAllowed(op: VnicOp, model: VnicModel): boolean {
       if (op.size !== 4 || op.off % 4 !== 0) return true;
       if (op.off === VNIC_REG.TX_DOORBELL) {
         const len = r.txLen;
-        return len === 0 || len > VNIC_MAX_FRAME || dmaRangeSafe(addrOf(r.txAddrLo, r.txAddrHi), len);
+        return len === 0 || len > VNIC_MAX_FRAME ||
+          dmaRangeSafe(addrOf(r.txAddrLo, r.txAddrHi), len);
       }
       if (op.off === VNIC_REG.RX_STATUS && BigInt(op.value) === 0n && r.rxStatus === 1) {
         return rxSafe(addrOf(r.rxAddrLo, r.rxAddrHi), VNIC_MAX_FRAME);
@@ -189,7 +190,14 @@ export function setupForSeed(seed: number): VnicDiffSetup {
   const rng = prng(seed ^ 0x5eed_0001);
   const pick = randInt(rng, 0, 9);
   const socket: VnicSocketMode = pick === 0 ? "absent" : pick === 1 ? "none" : "listening";
-  const mac = [0x52, 0x54, randInt(rng, 0, 255), randInt(rng, 0, 255), randInt(rng, 0, 255), randInt(rng, 0, 255)];
+  const mac = [
+    0x52,
+    0x54,
+    randInt(rng, 0, 255),
+    randInt(rng, 0, 255),
+    randInt(rng, 0, 255),
+    randInt(rng, 0, 255),
+  ];
   return { socket, irq: seed % 2 === 0 ? "intx" : "msi", mac };
 }
 
@@ -249,7 +257,9 @@ export class VnicOpGenerator {
     if (r < 12) return BigInt(this.#ramAddr(len));
     if (r === 12) return BigInt(DIFF_RAM.hi - this.#int(1, Math.max(1, len))); // straddles the end of RAM
     if (r === 13) return BigInt(this.#int(DIFF_RAM.hi, 0xa000_0000)); // unmapped hole
-    if (r === 14) return BigInt(this.#int(1, 0xffff_ffff)) << 32n | BigInt(this.#int(0, 0xffff_ffff));
+    if (r === 14) {
+      return BigInt(this.#int(1, 0xffff_ffff)) << 32n | BigInt(this.#int(0, 0xffff_ffff));
+    }
     if (r === 15) return U64 - BigInt(this.#int(1, VNIC_MAX_FRAME)); // wraps past 2^64
     if (r === 16) return BigInt(this.#int(0, 0xffff_ffff)); // raw: the guard decides
     return 0n;
@@ -274,8 +284,19 @@ export class VnicOpGenerator {
     // Bring a lost link back more often than chance would, so most of the
     // sequence runs with the wire up.
     if (!model.linkUp && model.reconnectAtNs !== null && this.#chance(0.25)) {
-      if (!model.listening) q.push({ k: "lopen" });
-      q.push({ k: "step", ns: Math.max(0, model.reconnectAtNs - model.nowNs) + this.#int(0, 2) });
+      // Land just before, on or after the next attempt, so the backoff
+      // schedule itself is checked, not only that a reconnect happens.
+      const due = model.reconnectAtNs - model.nowNs;
+      if (!model.listening && this.#chance(0.6)) q.push({ k: "lopen" });
+      const pick = this.#int(0, 3);
+      const ns = pick === 0
+        ? due
+        : pick === 1
+        ? Math.max(0, due - 1)
+        : pick === 2
+        ? due + this.#int(1, 1_000_000)
+        : this.#int(0, 2 * due);
+      q.push({ k: "step", ns });
       q.push(this.#rd(VNIC_REG.LINK_STATUS));
       return;
     }
@@ -291,7 +312,10 @@ export class VnicOpGenerator {
         ? VNIC_MAX_FRAME + this.#int(1, 100)
         : this.#int(0, 0xffff_ffff);
       const addr = this.#addr(Math.min(Math.max(len, 1), VNIC_MAX_FRAME));
-      if (addr >= BigInt(DIFF_RAM.lo) && addr < BigInt(DIFF_RAM.hi) && len >= 1 && len <= VNIC_MAX_FRAME) {
+      if (
+        addr >= BigInt(DIFF_RAM.lo) && addr < BigInt(DIFF_RAM.hi) && len >= 1 &&
+        len <= VNIC_MAX_FRAME
+      ) {
         const fillLen = Math.min(len, DIFF_RAM.hi - Number(addr));
         q.push({ k: "fill", addr: Number(addr), len: fillLen, seed: this.#int(0, 0xffff_ffff) });
         this.#remember(Number(addr), fillLen);
@@ -315,7 +339,9 @@ export class VnicOpGenerator {
         : this.#chance(0.5)
         ? BigInt(this.#ramAddr(VNIC_MAX_FRAME))
         : this.#addr(VNIC_MAX_FRAME);
-      if (addr >= BigInt(DIFF_RAM.lo) && addr < BigInt(DIFF_RAM.hi)) this.#remember(Number(addr), 64);
+      if (addr >= BigInt(DIFF_RAM.lo) && addr < BigInt(DIFF_RAM.hi)) {
+        this.#remember(Number(addr), 64);
+      }
       if (this.#chance(0.8)) q.push(this.#wr(VNIC_REG.RX_ADDR_LO, addr & 0xffff_ffffn));
       if (this.#chance(0.8)) q.push(this.#wr(VNIC_REG.RX_ADDR_HI, addr >> 32n));
     } else if (r < 470) {
@@ -325,10 +351,19 @@ export class VnicOpGenerator {
     } else if (r < 570) {
       // interrupt handler: read causes, acknowledge some or all
       q.push(this.#rd(VNIC_REG.IRQ_STATUS));
-      const ack = this.#chance(0.6) ? VNIC_IRQ_ALL : this.#chance(0.5) ? this.#int(0, 7) : this.#int(0, 0xffff_ffff);
+      const ack = this.#chance(0.6)
+        ? VNIC_IRQ_ALL
+        : this.#chance(0.5)
+        ? this.#int(0, 7)
+        : this.#int(0, 0xffff_ffff);
       q.push(this.#wr(VNIC_REG.IRQ_STATUS, ack));
     } else if (r < 620) {
-      q.push(this.#wr(VNIC_REG.IRQ_MASK, this.#chance(0.7) ? this.#int(0, 7) : this.#int(0, 0xffff_ffff)));
+      q.push(
+        this.#wr(
+          VNIC_REG.IRQ_MASK,
+          this.#chance(0.7) ? this.#int(0, 7) : this.#int(0, 0xffff_ffff),
+        ),
+      );
     } else if (r < 770) {
       q.push(this.#rd(REG_OFFSETS[this.#int(0, REG_OFFSETS.length - 1)]));
     } else if (r < 830) {
@@ -336,7 +371,8 @@ export class VnicOpGenerator {
       const sizes: AccessSize[] = [1, 2, 4, 8];
       const size = sizes[this.#int(0, 3)];
       const off = this.#chance(0.5)
-        ? REG_OFFSETS[this.#int(0, REG_OFFSETS.length - 1)] + (size === 4 ? this.#int(0, 3) : this.#int(0, 1) * size)
+        ? REG_OFFSETS[this.#int(0, REG_OFFSETS.length - 1)] +
+          (size === 4 ? this.#int(0, 3) : this.#int(0, 1) * size)
         : this.#int(0x34, 0x1000 - size) & ~(size - 1);
       if (this.#chance(0.5)) {
         q.push({ k: "rd", off, size });
@@ -418,7 +454,10 @@ class Run {
 
   constructor(rig: VnicRig, setup: VnicDiffSetup) {
     this.rig = rig;
-    this.mem = new SparseMemory([{ base: BigInt(DIFF_RAM.lo), size: BigInt(DIFF_RAM.hi - DIFF_RAM.lo) }]);
+    this.mem = new SparseMemory([{
+      base: BigInt(DIFF_RAM.lo),
+      size: BigInt(DIFF_RAM.hi - DIFF_RAM.lo),
+    }]);
     this.model = new VnicModel({
       mac: setup.mac,
       socketPath: setup.socket !== "none",
@@ -438,7 +477,11 @@ class Run {
   #checkIrq(i: number, irqMask: number, want: boolean): void {
     const got = (irqMask >>> this.rig.gsi & 1) === 1;
     if (got !== want) {
-      this.#diverge(i, "irq", `INTx device ${got ? "high" : "low"}, model ${want ? "high" : "low"}`);
+      this.#diverge(
+        i,
+        "irq",
+        `INTx device ${got ? "high" : "low"}, model ${want ? "high" : "low"}`,
+      );
     }
   }
 
@@ -452,7 +495,11 @@ class Run {
     const rd = this.rig.qt.request(`readl ${hex(VNIC_RIG.msiAddr)}`).then((rep) => {
       const got = Number(rep.text) === VNIC_RIG.msiData;
       if (got !== (want === 1)) {
-        this.#diverge(i, "msi", `MSI device ${got ? "sent" : "not sent"}, model ${want ? "sent" : "not sent"}`);
+        this.#diverge(
+          i,
+          "msi",
+          `MSI device ${got ? "sent" : "not sent"}, model ${want ? "sent" : "not sent"}`,
+        );
       }
       this.#checkIrq(i, rep.irqMask, wantIrq);
     });
@@ -469,18 +516,27 @@ class Run {
 
   #compareMemory(i: number, addr: number, len: number, what: string): void {
     const want = this.mem.read(BigInt(addr), len);
-    this.#batch.push(this.rig.qt.memRead(addr, len).then((got) => {
-      const at = firstDiff(got, want);
-      if (at >= 0) {
-        this.#diverge(
-          i,
-          "memory",
-          `${what} ${hex(addr)}+${len}: first difference at ${hex(addr + at)}: device ${got[at]}, model ${
-            want[at]
-          }`,
-        );
-      }
-    }));
+    this.#batch.push(
+      this.rig.qt.memRead(addr, len).then((got) => {
+        const at = firstDiff(got, want);
+        if (at >= 0) {
+          this.#diverge(
+            i,
+            "memory",
+            `${what} ${hex(addr)}+${len}: first difference at ${hex(addr + at)}: device ${
+              got[at]
+            }, model ${want[at]}`,
+          );
+        }
+      }),
+    );
+  }
+
+  /** Let every command in flight finish (or fail) without comparing further. */
+  async settle(): Promise<void> {
+    const batch = this.#batch;
+    this.#batch = [];
+    await Promise.allSettled(batch);
   }
 
   /** Await everything in flight, then compare the frames the peer holds. */
@@ -508,7 +564,13 @@ class Run {
     }
     const modelClosed = this.model.peerConnected && !this.model.peerConnectionAlive;
     if (this.rig.peerConnected && got.closed !== modelClosed) {
-      this.#diverge(i, "closed", `device end of the peer's connection: device ${got.closed ? "closed" : "open"}, model ${modelClosed ? "closed" : "open"}`);
+      this.#diverge(
+        i,
+        "closed",
+        `device end of the peer's connection: device ${got.closed ? "closed" : "open"}, model ${
+          modelClosed ? "closed" : "open"
+        }`,
+      );
     }
   }
 
@@ -524,22 +586,30 @@ class Run {
       case "rd": {
         const want = model.mmioRead(op.off, op.size);
         const wantIrq = model.intx;
-        this.#batch.push(qt.request(`${READ_CMD[op.size]} ${cmdAddr(op.off)}`).then((rep) => {
-          const got = BigInt(rep.text) & sizeMask(op.size);
-          if (got !== want) {
-            this.#diverge(i, "read", `${op.size}-byte read at ${hex(op.off)}: device ${hex(got)}, model ${hex(want)}`);
-          }
-          this.#checkIrq(i, rep.irqMask, wantIrq);
-        }));
+        this.#batch.push(
+          qt.request(`${READ_CMD[op.size]} ${cmdAddr(op.off)}`).then((rep) => {
+            const got = BigInt(rep.text) & sizeMask(op.size);
+            if (got !== want) {
+              this.#diverge(
+                i,
+                "read",
+                `${op.size}-byte read at ${hex(op.off)}: device ${hex(got)}, model ${hex(want)}`,
+              );
+            }
+            this.#checkIrq(i, rep.irqMask, wantIrq);
+          }),
+        );
         break;
       }
       case "wr": {
         const v = BigInt(op.value) & sizeMask(op.size);
         model.mmioWrite(op.off, op.size, v);
         const wantIrq = model.intx;
-        this.#batch.push(qt.request(`${WRITE_CMD[op.size]} ${cmdAddr(op.off)} ${hex(v)}`).then((rep) => {
-          this.#checkIrq(i, rep.irqMask, wantIrq);
-        }));
+        this.#batch.push(
+          qt.request(`${WRITE_CMD[op.size]} ${cmdAddr(op.off)} ${hex(v)}`).then((rep) => {
+            this.#checkIrq(i, rep.irqMask, wantIrq);
+          }),
+        );
         this.#checkMsi(i);
         if (op.off === VNIC_REG.TX_DOORBELL) this.#batchTxBytes += model.registers.txLen;
         break;
@@ -582,13 +652,19 @@ class Run {
         await this.flush(i);
         model.clockStep(op.ns);
         const now = await qt.clockStep(op.ns);
-        if (now !== model.nowNs) this.#diverge(i, "clock", `virtual time device ${now} ns, model ${model.nowNs} ns`);
+        if (now !== model.nowNs) {
+          this.#diverge(i, "clock", `virtual time device ${now} ns, model ${model.nowNs} ns`);
+        }
         let accepted = 0;
         let modelAccepted = 0;
         while (this.rig.acceptPending()) accepted++;
         while (model.peerAccept()) modelAccepted++;
         if (accepted !== modelAccepted) {
-          this.#diverge(i, "accept", `connections accepted after the step: device ${accepted}, model ${modelAccepted}`);
+          this.#diverge(
+            i,
+            "accept",
+            `connections accepted after the step: device ${accepted}, model ${modelAccepted}`,
+          );
         }
         await this.#afterSocketEvent(i);
         break;
@@ -618,7 +694,9 @@ class Run {
       return;
     }
     const want = this.model.intx;
-    this.#batch.push(this.rig.qt.request("endianness").then((rep) => this.#checkIrq(i, rep.irqMask, want)));
+    this.#batch.push(
+      this.rig.qt.request("endianness").then((rep) => this.#checkIrq(i, rep.irqMask, want)),
+    );
   }
 }
 
@@ -644,18 +722,29 @@ export async function runVnicSequence(
       await run.step(op);
     }
     if (!run.divergence) await run.flush(run.ops.length - 1);
+    else await run.settle();
   } catch (e) {
+    await run.settle();
     if (!(e instanceof QtestError)) {
       await rig.close();
       throw e;
     }
     const i = Math.max(0, run.ops.length - 1);
-    run.divergence ??= { opIndex: i, op: run.ops[i], kind: "crash", detail: e.message.split("\n")[0] };
+    run.divergence ??= {
+      opIndex: i,
+      op: run.ops[i],
+      kind: "crash",
+      detail: e.message.split("\n")[0],
+    };
   }
   await rig.close({ keepFiles: true });
   const qemuLog = await Deno.readTextFile(rig.logPath).catch(() => "");
   await rig.removeFiles();
-  const coverage: Record<string, number> = { ...run.model.counters, msi: run.model.msiCount, skipped: run.ops.length - run.executed };
+  const coverage: Record<string, number> = {
+    ...run.model.counters,
+    msi: run.model.msiCount,
+    skipped: run.ops.length - run.executed,
+  };
   for (const op of run.ops) coverage[`op.${op.k}`] = (coverage[`op.${op.k}`] ?? 0) + 1;
   return { ops: run.ops, executed: run.executed, divergence: run.divergence, qemuLog, coverage };
 }
@@ -674,9 +763,13 @@ export async function runVnicDiff(opts: VnicDiffOptions): Promise<VnicDiffReport
     opsChecked += res.executed;
     for (const [k, v] of Object.entries(res.coverage)) coverage[k] = (coverage[k] ?? 0) + v;
     if (opts.qemuLogPath) {
-      await Deno.writeTextFile(opts.qemuLogPath, `=== seed ${seed} (${setup.socket}, ${setup.irq})\n${res.qemuLog}`, {
-        append: true,
-      });
+      await Deno.writeTextFile(
+        opts.qemuLogPath,
+        `=== seed ${seed} (${setup.socket}, ${setup.irq})\n${res.qemuLog}`,
+        {
+          append: true,
+        },
+      );
     }
     if (!res.divergence) {
       log(`seed ${seed} (${setup.socket}, ${setup.irq}): ${res.executed} ops agree`);
@@ -699,7 +792,12 @@ export async function runVnicDiff(opts: VnicDiffOptions): Promise<VnicDiffReport
       const s = await shrinkOps(prefix, fails, { budgetMs: opts.shrinkBudgetMs ?? 90_000 });
       // Replay the result once more so the reported divergence is its own.
       const final = await runVnicSequence(env, setup, { list: s.ops });
-      failure.shrunk = { ops: s.ops, divergence: final.divergence ?? last, runs: s.runs, minimal: s.minimal };
+      failure.shrunk = {
+        ops: s.ops,
+        divergence: final.divergence ?? last,
+        runs: s.runs,
+        minimal: s.minimal,
+      };
       log(`shrunk to ${s.ops.length} ops in ${s.runs} replays`);
     }
     break;
@@ -721,16 +819,22 @@ export function formatFailure(f: VnicDiffFailure): string {
     `cnuas-vnic differs from its model: seed ${f.seed} (${f.setup.socket}, ${f.setup.irq}, mac ${
       f.setup.mac.map((b) => b.toString(16).padStart(2, "0")).join(":")
     })`,
-    `  ${f.divergence.kind} at op ${f.divergence.opIndex} ${JSON.stringify(f.divergence.op)}: ${f.divergence.detail}`,
+    `  ${f.divergence.kind} at op ${f.divergence.opIndex} ${
+      JSON.stringify(f.divergence.op)
+    }: ${f.divergence.detail}`,
   ];
   if (f.shrunk) {
     lines.push(
-      `  shrunk to ${f.shrunk.ops.length} ops (${f.shrunk.runs} replays${f.shrunk.minimal ? ", 1-minimal" : ""}):`,
+      `  shrunk to ${f.shrunk.ops.length} ops (${f.shrunk.runs} replays${
+        f.shrunk.minimal ? ", 1-minimal" : ""
+      }):`,
       `  ${f.shrunk.divergence.kind} at op ${f.shrunk.divergence.opIndex}: ${f.shrunk.divergence.detail}`,
       ...f.shrunk.ops.map((op, i) => `    ${String(i).padStart(3)} ${JSON.stringify(op)}`),
     );
   } else {
-    lines.push(`  reproduce: runVnicSequence(env, setupForSeed(${f.seed}), { seed: ${f.seed}, count: ${f.opsToFailure} })`);
+    lines.push(
+      `  reproduce: runVnicSequence(env, setupForSeed(${f.seed}), { seed: ${f.seed}, count: ${f.opsToFailure} })`,
+    );
   }
   return lines.join("\n");
 }

@@ -11,7 +11,12 @@
  * if (r.violationCount > 0) throw new RowFailure(`${r.violationCount} wire violations, see ${r.reportPath}`);
  * ```
  */
-import { type CaptureFrame, checkCapture, type CheckOptions, type CheckResult } from "./models/rdma/mod.ts";
+import {
+  type CaptureFrame,
+  checkCapture,
+  type CheckOptions,
+  type CheckResult,
+} from "./models/rdma/mod.ts";
 import { readPcapng } from "./pcapng.ts";
 
 /** What {@link checkPcapngFile} found, and where it wrote the report. */
@@ -28,7 +33,10 @@ export interface PcapngCheckSummary extends CheckResult {
  * Check a pcapng capture and write `<path>.violations.json` beside it (always,
  * so an empty report proves the check ran).
  */
-export async function checkPcapngFile(path: string, opts: CheckOptions = {}): Promise<PcapngCheckSummary> {
+export async function checkPcapngFile(
+  path: string,
+  opts: CheckOptions = {},
+): Promise<PcapngCheckSummary> {
   const { interfaces, packets } = readPcapng(await Deno.readFile(path));
   let truncatedFrames = 0;
   const frames: CaptureFrame[] = packets.map((p) => {

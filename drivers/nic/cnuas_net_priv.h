@@ -79,6 +79,7 @@ struct cnuas_net {
 	struct napi_struct napi;
 	int irq;
 	bool msi;
+	u32 msg_enable;			/* netif_msg_* bits (ethtool -s msglvl) */
 	u32 irq_enabled;		/* shadow of IRQ_MASK */
 	bool link_up;
 

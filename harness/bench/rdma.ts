@@ -90,9 +90,15 @@ export async function benchRdmaChecker(): Promise<Record<string, { value: number
     "rdma.capture.frames": { value: frames.length, unit: "frames" },
     "rdma.capture.meanFrameBytes": { value: Math.round(bytes / frames.length), unit: "B" },
     "rdma.capture.buildSec": { value: round(buildMs / 1000), unit: "s" },
-    "rdma.decode.framesPerSec": { value: Math.round(frames.length / (decodeMs / 1000)), unit: "frames/s" },
+    "rdma.decode.framesPerSec": {
+      value: Math.round(frames.length / (decodeMs / 1000)),
+      unit: "frames/s",
+    },
     "rdma.decode.MBPerSec": { value: round(bytes / 1e6 / (decodeMs / 1000)), unit: "MB/s" },
-    "rdma.check.framesPerSec": { value: Math.round(frames.length / (checkMs / 1000)), unit: "frames/s" },
+    "rdma.check.framesPerSec": {
+      value: Math.round(frames.length / (checkMs / 1000)),
+      unit: "frames/s",
+    },
     "rdma.check.MBPerSec": { value: round(bytes / 1e6 / (checkMs / 1000)), unit: "MB/s" },
   };
 }

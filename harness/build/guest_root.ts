@@ -33,12 +33,14 @@ export const GUEST_PACKAGES = [
   "perftest",
   "rdmacm-utils",
   "python3-pyverbs",
+  "strace",
 ];
 
 /** What building modules, the provider and guest programs needs. */
 export const BUILD_PACKAGES = [
   "linux-headers-amd64",
   "gcc",
+  "libc6-dev",
   "make",
   "cmake",
   "ninja-build",

@@ -6,6 +6,7 @@
 import { join } from "node:path";
 import { buildImage, type GuestImage } from "../build/image.ts";
 import { buildGuestPrograms, buildModules } from "../build/modules.ts";
+import { buildProvider, PROVIDER_GUEST_PATHS } from "../build/provider.ts";
 import { buildQemu, type QemuBuild } from "../build/qemu.ts";
 import type { Accel, Config } from "../config.ts";
 import { progress } from "../progress.ts";
@@ -91,7 +92,7 @@ export class Lab {
         return { switch: await buildSwitch(this.config) };
       }
       case "provider":
-        throw new LabError("the provider build stage does not exist yet");
+        return { provider: await buildProvider(this.config) };
     }
   }
 
@@ -215,6 +216,18 @@ export class Lab {
         const data = await Deno.readFile(join(from, e.name));
         await g.putFile(`${to}/${e.name}`, data, to === GUEST_PATHS.bin ? 0o755 : 0o644);
       }
+    }
+    if (builds.provider) {
+      await g.putFile(
+        PROVIDER_GUEST_PATHS.library,
+        await Deno.readFile(join(builds.provider, "libcnuas-rdmav34.so")),
+        0o644,
+      );
+      await g.putFile(
+        PROVIDER_GUEST_PATHS.driverFile,
+        await Deno.readFile(join(builds.provider, "cnuas.driver")),
+        0o644,
+      );
     }
     await g.run("udevadm settle -t 30 || true", { timeoutSec: 60 });
   }

@@ -169,7 +169,7 @@ static uint8_t *cnuasgpu_devmem_ptr(CnuasGpuState *s)
 static bool cnuasgpu_devmem_range_ok(CnuasGpuState *s, uint64_t offset,
                                      uint64_t len)
 {
-    return offset <= s->devmem_size && len < s->devmem_size - offset; /* PLANTED BUG A */
+    return offset <= s->devmem_size && len <= s->devmem_size - offset;
 }
 
 static void cnuasgpu_update_irq(CnuasGpuState *s)
@@ -324,11 +324,7 @@ static void cnuasgpu_link_deliver(CnuasGpuState *s, size_t len)
         return;
     }
     if (len > s->rx_buf_size) {
-        qemu_log_mask(LOG_GUEST_ERROR,
-                      "cnuasgpu %u: frame of %zu bytes is larger than the "
-                      "armed %u-byte buffer, dropped\n",
-                      s->gpu_id, len, s->rx_buf_size);
-        return;
+        len = s->rx_buf_size; /* PLANTED BUG C: partial delivery */
     }
     if (!cnuasgpu_devmem_range_ok(s, offset, s->rx_buf_size)) {
         qemu_log_mask(LOG_GUEST_ERROR,

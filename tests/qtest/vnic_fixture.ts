@@ -8,7 +8,12 @@ import { buildQemu } from "../../harness/build/qemu.ts";
 import { defaultConfig } from "../../harness/config.ts";
 import { SparseMemory } from "../../harness/models/guest_memory.ts";
 import { VnicModel } from "../../harness/models/vnic.ts";
-import { type RigSendResult, VNIC_RIG, VnicRig, type VnicSocketMode } from "../../harness/qtest_vnic.ts";
+import {
+  type RigSendResult,
+  VNIC_RIG,
+  VnicRig,
+  type VnicSocketMode,
+} from "../../harness/qtest_vnic.ts";
 
 /** Where the built QEMU is. */
 export interface QemuEnv {

@@ -45,7 +45,10 @@ function shb(le: boolean): number[] {
 
 Deno.test("write then read returns the same interfaces, timestamps and bytes", () => {
   const rng = prng(5);
-  const interfaces = [{ linkType: 1, name: "port0" }, { linkType: 247 }, { linkType: 1, name: "p2" }];
+  const interfaces = [{ linkType: 1, name: "port0" }, { linkType: 247 }, {
+    linkType: 1,
+    name: "p2",
+  }];
   const packets = Array.from({ length: 50 }, (_, i) => ({
     interfaceId: randInt(rng, 0, 2),
     timestampNs: 1_700_000_000_000_000_000n + BigInt(i) * 123_456_789n,
@@ -61,7 +64,11 @@ Deno.test("write then read returns the same interfaces, timestamps and bytes", (
 });
 
 Deno.test("writer emits a little-endian SHB, an IDB with if_tsresol 9 and EPBs padded to 4 bytes", () => {
-  const out = writePcapng([{ linkType: 1 }], [{ interfaceId: 0, timestampNs: 0x1_0000_0002n, data: new Uint8Array([0xaa]) }]);
+  const out = writePcapng([{ linkType: 1 }], [{
+    interfaceId: 0,
+    timestampNs: 0x1_0000_0002n,
+    data: new Uint8Array([0xaa]),
+  }]);
   const dv = new DataView(out.buffer);
   assert.equal(dv.getUint32(0, true), 0x0a0d0d0a);
   assert.equal(dv.getUint32(8, true), 0x1a2b3c4d);
@@ -115,7 +122,8 @@ Deno.test("reader applies power-of-two resolution, if_tsoffset and per-section i
   be.block(0x0a0d0d0a, shb(false));
   be.block(
     1,
-    be.body().u16(247).u16(0).u32(0).u16(9).u16(1).u8(0x8a, 0, 0, 0).u16(14).u16(8).u32(0).u32(5).u16(0).u16(0)
+    be.body().u16(247).u16(0).u32(0).u16(9).u16(1).u8(0x8a, 0, 0, 0).u16(14).u16(8).u32(0).u32(5)
+      .u16(0).u16(0)
       .bytes(),
   );
   be.block(6, be.body().u32(0).u32(0).u32(1024).u32(0).u32(0).bytes());
@@ -127,9 +135,16 @@ Deno.test("reader applies power-of-two resolution, if_tsoffset and per-section i
 });
 
 Deno.test("reader rejects a file cut inside a block, naming the offset", () => {
-  const full = writePcapng([{ linkType: 1 }], [{ interfaceId: 0, timestampNs: 1n, data: new Uint8Array(40) }]);
+  const full = writePcapng([{ linkType: 1 }], [{
+    interfaceId: 0,
+    timestampNs: 1n,
+    data: new Uint8Array(40),
+  }]);
   assert.throws(() => readPcapng(full.subarray(0, full.length - 10)), PcapngFormatError);
-  assert.throws(() => readPcapng(new Uint8Array([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12])), PcapngFormatError);
+  assert.throws(
+    () => readPcapng(new Uint8Array([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12])),
+    PcapngFormatError,
+  );
 });
 
 Deno.test("reader rejects a packet that names an undescribed interface", () => {
@@ -141,7 +156,12 @@ Deno.test("reader rejects a packet that names an undescribed interface", () => {
 
 Deno.test("writer refuses a packet on an interface it was not given", () => {
   assert.throws(
-    () => writePcapng([{ linkType: 1 }], [{ interfaceId: 1, timestampNs: 0n, data: new Uint8Array(1) }]),
+    () =>
+      writePcapng([{ linkType: 1 }], [{
+        interfaceId: 1,
+        timestampNs: 0n,
+        data: new Uint8Array(1),
+      }]),
     RangeError,
   );
 });

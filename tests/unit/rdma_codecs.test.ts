@@ -127,7 +127,17 @@ Deno.test("random header values survive encode then decode", () => {
 });
 
 Deno.test("LRH fields sit where IBA puts them: VL/LVer, SL/LNH, DLID, PktLen, SLID", () => {
-  const b = r.encodeLrh({ vl: 15, lver: 0, sl: 3, reserved2: 0, lnh: 2, dlid: 0x1234, reserved5: 0, pktLen: 0x7ff, slid: 0xbeef });
+  const b = r.encodeLrh({
+    vl: 15,
+    lver: 0,
+    sl: 3,
+    reserved2: 0,
+    lnh: 2,
+    dlid: 0x1234,
+    reserved5: 0,
+    pktLen: 0x7ff,
+    slid: 0xbeef,
+  });
   assert.equal(r.bytesToHex(b), "f032123407ffbeef");
 });
 
@@ -184,10 +194,15 @@ Deno.test("UDP checksum over the IPv4 pseudo-header matches scapy's 0xACA2 for i
 
 Deno.test("encoders refuse values that do not fit, naming header and field", () => {
   const bth = r.decodeBth(new Uint8Array(12));
-  assert.throws(() => r.encodeBth({ ...bth, psn: 1 << 24 }), (e: unknown) =>
-    e instanceof r.FieldRangeError && e.message.includes("BTH.psn"));
+  assert.throws(
+    () => r.encodeBth({ ...bth, psn: 1 << 24 }),
+    (e: unknown) => e instanceof r.FieldRangeError && e.message.includes("BTH.psn"),
+  );
   assert.throws(() => r.encodeDeth({ qkey: -1, reserved8: 0, srcQp: 0 }), r.FieldRangeError);
-  assert.throws(() => r.encodeGrh({ ...r.decodeGrh(new Uint8Array(40)), sgid: new Uint8Array(15) }), r.FieldRangeError);
+  assert.throws(
+    () => r.encodeGrh({ ...r.decodeGrh(new Uint8Array(40)), sgid: new Uint8Array(15) }),
+    r.FieldRangeError,
+  );
 });
 
 Deno.test("decoders throw TruncatedError on too few bytes", () => {

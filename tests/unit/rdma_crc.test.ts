@@ -7,7 +7,7 @@
  */
 import assert from "node:assert/strict";
 import { crc32 as zlibCrc32 } from "node:zlib";
-import { crc16Vcrc, crc32, crc32Update, CRC32_INIT } from "../../harness/models/rdma/crc.ts";
+import { crc16Vcrc, crc32, CRC32_INIT, crc32Update } from "../../harness/models/rdma/crc.ts";
 import { prng, randBytes, randInt } from "../../harness/prng.ts";
 
 const ascii = (s: string) => new TextEncoder().encode(s);
@@ -29,7 +29,7 @@ function crcByDivision(msg: Uint8Array, width: number, poly: number): Uint8Array
   const g: number[] = [1];
   for (let i = width - 1; i >= 0; i--) g.push((poly >>> i) & 1);
   for (let i = 0; i + width < bits.length; i++) {
-    if (bits[i]) for (let k = 0; k <= width; k++) bits[i + k] ^= g[k];
+    if (bits[i]) { for (let k = 0; k <= width; k++) bits[i + k] ^= g[k]; }
   }
   const rem = bits.slice(bits.length - width).map((b) => b ^ 1);
   const out = new Uint8Array(width / 8);

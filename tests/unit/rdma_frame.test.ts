@@ -103,14 +103,29 @@ Deno.test("ARP, TCP, plain UDP and raw IB decode as 'other' without errors", () 
   const arp = new Uint8Array(60);
   arp.set([0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 2, 0, 0, 0, 0, 1, 0x08, 0x06]);
   assert.deepEqual([r.decodeFrame(arp, 1).kind, r.decodeFrame(arp, 1).label], ["other", "arp"]);
-  const udp = r.buildRoceFrame({ srcIp: A, dstIp: B, dstPort: 53, bth: { opcode: 4, destQp: 1, psn: 1 } });
+  const udp = r.buildRoceFrame({
+    srcIp: A,
+    dstIp: B,
+    dstPort: 53,
+    bth: { opcode: 4, destQp: 1, psn: 1 },
+  });
   const pu = r.decodeFrame(udp, 1);
   assert.deepEqual([pu.kind, pu.label, pu.errors], ["other", "ipv4/udp", []]);
   const tcp = udp.slice();
   tcp[14 + 9] = 6;
   r.refreshIpv4Checksum(tcp);
   assert.equal(r.decodeFrame(tcp, 1).label, "ipv4/tcp");
-  const raw = r.encodeLrh({ vl: 0, lver: 0, sl: 0, reserved2: 0, lnh: 0, dlid: 1, reserved5: 0, pktLen: 2, slid: 2 });
+  const raw = r.encodeLrh({
+    vl: 0,
+    lver: 0,
+    sl: 0,
+    reserved2: 0,
+    lnh: 0,
+    dlid: 1,
+    reserved5: 0,
+    pktLen: 2,
+    slid: 2,
+  });
   const pr = r.decodeFrame(new Uint8Array([...raw, 0, 0]), r.LINKTYPE_INFINIBAND);
   assert.deepEqual([pr.kind, pr.label, pr.errors], ["other", "ib/raw", []]);
   assert.equal(r.decodeFrame(arp, 105).label, "linktype-105");
@@ -156,19 +171,30 @@ Deno.test("seeded random bytes and mutated frames never make decodeFrame throw",
 });
 
 Deno.test("an unknown opcode, a short UDP length and a PktLen mismatch are reported as errors", () => {
-  const f = r.buildRoceFrame({ srcIp: A, dstIp: B, bth: { opcode: r.OP.RC_SEND_ONLY, destQp: 1, psn: 1 } });
+  const f = r.buildRoceFrame({
+    srcIp: A,
+    dstIp: B,
+    bth: { opcode: r.OP.RC_SEND_ONLY, destQp: 1, psn: 1 },
+  });
   const unknown = f.slice();
   unknown[42] = 0x40; // RD SEND FIRST: RD is not accepted
   assert.match(r.decodeFrame(unknown, 1).errors.join(), /opcode 0x40/);
   const shortUdp = f.slice();
   shortUdp[34 + 5] -= 4; // UDP length low byte
   assert.match(r.decodeFrame(shortUdp, 1).errors.join(), /UDP length/);
-  const ib = r.buildIbFrame({ lrh: { dlid: 1, slid: 2 }, bth: { opcode: r.OP.RC_SEND_ONLY, destQp: 1, psn: 1 } });
+  const ib = r.buildIbFrame({
+    lrh: { dlid: 1, slid: 2 },
+    bth: { opcode: r.OP.RC_SEND_ONLY, destQp: 1, psn: 1 },
+  });
   assert.match(r.decodeFrame(new Uint8Array([...ib, 0, 0, 0, 0]), 247).errors.join(), /PktLen/);
 });
 
 Deno.test("an IPv4 fragment carrying RoCEv2 is reported", () => {
-  const f = r.buildRoceFrame({ srcIp: A, dstIp: B, bth: { opcode: r.OP.RC_SEND_ONLY, destQp: 1, psn: 1 } });
+  const f = r.buildRoceFrame({
+    srcIp: A,
+    dstIp: B,
+    bth: { opcode: r.OP.RC_SEND_ONLY, destQp: 1, psn: 1 },
+  });
   f[14 + 6] |= 0x20; // More Fragments
   r.refreshIpv4Checksum(f);
   assert.match(r.decodeFrame(f, 1).errors.join(), /fragment/);

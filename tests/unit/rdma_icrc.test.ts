@@ -74,7 +74,12 @@ function sendFrame(extra: Partial<r.RoceFrameSpec> = {}): Uint8Array {
     ttl: 61,
     identification: 0x1234,
     udpChecksum: 0x5555,
-    bth: { opcode: r.OP.RC_RDMA_WRITE_ONLY_WITH_IMMEDIATE, destQp: 0x1a2b3c, psn: 0xfffffe, becn: 1 },
+    bth: {
+      opcode: r.OP.RC_RDMA_WRITE_ONLY_WITH_IMMEDIATE,
+      destQp: 0x1a2b3c,
+      psn: 0xfffffe,
+      becn: 1,
+    },
     reth: { va: 0x7f00_1234_5678n, rkey: 0xabcdef01, dmaLen: 13 },
     immDt: 0xcafebabe,
     payload: WRITE_PAYLOAD,
@@ -119,7 +124,9 @@ Deno.test("RoCEv2/IPv6 ICRC masks traffic class, flow label and hop limit", () =
   udp[6] = udp[7] = 0xff;
   const bth = [...f.subarray(62, 74)];
   bth[4] = 0xff;
-  const want = zlibCrc32(new Uint8Array([...new Array(8).fill(0xff), ...ip, ...udp, ...bth, ...f.subarray(74, -4)])) >>>
+  const want = zlibCrc32(
+    new Uint8Array([...new Array(8).fill(0xff), ...ip, ...udp, ...bth, ...f.subarray(74, -4)]),
+  ) >>>
     0;
   assert.deepEqual([...f.subarray(-4)], le32(want));
   const p = r.decodeFrame(f, r.LINKTYPE_ETHERNET);
@@ -143,10 +150,16 @@ Deno.test("RoCEv2 ICRC does not change when a router rewrites TTL, TOS, checksum
 Deno.test("RoCEv2 ICRC changes when any covered byte changes", () => {
   const f = sendFrame();
   const before = r.decodeFrame(f, 1).icrc!.computed;
-  for (const off of [14 + 12, 14 + 9, 34 + 0, 34 + 2, 42 + 0, 42 + 5, 42 + 11, 54 + 3, f.length - 5]) {
+  for (
+    const off of [14 + 12, 14 + 9, 34 + 0, 34 + 2, 42 + 0, 42 + 5, 42 + 11, 54 + 3, f.length - 5]
+  ) {
     const g = f.slice();
     g[off] ^= 0x01;
-    assert.notEqual(r.decodeFrame(g, 1, { anyUdpPort: true }).icrc?.computed, before, `byte ${off}`);
+    assert.notEqual(
+      r.decodeFrame(g, 1, { anyUdpPort: true }).icrc?.computed,
+      before,
+      `byte ${off}`,
+    );
   }
 });
 
@@ -215,7 +228,9 @@ Deno.test("native IB global-packet ICRC replaces the whole LRH with ones and mas
   grh[7] = 0xff;
   const bth = [...f.subarray(48, 60)];
   bth[4] = 0xff;
-  const want = zlibCrc32(new Uint8Array([...new Array(8).fill(0xff), ...grh, ...bth, ...f.subarray(60, icrcOff)])) >>> 0;
+  const want = zlibCrc32(
+    new Uint8Array([...new Array(8).fill(0xff), ...grh, ...bth, ...f.subarray(60, icrcOff)]),
+  ) >>> 0;
   assert.deepEqual([...f.subarray(icrcOff, icrcOff + 4)], le32(want));
   const g = f.slice();
   g[3] ^= 0xff; // DLID rewritten by a router: ICRC unchanged

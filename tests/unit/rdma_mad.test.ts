@@ -68,7 +68,9 @@ Deno.test("a returning DR GetResp has D set in bit 15 of the status word", () =>
 Deno.test("a LID-routed SMP keeps its data at byte 64 and writes no DR fields", () => {
   const data = randBytes(rng, 64);
   const smp: r.Smp = {
-    header: r.decodeMadHeader(r.hexToBytes("0101018100000000000000000000000100150000" + "00000001")),
+    header: r.decodeMadHeader(
+      r.hexToBytes("0101018100000000000000000000000100150000" + "00000001"),
+    ),
     mKey: 5n,
     drSlid: 0,
     drDlid: 0,
@@ -140,7 +142,8 @@ Deno.test("NodeInfo of a channel adapter encodes GUIDs and vendor where IBA puts
   const b = r.encodeNodeInfo(ni);
   assert.equal(
     r.bytesToHex(b),
-    "01010101" + "0002c90300000001" + "0002c90300000002" + "0002c90300000003" + "0001" + "10f0" + "00000000" +
+    "01010101" + "0002c90300000001" + "0002c90300000002" + "0002c90300000003" + "0001" + "10f0" +
+      "00000000" +
       "01" + "001af4",
   );
   assert.deepEqual(r.decodeNodeInfo(b), ni);
@@ -151,7 +154,10 @@ Deno.test("P_KeyTable and GUIDInfo blocks round-trip random entries", () => {
   assert.deepEqual(r.decodePKeyTable(r.encodePKeyTable(keys)), keys);
   const guids = Array.from({ length: 8 }, () => randU64(rng));
   assert.deepEqual(r.decodeGuidInfo(r.encodeGuidInfo(guids)), guids);
-  assert.equal(r.bytesToHex(r.encodePKeyTable([0xffff, ...new Array(31).fill(0)]).subarray(0, 4)), "ffff0000");
+  assert.equal(
+    r.bytesToHex(r.encodePKeyTable([0xffff, ...new Array(31).fill(0)]).subarray(0, 4)),
+    "ffff0000",
+  );
 });
 
 Deno.test("attribute encoders refuse wrong block sizes and out-of-range fields", () => {

@@ -82,7 +82,13 @@ export interface RoceFrameSpec extends TransportSpec {
 /** A native InfiniBand frame: LRH, optional GRH and the transport part. */
 export interface IbFrameSpec extends TransportSpec {
   lrh: { dlid: number; slid: number; sl?: number; vl?: number };
-  grh?: { sgid: Uint8Array; dgid: Uint8Array; tClass?: number; flowLabel?: number; hopLmt?: number };
+  grh?: {
+    sgid: Uint8Array;
+    dgid: Uint8Array;
+    tClass?: number;
+    flowLabel?: number;
+    hopLmt?: number;
+  };
 }
 
 function transportLength(t: TransportSpec): { hdr: number; pad: number; payload: number } {
@@ -245,7 +251,9 @@ export function buildIbFrame(s: IbFrameSpec): Uint8Array {
   const grhLen = s.grh ? GRH_BYTES : 0;
   const icrcEnd = LRH_BYTES + grhLen + tl.hdr + tl.payload + tl.pad + ICRC_BYTES;
   if (icrcEnd % 4 !== 0) {
-    throw new RangeError(`IB packet of ${icrcEnd} bytes is not a whole number of words; fix padBytes`);
+    throw new RangeError(
+      `IB packet of ${icrcEnd} bytes is not a whole number of words; fix padBytes`,
+    );
   }
   const b = new Uint8Array(icrcEnd + VCRC_BYTES);
   encodeLrh(

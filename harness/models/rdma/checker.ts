@@ -21,10 +21,11 @@
 import { type CaptureFrame, decodeFrame, LINKTYPE_ETHERNET, type Packet } from "./frame.ts";
 import { ipv4ToString, ipv6ToString } from "./ip.ts";
 import { GSI_QKEY, MAD_BYTES } from "./mad.ts";
-import type { Operation, OpcodeInfo } from "./opcodes.ts";
+import type { OpcodeInfo, Operation } from "./opcodes.ts";
 import { aethKind, NAK_CODES, psnAdd, psnDiff } from "./transport.ts";
 import { ROCEV2_UDP_PORT } from "./udp.ts";
 
+/** Re-exported so checker users need only this module. */
 export type { CaptureFrame } from "./frame.ts";
 
 /** Rule names a violation can carry. */
@@ -146,6 +147,8 @@ interface Flow {
   fatal: boolean;
   paired: boolean;
   lastFrame: number;
+  /** After a sequence-error or RNR NAK at PSN n: the requester must go back to n (-1: no NAK pending). */
+  restartAt: number;
 }
 
 /** Streaming checker: `push` every frame in capture order, then `finish`. */
@@ -167,11 +170,16 @@ export class CaptureChecker {
   private multiInterface = false;
   private firstInterface: number | undefined = undefined;
   private finished = false;
+  /** Endpoint ids of the frame being checked: IPv4 address, 2^32 + LID, or an interned IPv6 id. */
+  private srcId = 0;
+  private dstId = 0;
 
   /** A checker with the given options. */
   constructor(opts: CheckOptions = {}) {
     if (opts.pathMtu !== undefined && !VALID_MTUS.includes(opts.pathMtu)) {
-      throw new RangeError(`pathMtu ${opts.pathMtu} is not an IB MTU; use one of ${VALID_MTUS.join(", ")}`);
+      throw new RangeError(
+        `pathMtu ${opts.pathMtu} is not an IB MTU; use one of ${VALID_MTUS.join(", ")}`,
+      );
     }
     this.opts = {
       pathMtu: opts.pathMtu ?? 0,
@@ -292,7 +300,9 @@ export class CaptureChecker {
         index,
         frameFlow(p),
         "icrc",
-        `ICRC on the wire is ${hex32(p.icrc.wire)} but the packet's ICRC is ${hex32(p.icrc.computed)}`,
+        `ICRC on the wire is ${hex32(p.icrc.wire)} but the packet's ICRC is ${
+          hex32(p.icrc.computed)
+        }`,
       );
     }
     if (p.vcrc && p.vcrc.wire !== p.vcrc.computed) {
@@ -300,14 +310,18 @@ export class CaptureChecker {
         index,
         frameFlow(p),
         "vcrc",
-        `VCRC on the wire is 0x${p.vcrc.wire.toString(16).padStart(4, "0")} but the packet's VCRC is ` +
+        `VCRC on the wire is 0x${
+          p.vcrc.wire.toString(16).padStart(4, "0")
+        } but the packet's VCRC is ` +
           `0x${p.vcrc.computed.toString(16).padStart(4, "0")}`,
       );
     }
     const bth = p.bth;
     const op = p.op;
     if (!bth || !op) return;
-    if (bth.tver !== 0) this.report(index, frameFlow(p), "transport", `BTH TVer is ${bth.tver}, must be 0`);
+    if (bth.tver !== 0) {
+      this.report(index, frameFlow(p), "transport", `BTH TVer is ${bth.tver}, must be 0`);
+    }
     if (op.transport === "CNP") return;
     // Pad: payload and pad together fill whole 4-byte words; nothing but payload is padded.
     if (p.paddedLength % 4 !== 0) {
@@ -319,10 +333,20 @@ export class CaptureChecker {
       );
     }
     if (!op.hasPayload && p.paddedLength !== 0) {
-      this.report(index, frameFlow(p), "transport", `${op.name} carries no payload, but ${p.paddedLength} bytes follow its headers`);
+      this.report(
+        index,
+        frameFlow(p),
+        "transport",
+        `${op.name} carries no payload, but ${p.paddedLength} bytes follow its headers`,
+      );
     }
     if (bth.padCnt !== 0 && (op.position === "FIRST" || op.position === "MIDDLE")) {
-      this.report(index, frameFlow(p), "pad-count", `${op.name} must not be padded (PadCnt ${bth.padCnt})`);
+      this.report(
+        index,
+        frameFlow(p),
+        "pad-count",
+        `${op.name} must not be padded (PadCnt ${bth.padCnt})`,
+      );
     }
     this.checkManagement(p, op, index);
   }
@@ -332,21 +356,46 @@ export class CaptureChecker {
     const vl15 = p.lrh !== undefined && p.lrh.vl === 15;
     if (qp === 0 || qp === 1) {
       if (op.transport !== "UD") {
-        this.report(index, frameFlow(p), "management", `QP${qp} only takes UD traffic, got ${op.name}`);
+        this.report(
+          index,
+          frameFlow(p),
+          "management",
+          `QP${qp} only takes UD traffic, got ${op.name}`,
+        );
         return;
       }
       if (p.payloadLength !== MAD_BYTES) {
-        this.report(index, frameFlow(p), "management", `a MAD to QP${qp} is ${MAD_BYTES} bytes, got ${p.payloadLength}`);
+        this.report(
+          index,
+          frameFlow(p),
+          "management",
+          `a MAD to QP${qp} is ${MAD_BYTES} bytes, got ${p.payloadLength}`,
+        );
       }
       if (qp === 1 && p.deth && p.deth.qkey !== GSI_QKEY) {
-        this.report(index, frameFlow(p), "management", `QP1 MAD with Q_Key ${hex32(p.deth.qkey)}, must be 0x80010000`);
+        this.report(
+          index,
+          frameFlow(p),
+          "management",
+          `QP1 MAD with Q_Key ${hex32(p.deth.qkey)}, must be 0x80010000`,
+        );
       }
       if (p.lrh && qp === 0 && !vl15) {
-        this.report(index, frameFlow(p), "management", `QP0 (SMI) traffic must use VL15, got VL${p.lrh.vl}`);
+        this.report(
+          index,
+          frameFlow(p),
+          "management",
+          `QP0 (SMI) traffic must use VL15, got VL${p.lrh.vl}`,
+        );
       }
     }
     if (vl15 && qp !== 0) {
-      this.report(index, frameFlow(p), "management", `VL15 carries only QP0 (SMI) traffic, got QP ${qp}`);
+      this.report(
+        index,
+        frameFlow(p),
+        "management",
+        `VL15 carries only QP0 (SMI) traffic, got QP ${qp}`,
+      );
     }
   }
 
@@ -363,9 +412,7 @@ export class CaptureChecker {
     else this.onResponse(p, op, index);
   }
 
-  /** Numeric ids of the source and destination endpoints, left in `srcId`/`dstId` (no strings per frame). */
-  private srcId = 0;
-  private dstId = 0;
+  /** Numeric ids of the current frame's endpoints, set in `srcId`/`dstId` (no strings per frame). */
   private endpointIds(p: Packet): void {
     if (p.ipv4) {
       this.srcId = p.ipv4.src;
@@ -415,6 +462,7 @@ export class CaptureChecker {
         fatal: false,
         paired: false,
         lastFrame: index,
+        restartAt: -1,
       };
       this.flows.set(this.srcId, this.dstId, qpKey, f);
       this.flowList.push(f);
@@ -449,6 +497,19 @@ export class CaptureChecker {
       } else if (d < 0) {
         retransmission = true;
       }
+    }
+    if (f.restartAt >= 0 && (psn === f.restartAt || psn !== f.expectedPsn)) {
+      // Packets already in flight when the NAK came continue in order; the first
+      // one that does not continue must be the NAKed PSN (go-back-N).
+      if (psn !== f.restartAt) {
+        this.report(
+          index,
+          f.name,
+          "psn-order",
+          `after the NAK of PSN ${f.restartAt} the requester resumed at PSN ${psn}`,
+        );
+      }
+      f.restartAt = -1;
     }
     f.lastFrame = index;
 
@@ -499,6 +560,7 @@ export class CaptureChecker {
     f.answered.clear();
     f.readResp = null;
     f.fatal = false;
+    f.restartAt = -1;
     f.pmtu = this.opts.pathMtu;
     if (f.paired) {
       this.responseFlows.deleteValue(f);
@@ -512,7 +574,8 @@ export class CaptureChecker {
       const q = f.queue[i];
       if (q.kind !== "read") continue;
       const inRange = q.psnStart === e.psnStart ||
-        (q.psnEnd >= 0 && psnDiff(e.psnStart, q.psnStart) > 0 && psnDiff(e.psnStart, q.psnEnd) <= 0);
+        (q.psnEnd >= 0 && psnDiff(e.psnStart, q.psnStart) > 0 &&
+          psnDiff(e.psnStart, q.psnEnd) <= 0);
       if (inRange) {
         q.psnStart = e.psnStart;
         q.dmaLen = e.dmaLen;
@@ -612,7 +675,12 @@ export class CaptureChecker {
       }
       if ((op.operation === "COMPARE_SWAP" || op.operation === "FETCH_ADD") && p.atomicEth) {
         if ((p.atomicEth.va & 7n) !== 0n) {
-          this.report(index, f.name, "transport", `${op.name} address 0x${p.atomicEth.va.toString(16)} is not 8-byte aligned`);
+          this.report(
+            index,
+            f.name,
+            "transport",
+            `${op.name} address 0x${p.atomicEth.va.toString(16)} is not 8-byte aligned`,
+          );
         }
       }
     }
@@ -649,15 +717,30 @@ export class CaptureChecker {
     if (op.position === "FIRST" || op.position === "MIDDLE") {
       if (pmtu === 0) {
         if (!VALID_MTUS.includes(len)) {
-          this.report(index, flow(), "payload-mtu", `${op.name} carries ${len} bytes, which is no path MTU (256..4096)`);
+          this.report(
+            index,
+            flow(),
+            "payload-mtu",
+            `${op.name} carries ${len} bytes, which is no path MTU (256..4096)`,
+          );
           return;
         }
         if (f) f.pmtu = len;
       } else if (len !== pmtu) {
-        this.report(index, flow(), "payload-mtu", `${op.name} carries ${len} bytes; FIRST/MIDDLE carry exactly the path MTU ${pmtu}`);
+        this.report(
+          index,
+          flow(),
+          "payload-mtu",
+          `${op.name} carries ${len} bytes; FIRST/MIDDLE carry exactly the path MTU ${pmtu}`,
+        );
       }
     } else if (len > (pmtu || 4096)) {
-      this.report(index, flow(), "payload-mtu", `${op.name} carries ${len} bytes, more than the path MTU ${pmtu || 4096}`);
+      this.report(
+        index,
+        flow(),
+        "payload-mtu",
+        `${op.name} carries ${len} bytes, more than the path MTU ${pmtu || 4096}`,
+      );
     }
   }
 
@@ -699,8 +782,16 @@ export class CaptureChecker {
     if (f === undefined) return;
     const psn = p.bth!.psn;
     const name = f.responseName;
-    if (f.lastReqPsn >= 0 && psnDiff(psn, f.lastReqPsn) > 0 && f.pendingRead === null && !hasOpenRead(f)) {
-      this.report(index, name, "ack-psn", `${op.name} with PSN ${psn} is beyond the last request PSN ${f.lastReqPsn}`);
+    if (
+      f.lastReqPsn >= 0 && psnDiff(psn, f.lastReqPsn) > 0 && f.pendingRead === null &&
+      !hasOpenRead(f)
+    ) {
+      this.report(
+        index,
+        name,
+        "ack-psn",
+        `${op.name} with PSN ${psn} is beyond the last request PSN ${f.lastReqPsn}`,
+      );
     }
     if (op.operation !== "RDMA_READ_RESPONSE" && f.readResp !== null) {
       const r = f.readResp;
@@ -715,7 +806,12 @@ export class CaptureChecker {
     this.checkMtu(p, op, f.pmtu, index, name, f);
     const kind = p.aeth ? aethKind(p.aeth.syndrome) : "ack";
     if (p.aeth && kind === "reserved") {
-      this.report(index, name, "transport", `AETH syndrome 0x${p.aeth.syndrome.toString(16)} is reserved`);
+      this.report(
+        index,
+        name,
+        "transport",
+        `AETH syndrome 0x${p.aeth.syndrome.toString(16)} is reserved`,
+      );
     }
     switch (op.operation) {
       case "ACKNOWLEDGE":
@@ -724,7 +820,12 @@ export class CaptureChecker {
         break;
       case "ATOMIC_ACKNOWLEDGE":
         if (kind !== "ack") {
-          this.report(index, name, "atomic-response", `ATOMIC_ACKNOWLEDGE carries a ${kind} syndrome`);
+          this.report(
+            index,
+            name,
+            "atomic-response",
+            `ATOMIC_ACKNOWLEDGE carries a ${kind} syndrome`,
+          );
         }
         this.onAtomicAck(f, psn, index);
         break;
@@ -784,6 +885,7 @@ export class CaptureChecker {
     compactQueue(f);
     f.lastReqPsn = psnAdd(psn, -1);
     if (fatal) f.fatal = true;
+    else f.restartAt = psn;
   }
 
   private onAtomicAck(f: Flow, psn: number, index: number): void {
@@ -797,7 +899,12 @@ export class CaptureChecker {
     }
     const dup = f.answered.get(psn);
     if (dup && dup.kind === "atomic") return; // response to a retransmitted atomic
-    this.report(index, f.responseName, "atomic-response", `ATOMIC_ACKNOWLEDGE with PSN ${psn} answers no atomic request`);
+    this.report(
+      index,
+      f.responseName,
+      "atomic-response",
+      `ATOMIC_ACKNOWLEDGE with PSN ${psn} answers no atomic request`,
+    );
   }
 
   private onReadResponse(f: Flow, p: Packet, op: OpcodeInfo, psn: number, index: number): void {
@@ -824,7 +931,12 @@ export class CaptureChecker {
         if (dup && dup.kind === "read") entry = dup;
       }
       if (entry === undefined) {
-        this.report(index, f.responseName, "read-response", `${op.name} with PSN ${psn} answers no READ request`);
+        this.report(
+          index,
+          f.responseName,
+          "read-response",
+          `${op.name} with PSN ${psn} answers no READ request`,
+        );
         return;
       }
       f.readResp = { entry, nextPsn: psnAdd(psn, 1), bytes: p.payloadLength, frameIndex: index };
@@ -833,11 +945,21 @@ export class CaptureChecker {
     }
     const r = f.readResp;
     if (r === null) {
-      this.report(index, f.responseName, "opcode-sequence", `${op.name} with PSN ${psn} without a READ response FIRST`);
+      this.report(
+        index,
+        f.responseName,
+        "opcode-sequence",
+        `${op.name} with PSN ${psn} without a READ response FIRST`,
+      );
       return;
     }
     if (psn !== r.nextPsn) {
-      this.report(index, f.responseName, "psn-order", `${op.name} with PSN ${psn}; expected ${r.nextPsn}`);
+      this.report(
+        index,
+        f.responseName,
+        "psn-order",
+        `${op.name} with PSN ${psn}; expected ${r.nextPsn}`,
+      );
     }
     r.nextPsn = psnAdd(psn, 1);
     r.bytes += p.payloadLength;
@@ -879,11 +1001,21 @@ export class CaptureChecker {
 
   private finishFlow(f: Flow): void {
     if (f.msgOp !== null) {
-      this.report(f.msgFrame, f.name, "opcode-sequence", `the ${f.msgOp} message begun at frame ${f.msgFrame} never ends (no LAST)`);
+      this.report(
+        f.msgFrame,
+        f.name,
+        "opcode-sequence",
+        `the ${f.msgOp} message begun at frame ${f.msgFrame} never ends (no LAST)`,
+      );
     }
     if (f.readResp !== null) {
       const r = f.readResp;
-      this.report(r.frameIndex, f.responseName, "read-response", `the response to the READ at PSN ${r.entry.psnStart} never ends (no LAST)`);
+      this.report(
+        r.frameIndex,
+        f.responseName,
+        "read-response",
+        `the response to the READ at PSN ${r.entry.psnStart} never ends (no LAST)`,
+      );
     }
     if (f.transport !== "RC" || f.fatal) return;
     let firstUnacked: Outstanding | undefined;
@@ -891,9 +1023,19 @@ export class CaptureChecker {
     for (let i = f.qHead; i < f.queue.length; i++) {
       const e = f.queue[i];
       if (e.kind === "read") {
-        this.report(e.frameIndex, f.name, "read-response", `the READ at PSN ${e.psnStart} (${e.dmaLen} bytes) is never answered`);
+        this.report(
+          e.frameIndex,
+          f.name,
+          "read-response",
+          `the READ at PSN ${e.psnStart} (${e.dmaLen} bytes) is never answered`,
+        );
       } else if (e.kind === "atomic") {
-        this.report(e.frameIndex, f.name, "atomic-response", `the atomic at PSN ${e.psnStart} is never answered with an AtomicAckETH`);
+        this.report(
+          e.frameIndex,
+          f.name,
+          "atomic-response",
+          `the atomic at PSN ${e.psnStart} is never answered with an AtomicAckETH`,
+        );
       } else {
         firstUnacked ??= e;
         unacked++;
@@ -937,9 +1079,9 @@ class Index3<T> {
 
   set(a: number, b: number, c: number, v: T): void {
     let mb = this.m.get(a);
-    if (mb === undefined) this.m.set(a, (mb = new Map()));
+    if (mb === undefined) this.m.set(a, mb = new Map());
     let mc = mb.get(b);
-    if (mc === undefined) mb.set(b, (mc = new Map()));
+    if (mc === undefined) mb.set(b, mc = new Map());
     mc.set(c, v);
   }
 

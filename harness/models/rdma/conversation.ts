@@ -91,7 +91,7 @@ export class RcConversation {
   /** An RDMA READ of `len` bytes by `from`, and the peer's response packets. */
   read(from: Side, len: number): this {
     const to = peer(from);
-    const psn = this.take(from, Math.max(1, Math.ceil(len / this.pmtu)));
+    const psn = this.nextPsns(from, Math.max(1, Math.ceil(len / this.pmtu)));
     const reth = { va: this.nextVa(), rkey: 0x1234, dmaLen: len };
     this.emit(from, { bth: { opcode: OP.RC_RDMA_READ_REQUEST, destQp: 0, psn, ackReq: 1 }, reth });
     const n = Math.max(1, Math.ceil(len / this.pmtu));
@@ -118,9 +118,14 @@ export class RcConversation {
   /** A compare-and-swap (`cas`) or fetch-and-add (`fadd`) by `from`, and its ATOMIC_ACKNOWLEDGE. */
   atomic(from: Side, kind: "cas" | "fadd"): this {
     const to = peer(from);
-    const psn = this.take(from, 1);
+    const psn = this.nextPsns(from, 1);
     this.emit(from, {
-      bth: { opcode: kind === "cas" ? OP.RC_COMPARE_SWAP : OP.RC_FETCH_ADD, destQp: 0, psn, ackReq: 1 },
+      bth: {
+        opcode: kind === "cas" ? OP.RC_COMPARE_SWAP : OP.RC_FETCH_ADD,
+        destQp: 0,
+        psn,
+        ackReq: 1,
+      },
       atomicEth: { va: this.nextVa() & ~7n, rkey: 0x1234, swapAdd: 5n, compare: 0n },
     });
     this.msn[to] = (this.msn[to] + 1) & 0xffffff;
@@ -189,7 +194,7 @@ export class RcConversation {
   private message(from: Side, len: number, kind: "SEND" | "RDMA_WRITE", o: MessageOptions): void {
     const to = peer(from);
     const n = Math.max(1, Math.ceil(len / this.pmtu));
-    const psn = this.take(from, n);
+    const psn = this.nextPsns(from, n);
     const reth = { va: this.nextVa(), rkey: 0x1234, dmaLen: len };
     const imm = o.imm !== undefined;
     for (let i = 0; i < n; i++) {
@@ -209,8 +214,11 @@ export class RcConversation {
     if (o.ack !== false) this.ack(to);
   }
 
-  /** Reserve `n` PSNs for a request from `side`; returns the first. */
-  private take(side: Side, n: number): number {
+  /**
+   * Reserve `n` PSNs for a request from `side` (for hand-made packets sent
+   * with {@link emit}); returns the first. A later {@link ack} covers them.
+   */
+  nextPsns(side: Side, n: number): number {
     const psn = this.nextPsn[side];
     this.nextPsn[side] = psnAdd(psn, n);
     this.lastPsn[side] = psnAdd(psn, n - 1);

@@ -10,11 +10,11 @@
 import { rd16 } from "./bytes.ts";
 import {
   decodeEthernet,
+  type EthernetHeader,
+  ethernetLength,
   ETHERTYPE_ARP,
   ETHERTYPE_IPV4,
   ETHERTYPE_IPV6,
-  type EthernetHeader,
-  ethernetLength,
 } from "./ethernet.ts";
 import { ibIcrc, ibVcrc, readIcrc, readVcrc, roceIcrc } from "./icrc.ts";
 import {
@@ -22,12 +22,12 @@ import {
   decodeIpv6,
   IPPROTO_TCP,
   IPPROTO_UDP,
-  type Ipv4Header,
   ipv4ChecksumValid,
+  type Ipv4Header,
   type Ipv6Header,
 } from "./ip.ts";
 import { decodeMad, type Mad, MAD_BYTES } from "./mad.ts";
-import { opcodeInfo, type OpcodeInfo } from "./opcodes.ts";
+import { type OpcodeInfo, opcodeInfo } from "./opcodes.ts";
 import {
   decodeGrh,
   decodeLrh,
@@ -50,8 +50,8 @@ import {
   decodeAtomicEth,
   decodeBth,
   decodeDeth,
-  decodeImmDt,
   decodeIeth,
+  decodeImmDt,
   decodeReth,
   type Deth,
   ICRC_BYTES,
@@ -220,7 +220,9 @@ function decodeIpv4Part(b: Uint8Array, ipOff: number, p: Packet, opts: DecodeOpt
   if (ip.totalLength < hdrLen || ipEnd > b.length) {
     p.label = "ipv4";
     p.errors.push(
-      `IPv4 total length ${ip.totalLength} does not fit the ${b.length - ipOff} bytes after the Ethernet header`,
+      `IPv4 total length ${ip.totalLength} does not fit the ${
+        b.length - ipOff
+      } bytes after the Ethernet header`,
     );
     return;
   }
@@ -277,7 +279,9 @@ function decodeUdpPart(
   p.kind = "roce";
   if (fragmented) p.errors.push("RoCEv2 packet is an IP fragment; RoCEv2 must never be fragmented");
   if (udp.length !== ipEnd - udpOff) {
-    p.errors.push(`UDP length ${udp.length} disagrees with the IP payload length ${ipEnd - udpOff}`);
+    p.errors.push(
+      `UDP length ${udp.length} disagrees with the IP payload length ${ipEnd - udpOff}`,
+    );
     return;
   }
   const bthOff = udpOff + UDP_BYTES;
@@ -328,7 +332,9 @@ function decodeIbFrame(b: Uint8Array, p: Packet, opts: DecodeOptions): void {
     }
     if (grh.payLen !== icrcEnd - LRH_BYTES - GRH_BYTES) {
       p.errors.push(
-        `GRH PayLen ${grh.payLen} disagrees with LRH PktLen (${icrcEnd - LRH_BYTES - GRH_BYTES} bytes)`,
+        `GRH PayLen ${grh.payLen} disagrees with LRH PktLen (${
+          icrcEnd - LRH_BYTES - GRH_BYTES
+        } bytes)`,
       );
     }
     bthOff += GRH_BYTES;
@@ -349,13 +355,19 @@ function decodeTransport(b: Uint8Array, bthOff: number, icrcOff: number, p: Pack
   p.bth = bth;
   const op = opcodeInfo(bth.opcode);
   if (op === undefined) {
-    p.errors.push(`BTH opcode 0x${bth.opcode.toString(16).padStart(2, "0")} is not an RC, UC or UD opcode`);
+    p.errors.push(
+      `BTH opcode 0x${bth.opcode.toString(16).padStart(2, "0")} is not an RC, UC or UD opcode`,
+    );
     return;
   }
   p.op = op;
   let o = bthOff + BTH_BYTES;
   if (o + op.headerBytes > icrcOff) {
-    p.errors.push(`${op.name} needs ${op.headerBytes} bytes of extended headers; only ${icrcOff - o} precede the ICRC`);
+    p.errors.push(
+      `${op.name} needs ${op.headerBytes} bytes of extended headers; only ${
+        icrcOff - o
+      } precede the ICRC`,
+    );
     return;
   }
   for (const h of op.headers) {

@@ -21,7 +21,7 @@
  * preset and complement as the ICRC, over every byte from the LRH through the
  * ICRC; stored least significant byte first, like the ICRC.
  */
-import { CRC16_VCRC_INIT, CRC32_INIT, crc16VcrcUpdate, crc32Update } from "./crc.ts";
+import { CRC16_VCRC_INIT, crc16VcrcUpdate, CRC32_INIT, crc32Update } from "./crc.ts";
 import { LNH_IBA_GLOBAL } from "./route.ts";
 
 /** Scratch for the masked copy of the headers (IPv4 with options + UDP + BTH is at most 80 bytes). */
@@ -34,7 +34,12 @@ const AFTER_MASKED_LRH = crc32Update(CRC32_INIT, new Uint8Array(8).fill(0xff), 0
  * BTH at `bthOff`, and the ICRC field at `icrcOff` (so the CRC covers
  * `[ipOff, icrcOff)`). IPv4 or IPv6 is taken from the IP version nibble.
  */
-export function roceIcrc(frame: Uint8Array, ipOff: number, bthOff: number, icrcOff: number): number {
+export function roceIcrc(
+  frame: Uint8Array,
+  ipOff: number,
+  bthOff: number,
+  icrcOff: number,
+): number {
   const hdrEnd = bthOff + 12;
   const n = hdrEnd - ipOff;
   if (n > scratch.length || n < 20 || icrcOff < hdrEnd) {
@@ -71,7 +76,9 @@ export function ibIcrc(frame: Uint8Array, icrcOff: number): number {
   const global = (frame[1] & 3) === LNH_IBA_GLOBAL;
   const hdrEnd = global ? 8 + 40 + 12 : 8 + 12;
   if (icrcOff < hdrEnd || icrcOff > frame.length) {
-    throw new RangeError(`ibIcrc: ICRC offset ${icrcOff} impossible for a ${frame.length}-byte frame`);
+    throw new RangeError(
+      `ibIcrc: ICRC offset ${icrcOff} impossible for a ${frame.length}-byte frame`,
+    );
   }
   for (let i = 0; i < hdrEnd; i++) scratch[i] = frame[i];
   if (global) {

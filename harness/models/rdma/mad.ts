@@ -83,7 +83,13 @@ const MAD_HEADER_LAYOUT: readonly FieldSpec[] = [
 
 /** Decode a MAD common header at `off`. */
 export function decodeMadHeader(b: Uint8Array, off = 0): MadHeader {
-  return decodeLayout(MAD_HEADER_LAYOUT, MAD_HEADER_BYTES, "MAD header", b, off) as unknown as MadHeader;
+  return decodeLayout(
+    MAD_HEADER_LAYOUT,
+    MAD_HEADER_BYTES,
+    "MAD header",
+    b,
+    off,
+  ) as unknown as MadHeader;
 }
 
 /** Encode a MAD common header into `out` at `off` (allocated when omitted). */
@@ -101,7 +107,10 @@ export interface Mad {
 /** Decode a 256-byte MAD at `off`. */
 export function decodeMad(b: Uint8Array, off = 0): Mad {
   need(b, off, MAD_BYTES, "MAD");
-  return { header: decodeMadHeader(b, off), data: b.subarray(off + MAD_HEADER_BYTES, off + MAD_BYTES) };
+  return {
+    header: decodeMadHeader(b, off),
+    data: b.subarray(off + MAD_HEADER_BYTES, off + MAD_BYTES),
+  };
 }
 
 /** Encode a MAD into a new 256-byte array (or `out` at `off`). */
@@ -400,7 +409,9 @@ export function decodePKeyTable(b: Uint8Array, off = 0): number[] {
 /** Encode one P_KeyTable block (exactly 32 entries). */
 export function encodePKeyTable(keys: readonly number[], out?: Uint8Array, off = 0): Uint8Array {
   if (keys.length !== PKEY_BLOCK_ENTRIES) {
-    throw new RangeError(`P_KeyTable: a block has ${PKEY_BLOCK_ENTRIES} entries, got ${keys.length}`);
+    throw new RangeError(
+      `P_KeyTable: a block has ${PKEY_BLOCK_ENTRIES} entries, got ${keys.length}`,
+    );
   }
   const b = out ?? new Uint8Array(2 * PKEY_BLOCK_ENTRIES);
   need(b, off, 2 * PKEY_BLOCK_ENTRIES, "P_KeyTable (encode)");
@@ -425,7 +436,9 @@ export function decodeGuidInfo(b: Uint8Array, off = 0): bigint[] {
 /** Encode one GUIDInfo block (exactly 8 entries). */
 export function encodeGuidInfo(guids: readonly bigint[], out?: Uint8Array, off = 0): Uint8Array {
   if (guids.length !== GUID_BLOCK_ENTRIES) {
-    throw new RangeError(`GUIDInfo: a block has ${GUID_BLOCK_ENTRIES} entries, got ${guids.length}`);
+    throw new RangeError(
+      `GUIDInfo: a block has ${GUID_BLOCK_ENTRIES} entries, got ${guids.length}`,
+    );
   }
   const b = out ?? new Uint8Array(8 * GUID_BLOCK_ENTRIES);
   need(b, off, 8 * GUID_BLOCK_ENTRIES, "GUIDInfo (encode)");

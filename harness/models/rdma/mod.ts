@@ -24,7 +24,14 @@ export { bytesToHex, hexToBytes, rd16, rd24, rd32, rd64, wr16, wr24, wr32, wr64 
 /** Typed errors of the header codecs. */
 export { FieldRangeError, RdmaCodecError, TruncatedError } from "./errors.ts";
 /** CRC-32 (ICRC algorithm) and CRC-16/0x100B (VCRC algorithm). */
-export { CRC16_VCRC_INIT, crc16Vcrc, crc16VcrcUpdate, crc32, CRC32_INIT, crc32Update } from "./crc.ts";
+export {
+  CRC16_VCRC_INIT,
+  crc16Vcrc,
+  crc16VcrcUpdate,
+  crc32,
+  CRC32_INIT,
+  crc32Update,
+} from "./crc.ts";
 /** Ethernet II with VLAN tags. */
 export {
   decodeEthernet,
@@ -48,18 +55,25 @@ export {
   encodeIpv6,
   IPPROTO_TCP,
   IPPROTO_UDP,
-  IPV6_BYTES,
-  type Ipv4Header,
   ipv4ChecksumValid,
+  type Ipv4Header,
   ipv4HeaderChecksum,
   ipv4ToString,
+  IPV6_BYTES,
   type Ipv6Header,
   ipv6ToString,
   onesComplementSum,
   parseIpv4,
 } from "./ip.ts";
 /** UDP. */
-export { decodeUdp, encodeUdp, ROCEV2_UDP_PORT, UDP_BYTES, udpChecksumIpv4, type UdpHeader } from "./udp.ts";
+export {
+  decodeUdp,
+  encodeUdp,
+  ROCEV2_UDP_PORT,
+  UDP_BYTES,
+  udpChecksumIpv4,
+  type UdpHeader,
+} from "./udp.ts";
 /** LRH and GRH. */
 export {
   decodeGrh,

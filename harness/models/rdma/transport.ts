@@ -5,7 +5,19 @@
  * (summarised in design/WIRE.md); all big-endian. Reserved fields are kept so
  * decode followed by encode reproduces the bytes exactly.
  */
-import { checkField, checkField64, need, rd16, rd24, rd32, rd64, wr16, wr24, wr32, wr64 } from "./bytes.ts";
+import {
+  checkField,
+  checkField64,
+  need,
+  rd16,
+  rd24,
+  rd32,
+  rd64,
+  wr16,
+  wr24,
+  wr32,
+  wr64,
+} from "./bytes.ts";
 
 /** Bytes in each transport header. */
 export const BTH_BYTES = 12;

@@ -1,0 +1,543 @@
+/**
+ * Directed tests of cnuas-vnic: one per behaviour line of DEVICES.md (and of
+ * the decisions the device and model document). Behaviours of the register
+ * interface and the wire run twice, on the QEMU device through qtest and on
+ * the reference model; PCI identity, capabilities and logging run on the
+ * device only.
+ */
+import assert from "node:assert/strict";
+import { VNIC_IRQ, VNIC_MAX_FRAME, VNIC_REG } from "../../harness/models/vnic.ts";
+import { QtestMachine } from "../../harness/qtest.ts";
+import { PCI_CFG, QtestPciDevice } from "../../harness/qtest_pci.ts";
+import { VnicRig } from "../../harness/qtest_vnic.ts";
+import { IMPLS, type NicUnderTest, pattern, RAM, vnicEnv, withNic } from "./vnic_fixture.ts";
+
+const TX_BUF = RAM.base + 0x1_0000;
+const RX_BUF = RAM.base + 0x4_0000;
+const MS = 1_000_000;
+
+async function transmit(nic: NicUnderTest, data: Uint8Array, addr = TX_BUF): Promise<void> {
+  await nic.memWrite(addr, data);
+  await nic.setReg(VNIC_REG.TX_ADDR_LO, addr);
+  await nic.setReg(VNIC_REG.TX_ADDR_HI, 0);
+  await nic.setReg(VNIC_REG.TX_LEN, data.length);
+  await nic.setReg(VNIC_REG.TX_DOORBELL, 1);
+}
+
+async function arm(nic: NicUnderTest, addr = RX_BUF): Promise<void> {
+  await nic.setReg(VNIC_REG.RX_ADDR_LO, addr);
+  await nic.setReg(VNIC_REG.RX_ADDR_HI, 0);
+}
+
+function both(name: string, fn: (nic: NicUnderTest) => Promise<void>, setup = {}): void {
+  for (const impl of IMPLS) {
+    Deno.test(`${impl.name}: ${name}`, () => withNic(impl.start, setup, fn));
+  }
+}
+
+// ---- link and identity registers ---------------------------------------------------
+
+both("the link reads up when the device connected at start, with no cause pending", async (nic) => {
+  assert.equal(await nic.reg(VNIC_REG.LINK_STATUS), 1);
+  assert.equal(await nic.reg(VNIC_REG.IRQ_STATUS), 0);
+});
+
+both("without socket_path the link reads down and never comes up", async (nic) => {
+  assert.equal(await nic.reg(VNIC_REG.LINK_STATUS), 0);
+  assert.equal(await nic.clockStep(10_000 * MS), 0);
+  assert.equal(await nic.reg(VNIC_REG.LINK_STATUS), 0);
+}, { socket: "none" });
+
+both("MAC_LO and MAC_HI carry the mac property, byte 0 least significant", async (nic) => {
+  assert.equal(await nic.reg(VNIC_REG.MAC_LO), 0x0403_0201);
+  assert.equal(await nic.reg(VNIC_REG.MAC_HI), 0x0605);
+}, { mac: [1, 2, 3, 4, 5, 6] });
+
+both("address and length registers read back what was written", async (nic) => {
+  const values: [number, number][] = [
+    [VNIC_REG.TX_ADDR_LO, 0xdead_beef],
+    [VNIC_REG.TX_ADDR_HI, 0x1234_5678],
+    [VNIC_REG.TX_LEN, 0xffff_ffff],
+    [VNIC_REG.RX_ADDR_LO, 0x8765_4321],
+    [VNIC_REG.RX_ADDR_HI, 0x0000_0001],
+  ];
+  for (const [off, v] of values) await nic.setReg(off, v);
+  for (const [off, v] of values) {
+    assert.equal(await nic.reg(off), v, `offset 0x${off.toString(16)}`);
+  }
+});
+
+both("TX_DOORBELL reads 0", async (nic) => {
+  await nic.setReg(VNIC_REG.TX_DOORBELL, 0x55);
+  assert.equal(await nic.reg(VNIC_REG.TX_DOORBELL), 0);
+});
+
+// ---- transmit -----------------------------------------------------------------------
+
+both(
+  "a doorbell sends TX_LEN bytes at TX_ADDR as one datagram and raises TX complete",
+  async (nic) => {
+    const frame = pattern(60, 7);
+    await transmit(nic, frame);
+    assert.deepEqual(await nic.framesOut(), [frame]);
+    assert.equal(await nic.reg(VNIC_REG.IRQ_STATUS), VNIC_IRQ.TX);
+  },
+);
+
+both("a 9216-byte frame goes out whole", async (nic) => {
+  const frame = pattern(VNIC_MAX_FRAME, 3);
+  await transmit(nic, frame);
+  assert.deepEqual(await nic.framesOut(), [frame]);
+});
+
+both("TX_LEN 0 is rejected: nothing sent, no TX complete", async (nic) => {
+  await transmit(nic, new Uint8Array(0));
+  assert.deepEqual(await nic.framesOut(), []);
+  assert.equal(await nic.reg(VNIC_REG.IRQ_STATUS), 0);
+});
+
+both("TX_LEN above 9216 is rejected: nothing sent, no TX complete", async (nic) => {
+  await transmit(nic, pattern(VNIC_MAX_FRAME + 1));
+  assert.deepEqual(await nic.framesOut(), []);
+  assert.equal(await nic.reg(VNIC_REG.IRQ_STATUS), 0);
+});
+
+both("a frame DMA cannot read in full is rejected: nothing sent, no TX complete", async (nic) => {
+  await nic.setReg(VNIC_REG.TX_ADDR_LO, RAM.end - 16); // runs past the end of RAM
+  await nic.setReg(VNIC_REG.TX_LEN, 64);
+  await nic.setReg(VNIC_REG.TX_DOORBELL, 1);
+  await nic.setReg(VNIC_REG.TX_ADDR_LO, 0x9000_0000); // nothing mapped there
+  await nic.setReg(VNIC_REG.TX_DOORBELL, 1);
+  assert.deepEqual(await nic.framesOut(), []);
+  assert.equal(await nic.reg(VNIC_REG.IRQ_STATUS), 0);
+});
+
+both("with the link down a frame is dropped but TX complete is still raised", async (nic) => {
+  await transmit(nic, pattern(100));
+  assert.equal(await nic.reg(VNIC_REG.IRQ_STATUS), VNIC_IRQ.TX);
+}, { socket: "none" });
+
+both("a send to a peer that has gone drops the link and still raises TX complete", async (nic) => {
+  await arm(nic);
+  await nic.peerSend(pattern(10)); // RX busy: the device stops reading, so it has not seen the close
+  await nic.peerClose();
+  assert.equal(await nic.reg(VNIC_REG.LINK_STATUS), 1);
+  await transmit(nic, pattern(20));
+  assert.equal(await nic.reg(VNIC_REG.LINK_STATUS), 0);
+  assert.equal(await nic.reg(VNIC_REG.IRQ_STATUS), VNIC_IRQ.RX | VNIC_IRQ.TX | VNIC_IRQ.LINK);
+});
+
+// ---- receive ------------------------------------------------------------------------
+
+both(
+  "an armed NIC lands a datagram at RX_ADDR and sets RX_LEN, RX_STATUS and RX available",
+  async (nic) => {
+    await arm(nic);
+    const frame = pattern(1500, 9);
+    assert.equal(await nic.peerSend(frame), "sent");
+    assert.equal(await nic.reg(VNIC_REG.RX_STATUS), 1);
+    assert.equal(await nic.reg(VNIC_REG.RX_LEN), 1500);
+    assert.equal(await nic.reg(VNIC_REG.IRQ_STATUS), VNIC_IRQ.RX);
+    assert.deepEqual(await nic.memRead(RX_BUF, 1500), frame);
+  },
+);
+
+both(
+  "an unarmed NIC (RX_ADDR 0) drops datagrams; arming later does not bring them back",
+  async (nic) => {
+    await nic.peerSend(pattern(64));
+    assert.equal(await nic.reg(VNIC_REG.RX_STATUS), 0);
+    assert.equal(await nic.reg(VNIC_REG.IRQ_STATUS), 0);
+    await arm(nic);
+    await nic.setReg(VNIC_REG.RX_STATUS, 0);
+    assert.equal(await nic.reg(VNIC_REG.RX_STATUS), 0);
+    assert.deepEqual(await nic.memRead(RX_BUF, 64), new Uint8Array(64));
+  },
+);
+
+both(
+  "while RX_STATUS is 1 datagrams wait; each release delivers the next one at once",
+  async (nic) => {
+    await arm(nic);
+    const frames = [pattern(100, 1), pattern(200, 2), pattern(300, 3)];
+    for (const f of frames) assert.equal(await nic.peerSend(f), "sent");
+    for (const f of frames) {
+      assert.equal(await nic.reg(VNIC_REG.RX_STATUS), 1);
+      assert.equal(await nic.reg(VNIC_REG.RX_LEN), f.length);
+      assert.deepEqual(await nic.memRead(RX_BUF, f.length), f);
+      await nic.setReg(VNIC_REG.RX_STATUS, 0);
+    }
+    assert.equal(await nic.reg(VNIC_REG.RX_STATUS), 0);
+  },
+);
+
+both("releasing keeps RX_LEN until the next delivery", async (nic) => {
+  await arm(nic);
+  await nic.peerSend(pattern(77));
+  await nic.setReg(VNIC_REG.RX_STATUS, 0);
+  assert.equal(await nic.reg(VNIC_REG.RX_STATUS), 0);
+  assert.equal(await nic.reg(VNIC_REG.RX_LEN), 77);
+});
+
+both("writing a non-zero value to RX_STATUS does not release the frame", async (nic) => {
+  await arm(nic);
+  await nic.peerSend(pattern(10, 1));
+  await nic.peerSend(pattern(20, 2));
+  await nic.setReg(VNIC_REG.RX_STATUS, 1);
+  await nic.setReg(VNIC_REG.RX_STATUS, 0xffff_ffff);
+  assert.equal(await nic.reg(VNIC_REG.RX_STATUS), 1);
+  assert.equal(await nic.reg(VNIC_REG.RX_LEN), 10);
+});
+
+both("a datagram above 9216 bytes is dropped and the next one lands", async (nic) => {
+  await arm(nic);
+  await nic.peerSend(pattern(VNIC_MAX_FRAME + 1));
+  assert.equal(await nic.reg(VNIC_REG.RX_STATUS), 0);
+  await nic.peerSend(pattern(VNIC_MAX_FRAME, 5));
+  assert.equal(await nic.reg(VNIC_REG.RX_LEN), VNIC_MAX_FRAME);
+  assert.deepEqual(await nic.memRead(RX_BUF, VNIC_MAX_FRAME), pattern(VNIC_MAX_FRAME, 5));
+});
+
+both("an empty datagram is dropped and the link stays up", async (nic) => {
+  await arm(nic);
+  await nic.peerSend(new Uint8Array(0));
+  assert.equal(await nic.reg(VNIC_REG.RX_STATUS), 0);
+  assert.equal(await nic.reg(VNIC_REG.LINK_STATUS), 1);
+});
+
+both(
+  "a landing range DMA cannot write in full drops the frame and leaves memory alone",
+  async (nic) => {
+    await arm(nic, RAM.end - 50);
+    await nic.peerSend(pattern(100));
+    assert.equal(await nic.reg(VNIC_REG.RX_STATUS), 0);
+    assert.deepEqual(await nic.memRead(RAM.end - 50, 50), new Uint8Array(50));
+  },
+);
+
+// ---- interrupts ---------------------------------------------------------------------
+
+both("IRQ_STATUS is write-one-to-clear", async (nic) => {
+  await arm(nic);
+  await nic.peerSend(pattern(10));
+  await transmit(nic, pattern(10));
+  assert.equal(await nic.reg(VNIC_REG.IRQ_STATUS), VNIC_IRQ.RX | VNIC_IRQ.TX);
+  await nic.setReg(VNIC_REG.IRQ_STATUS, VNIC_IRQ.TX);
+  assert.equal(await nic.reg(VNIC_REG.IRQ_STATUS), VNIC_IRQ.RX);
+  await nic.setReg(VNIC_REG.IRQ_STATUS, 0);
+  assert.equal(await nic.reg(VNIC_REG.IRQ_STATUS), VNIC_IRQ.RX);
+});
+
+both("IRQ_MASK keeps the three cause bits", async (nic) => {
+  await nic.setReg(VNIC_REG.IRQ_MASK, 0xffff_ffff);
+  assert.equal(await nic.reg(VNIC_REG.IRQ_MASK), 7);
+});
+
+both("INTx is asserted exactly while IRQ_STATUS & IRQ_MASK is non-zero", async (nic) => {
+  await transmit(nic, pattern(10));
+  assert.equal(await nic.intx(), false, "TX pending but masked");
+  await nic.setReg(VNIC_REG.IRQ_MASK, VNIC_IRQ.TX);
+  assert.equal(await nic.intx(), true, "TX pending and enabled");
+  await nic.setReg(VNIC_REG.IRQ_MASK, VNIC_IRQ.RX | VNIC_IRQ.LINK);
+  assert.equal(await nic.intx(), false, "TX pending, only other causes enabled");
+  await nic.setReg(VNIC_REG.IRQ_MASK, VNIC_IRQ.TX);
+  await nic.setReg(VNIC_REG.IRQ_STATUS, VNIC_IRQ.TX);
+  assert.equal(await nic.intx(), false, "acknowledged");
+});
+
+both(
+  "an MSI is sent when a cause becomes pending and enabled, not again while it stays pending",
+  async (nic) => {
+    await nic.setReg(VNIC_REG.IRQ_MASK, 7);
+    await transmit(nic, pattern(10));
+    assert.equal(await nic.msiFired(), true);
+    await transmit(nic, pattern(10));
+    assert.equal(await nic.msiFired(), false, "TX still pending");
+    await nic.setReg(VNIC_REG.IRQ_STATUS, VNIC_IRQ.TX);
+    await transmit(nic, pattern(10));
+    assert.equal(await nic.msiFired(), true);
+  },
+  { irq: "msi" },
+);
+
+both("unmasking a pending cause sends an MSI", async (nic) => {
+  await transmit(nic, pattern(10));
+  assert.equal(await nic.msiFired(), false, "masked");
+  await nic.setReg(VNIC_REG.IRQ_MASK, VNIC_IRQ.TX);
+  assert.equal(await nic.msiFired(), true);
+}, { irq: "msi" });
+
+both("a second cause arriving while one is pending sends another MSI", async (nic) => {
+  await nic.setReg(VNIC_REG.IRQ_MASK, 7);
+  await arm(nic);
+  await transmit(nic, pattern(10));
+  assert.equal(await nic.msiFired(), true);
+  await nic.peerSend(pattern(10));
+  assert.equal(await nic.msiFired(), true);
+}, { irq: "msi" });
+
+// ---- link changes and reconnects ----------------------------------------------------
+
+both("a peer close drops the link and raises link changed", async (nic) => {
+  await nic.setReg(VNIC_REG.IRQ_MASK, VNIC_IRQ.LINK);
+  await nic.peerClose();
+  assert.equal(await nic.reg(VNIC_REG.LINK_STATUS), 0);
+  assert.equal(await nic.reg(VNIC_REG.IRQ_STATUS), VNIC_IRQ.LINK);
+  assert.equal(await nic.intx(), true);
+});
+
+both("while RX_STATUS is 1 a peer close is noticed only after the queued frames", async (nic) => {
+  await arm(nic);
+  await nic.peerSend(pattern(10, 1));
+  await nic.peerSend(pattern(20, 2));
+  await nic.peerClose();
+  assert.equal(await nic.reg(VNIC_REG.LINK_STATUS), 1);
+  await nic.setReg(VNIC_REG.RX_STATUS, 0);
+  assert.equal(await nic.reg(VNIC_REG.RX_LEN), 20, "the queued frame still lands");
+  assert.equal(await nic.reg(VNIC_REG.LINK_STATUS), 1);
+  await nic.setReg(VNIC_REG.RX_STATUS, 0);
+  assert.equal(await nic.reg(VNIC_REG.LINK_STATUS), 0);
+});
+
+both(
+  "after a loss the device reconnects at 100 ms of virtual time and raises link changed",
+  async (nic) => {
+    await nic.peerClose();
+    await nic.setReg(VNIC_REG.IRQ_STATUS, VNIC_IRQ.LINK);
+    assert.equal(await nic.clockStep(100 * MS - 1), 0);
+    assert.equal(await nic.reg(VNIC_REG.LINK_STATUS), 0);
+    assert.equal(await nic.clockStep(1), 1);
+    assert.equal(await nic.reg(VNIC_REG.LINK_STATUS), 1);
+    assert.equal(await nic.reg(VNIC_REG.IRQ_STATUS), VNIC_IRQ.LINK);
+  },
+);
+
+both("reconnect attempts back off 100, 200, 400, 800, 1600 ms, then every 2000 ms", async (nic) => {
+  await nic.listenerClose();
+  await nic.peerClose();
+  // attempts at +100, +300, +700, +1500, +3100, +5100, +7100 ms all fail
+  assert.equal(await nic.clockStep(7100 * MS), 0);
+  await nic.listenerOpen();
+  assert.equal(await nic.clockStep(2000 * MS - 1), 0, "next attempt is 2000 ms after the last");
+  assert.equal(await nic.clockStep(1), 1);
+  assert.equal(await nic.reg(VNIC_REG.LINK_STATUS), 1);
+});
+
+both("a device that found no listener at start connects once one appears", async (nic) => {
+  assert.equal(await nic.reg(VNIC_REG.LINK_STATUS), 0);
+  await nic.listenerOpen();
+  assert.equal(await nic.clockStep(100 * MS), 1);
+  assert.equal(await nic.reg(VNIC_REG.LINK_STATUS), 1);
+  assert.equal(await nic.reg(VNIC_REG.IRQ_STATUS), VNIC_IRQ.LINK);
+}, { socket: "absent" });
+
+// ---- guest mistakes and reset -------------------------------------------------------
+
+both("accesses other than aligned 32-bit read 0 and write nothing", async (nic) => {
+  assert.equal(await nic.rawRead(VNIC_REG.MAC_LO, 1), 0n);
+  assert.equal(await nic.rawRead(VNIC_REG.MAC_LO, 2), 0n);
+  assert.equal(await nic.rawRead(VNIC_REG.MAC_LO, 8), 0n);
+  assert.equal(await nic.rawRead(VNIC_REG.MAC_LO + 1, 4), 0n);
+  await nic.rawWrite(VNIC_REG.IRQ_MASK, 1, 7n);
+  await nic.rawWrite(VNIC_REG.TX_ADDR_LO, 8, 0x1111_2222_3333_4444n);
+  await nic.rawWrite(VNIC_REG.RX_ADDR_LO + 2, 4, 0x5555_6666n);
+  assert.equal(await nic.reg(VNIC_REG.IRQ_MASK), 0);
+  assert.equal(await nic.reg(VNIC_REG.TX_ADDR_LO), 0);
+  assert.equal(await nic.reg(VNIC_REG.TX_ADDR_HI), 0);
+  assert.equal(await nic.reg(VNIC_REG.RX_ADDR_LO), 0);
+}, { mac: [1, 2, 3, 4, 5, 6] });
+
+both("unknown offsets read 0 and ignore writes", async (nic) => {
+  for (const off of [0x34, 0x100, 0xffc]) {
+    await nic.setReg(off, 0xffff_ffff);
+    assert.equal(await nic.reg(off), 0);
+  }
+  assert.equal(await nic.reg(VNIC_REG.IRQ_STATUS), 0);
+});
+
+both("read-only registers ignore writes", async (nic) => {
+  for (const off of [VNIC_REG.RX_LEN, VNIC_REG.LINK_STATUS, VNIC_REG.MAC_LO, VNIC_REG.MAC_HI]) {
+    const before = await nic.reg(off);
+    await nic.setReg(off, 0xa5a5_a5a5);
+    assert.equal(await nic.reg(off), before, `offset 0x${off.toString(16)}`);
+  }
+});
+
+both("a reset clears every register but keeps the MAC and the link", async (nic) => {
+  await arm(nic);
+  await nic.setReg(VNIC_REG.IRQ_MASK, 7);
+  await nic.peerSend(pattern(33));
+  await transmit(nic, pattern(10));
+  await nic.reset();
+  for (
+    const off of [
+      VNIC_REG.TX_ADDR_LO,
+      VNIC_REG.TX_ADDR_HI,
+      VNIC_REG.TX_LEN,
+      VNIC_REG.RX_ADDR_LO,
+      VNIC_REG.RX_ADDR_HI,
+      VNIC_REG.RX_LEN,
+      VNIC_REG.RX_STATUS,
+      VNIC_REG.IRQ_STATUS,
+      VNIC_REG.IRQ_MASK,
+    ]
+  ) {
+    assert.equal(await nic.reg(off), 0, `offset 0x${off.toString(16)}`);
+  }
+  assert.equal(await nic.reg(VNIC_REG.MAC_LO), 0x0403_0201);
+  assert.equal(await nic.reg(VNIC_REG.MAC_HI), 0x0605);
+  assert.equal(await nic.reg(VNIC_REG.LINK_STATUS), 1);
+}, { mac: [1, 2, 3, 4, 5, 6] });
+
+both("a reset drops datagrams that waited behind a delivered frame", async (nic) => {
+  await arm(nic);
+  await nic.peerSend(pattern(10, 1));
+  await nic.peerSend(pattern(20, 2));
+  await nic.reset();
+  await arm(nic);
+  assert.equal(await nic.reg(VNIC_REG.RX_STATUS), 0);
+  await nic.peerSend(pattern(30, 3));
+  assert.equal(await nic.reg(VNIC_REG.RX_LEN), 30);
+});
+
+// ---- device only: PCI, properties, logging, socket buffers ---------------------------
+
+async function rig(opts: Partial<Parameters<typeof VnicRig.start>[0]> = {}): Promise<VnicRig> {
+  const env = await vnicEnv();
+  return await VnicRig.start({ ...env, socket: "listening", irq: "intx", ...opts });
+}
+
+Deno.test("device: PCI identity is 1af4:10f0, class 0x0200, revision 0, interrupt pin A", async () => {
+  const r = await rig();
+  try {
+    assert.equal(await r.pci.read(PCI_CFG.VENDOR_ID, 2), 0x1af4);
+    assert.equal(await r.pci.read(PCI_CFG.DEVICE_ID, 2), 0x10f0);
+    assert.equal(await r.pci.read(PCI_CFG.REVISION, 1), 0);
+    assert.equal((await r.pci.read(PCI_CFG.REVISION, 4)) >>> 8, 0x02_00_00);
+    assert.equal(await r.pci.read(PCI_CFG.INTERRUPT_PIN, 1), 1);
+  } finally {
+    await r.close();
+  }
+});
+
+Deno.test("device: BAR0 is a 4 KiB 32-bit memory BAR", async () => {
+  const r = await rig();
+  try {
+    await r.pci.enable({});
+    await r.pci.write(PCI_CFG.BAR0, 4, 0xffff_ffff);
+    assert.equal(await r.pci.read(PCI_CFG.BAR0, 4), 0xffff_f000);
+  } finally {
+    await r.close();
+  }
+});
+
+Deno.test("device: one MSI vector with 64-bit addresses", async () => {
+  const r = await rig();
+  try {
+    const cap = await r.pci.capability(PCI_CFG.CAP_ID_MSI);
+    assert.notEqual(cap, 0);
+    const ctrl = await r.pci.read(cap + 2, 2);
+    assert.equal((ctrl >> 1) & 7, 0, "multiple message capable: 1 vector");
+    assert.equal(ctrl & 0x80, 0x80, "64-bit address capable");
+  } finally {
+    await r.close();
+  }
+});
+
+Deno.test("device: x-speed and x-width set the PCIe link capability and status", async () => {
+  const env = await vnicEnv();
+  for (const [props, speed, width] of [["", 3, 16], ["x-speed=16,x-width=4", 4, 4]] as const) {
+    const r = await VnicRig.start({
+      ...env,
+      socket: "none",
+      irq: "intx",
+      deviceProps: props || undefined,
+    });
+    try {
+      const cap = await r.pci.capability(PCI_CFG.CAP_ID_EXP);
+      const lnkcap = await r.pci.read(cap + 0x0c, 4);
+      const lnksta = await r.pci.read(cap + 0x12, 2);
+      assert.equal(lnkcap & 0xf, speed, `LNKCAP speed (${props || "defaults"})`);
+      assert.equal((lnkcap >> 4) & 0x3f, width, `LNKCAP width (${props || "defaults"})`);
+      assert.equal(lnksta & 0xf, speed, "LNKSTA speed");
+      assert.equal((lnksta >> 4) & 0x3f, width, "LNKSTA width");
+    } finally {
+      await r.close();
+    }
+  }
+});
+
+Deno.test("device: instances without a mac property get different MACs", async () => {
+  const env = await vnicEnv();
+  const qt = await QtestMachine.start({
+    ...env,
+    devices: ["cnuas-vnic,addr=0x4", "cnuas-vnic,addr=0x5"],
+  });
+  try {
+    const macs: number[] = [];
+    for (const [slot, bar] of [[4, 0xe000_0000n], [5, 0xe000_1000n]] as const) {
+      const dev = new QtestPciDevice(qt, { bus: 0, slot, fn: 0 });
+      await dev.mapBar(0, bar);
+      await dev.enable({ memory: true });
+      macs.push(
+        await qt.readl(bar + BigInt(VNIC_REG.MAC_HI)) * 2 ** 32 +
+          await qt.readl(bar + BigInt(VNIC_REG.MAC_LO)),
+      );
+    }
+    assert.notEqual(macs[0], macs[1]);
+  } finally {
+    await qt.close();
+  }
+});
+
+Deno.test("device: guest mistakes are logged as guest errors and QEMU keeps running", async () => {
+  const r = await rig();
+  try {
+    await r.setReg(VNIC_REG.TX_LEN, 0);
+    await r.setReg(VNIC_REG.TX_DOORBELL, 1);
+    await r.setReg(VNIC_REG.TX_LEN, VNIC_MAX_FRAME + 1);
+    await r.setReg(VNIC_REG.TX_DOORBELL, 1);
+    await r.setReg(VNIC_REG.TX_ADDR_LO, 0x9000_0000);
+    await r.setReg(VNIC_REG.TX_LEN, 64);
+    await r.setReg(VNIC_REG.TX_DOORBELL, 1);
+    await r.setReg(0x200, 1);
+    await r.qt.read(0xe000_0000n, 1);
+    await r.setReg(VNIC_REG.RX_ADDR_LO, 0x9000_0000);
+    r.peerSend(pattern(10));
+    await r.barrier();
+    assert.equal(r.qt.alive, true);
+    assert.equal(await r.reg(VNIC_REG.LINK_STATUS), 1);
+    const log = await r.qt.readLog();
+    for (
+      const what of [
+        /TX_LEN 0 outside/,
+        /TX_LEN 9217 outside/,
+        /TX frame 0x90000000\+64 is not readable/,
+        /write to unknown register 0x200/,
+        /1-byte read at 0x0/,
+        /RX buffer 0x90000000\+10 is not writable/,
+      ]
+    ) {
+      assert.match(log, what);
+    }
+  } finally {
+    await r.close();
+  }
+});
+
+Deno.test("device: enlarged socket buffers hold a burst of 200 jumbo frames the peer has not read yet", async () => {
+  const r = await rig();
+  try {
+    const frame = pattern(VNIC_MAX_FRAME);
+    await r.qt.memWrite(TX_BUF, frame);
+    await r.setReg(VNIC_REG.TX_ADDR_LO, TX_BUF);
+    await r.setReg(VNIC_REG.TX_LEN, VNIC_MAX_FRAME);
+    const rings = [];
+    for (let i = 0; i < 200; i++) rings.push(r.setReg(VNIC_REG.TX_DOORBELL, 1));
+    await Promise.all(rings);
+    const { frames } = r.drain();
+    assert.equal(frames.length, 200);
+  } finally {
+    await r.close();
+  }
+});
