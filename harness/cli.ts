@@ -32,7 +32,14 @@ class UsageError extends Error {
   override name = "UsageError";
 }
 
-const BUILD_TARGETS: BuildTarget[] = ["qemu", "image", "switch", "modules", "guestprogs", "provider"];
+const BUILD_TARGETS: BuildTarget[] = [
+  "qemu",
+  "image",
+  "switch",
+  "modules",
+  "guestprogs",
+  "provider",
+];
 
 function configFrom(values: Record<string, unknown>): Config {
   const accel = (values.accel as string | undefined) ?? Deno.env.get("CNUAS_HIL_ACCEL") ?? "auto";

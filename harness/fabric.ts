@@ -158,6 +158,67 @@ class ControlClient {
   }
 }
 
+/** One daemon process and its control connection. */
+interface DaemonProcess {
+  child: Deno.ChildProcess;
+  client: ControlClient;
+  stderr: Promise<string>;
+}
+
+/** Spawn the daemon with its sockets in `dir` and connect to its control socket. */
+async function spawnDaemon(
+  opts: FabricOptions,
+  dir: string,
+  logPath: string,
+): Promise<DaemonProcess> {
+  const args = [
+    "--mode",
+    opts.mode,
+    "--socket",
+    join(dir, "fabric.sock"),
+    "--control",
+    join(dir, "control.sock"),
+    "--log",
+    logPath,
+    "--exit-with",
+    String(Deno.pid),
+  ];
+  if (opts.maxPorts !== undefined) args.push("--max-ports", String(opts.maxPorts));
+  if (opts.queueDepth !== undefined) args.push("--queue-depth", String(opts.queueDepth));
+  if (opts.agingSec !== undefined) args.push("--aging-sec", String(opts.agingSec));
+  const child = new Deno.Command(opts.binary, {
+    args,
+    stdin: "null",
+    stdout: "null",
+    stderr: "piped",
+  }).spawn();
+  const stderr = new Response(child.stderr).text();
+  let exited = false;
+  const status = child.status.then((s) => {
+    exited = true;
+    return s;
+  });
+  const deadline = performance.now() + (opts.startTimeoutMs ?? 5000);
+  for (;;) {
+    try {
+      const conn = await Deno.connect({ transport: "unix", path: join(dir, "control.sock") });
+      return { child, client: new ControlClient(conn), stderr };
+    } catch {
+      if (exited || performance.now() > deadline) {
+        if (!exited) child.kill("SIGKILL");
+        const s = await status;
+        const err = (await stderr).trim();
+        const log = await Deno.readTextFile(logPath).catch(() => "");
+        throw new FabricStartError(
+          `cnuas-switch ${opts.mode} did not come up (exit ${s.code}): ` +
+            `${err || log.trim().split("\n").slice(-5).join("\n") || "no output"}`,
+        );
+      }
+      await new Promise((r) => setTimeout(r, 10));
+    }
+  }
+}
+
 /** A running cnuas-switch daemon and its control connection. */
 export class Fabric implements FabricHandle {
   readonly mode: FabricMode;
@@ -170,9 +231,10 @@ export class Fabric implements FabricHandle {
   /** Captures started through this handle (artifacts). */
   readonly captures: string[] = [];
   readonly #dir: string;
-  readonly #child: Deno.ChildProcess;
-  readonly #client: ControlClient;
-  readonly #stderr: Promise<string>;
+  #child: Deno.ChildProcess;
+  #client: ControlClient;
+  #stderr: Promise<string>;
+  readonly #opts: FabricOptions;
   #nextId = 1;
   #closed?: Promise<void>;
   #onAbort?: () => void;
@@ -187,6 +249,7 @@ export class Fabric implements FabricHandle {
     stderr: Promise<string>,
   ) {
     this.mode = opts.mode;
+    this.#opts = opts;
     this.#dir = dir;
     this.socketPath = join(dir, "fabric.sock");
     this.controlPath = join(dir, "control.sock");
@@ -211,54 +274,14 @@ export class Fabric implements FabricHandle {
     // Socket paths are capped at 107 bytes: keep them in a short private directory.
     const dir = await Deno.makeTempDir({ dir: "/tmp", prefix: "cnuas-sw-" });
     const logPath = opts.logPath ?? join(dir, "switch.log");
-    const args = [
-      "--mode",
-      opts.mode,
-      "--socket",
-      join(dir, "fabric.sock"),
-      "--control",
-      join(dir, "control.sock"),
-      "--log",
-      logPath,
-      "--exit-with",
-      String(Deno.pid),
-    ];
-    if (opts.maxPorts !== undefined) args.push("--max-ports", String(opts.maxPorts));
-    if (opts.queueDepth !== undefined) args.push("--queue-depth", String(opts.queueDepth));
-    if (opts.agingSec !== undefined) args.push("--aging-sec", String(opts.agingSec));
-    const child = new Deno.Command(opts.binary, {
-      args,
-      stdin: "null",
-      stdout: "null",
-      stderr: "piped",
-    }).spawn();
-    const stderr = new Response(child.stderr).text();
-    let exited = false;
-    const status = child.status.then((s) => {
-      exited = true;
-      return s;
-    });
-    const deadline = performance.now() + (opts.startTimeoutMs ?? 5000);
-    let conn: Deno.UnixConn | undefined;
-    while (!conn) {
-      try {
-        conn = await Deno.connect({ transport: "unix", path: join(dir, "control.sock") });
-      } catch {
-        if (exited || performance.now() > deadline) {
-          if (!exited) child.kill("SIGKILL");
-          const s = await status;
-          const err = (await stderr).trim();
-          const log = await Deno.readTextFile(logPath).catch(() => "");
-          await Deno.remove(dir, { recursive: true }).catch(() => {});
-          throw new FabricStartError(
-            `cnuas-switch ${opts.mode} did not come up (exit ${s.code}): ` +
-              `${err || log.trim().split("\n").slice(-5).join("\n") || "no output"}`,
-          );
-        }
-        await new Promise((r) => setTimeout(r, 10));
-      }
+    let proc: DaemonProcess;
+    try {
+      proc = await spawnDaemon(opts, dir, logPath);
+    } catch (e) {
+      await Deno.remove(dir, { recursive: true }).catch(() => {});
+      throw e;
     }
-    const fabric = new Fabric(opts, dir, logPath, child, new ControlClient(conn), stderr);
+    const fabric = new Fabric(opts, dir, logPath, proc.child, proc.client, proc.stderr);
     try {
       await fabric.request({ op: "ping" });
     } catch (e) {
@@ -266,6 +289,29 @@ export class Fabric implements FabricHandle {
       throw new FabricStartError(`cnuas-switch did not answer ping: ${(e as Error).message}`);
     }
     return fabric;
+  }
+
+  /**
+   * Kill the daemon (SIGKILL by default: a crash, as a device sees it — its
+   * socket closes) and start a new one on the same socket paths, so devices
+   * reconnect on their own. Learned tables, LFT and a running capture do not
+   * survive; the log continues in the same file.
+   */
+  async restart(signal: "SIGKILL" | "SIGTERM" = "SIGKILL"): Promise<void> {
+    if (this.#closed) throw new FabricProtocolError("restart after close");
+    await this.#client.close();
+    try {
+      this.#child.kill(signal);
+    } catch {
+      // already exited
+    }
+    await this.#child.status;
+    await this.#stderr.catch(() => "");
+    const proc = await spawnDaemon(this.#opts, this.#dir, this.logPath);
+    this.#child = proc.child;
+    this.#client = proc.client;
+    this.#stderr = proc.stderr;
+    await this.request({ op: "ping" });
   }
 
   /** Send one request (an `id` is added) and return the reply as is, `ok: false` included. */

@@ -130,7 +130,9 @@ export async function loadCnuasNet(g: Guest, expected = 1): Promise<CnuasNic[]> 
   ].join("\n");
   const r = await g.run(script, { timeoutSec: 60 });
   if (r.code !== 0) {
-    throw new NetdevError(`${g.name}: loading ${CNUAS_NET_KO} failed (exit ${r.code}): ${r.stderr}`);
+    throw new NetdevError(
+      `${g.name}: loading ${CNUAS_NET_KO} failed (exit ${r.code}): ${r.stderr}`,
+    );
   }
   const nics = parseNicList(r.stdout);
   if (nics.length < expected) {
@@ -167,4 +169,80 @@ export async function waitCarrier(
     { timeoutSec: timeoutSec + 30 },
   );
   return r.code === 0;
+}
+
+/** Largest frame the device moves (DEVICES.md). */
+export const VNIC_MAX_FRAME = 9216;
+
+/**
+ * The `ethtool -S` counters one received Ethernet frame moves in cnuas_net
+ * with no RDMA consumer, as name → increment (bytes included). This is the
+ * driver's documented receive filter (cnuas_net.h, cnuas_net_main.c):
+ * shorter than 14 bytes is a runt; longer than MTU + 18 is oversize; a
+ * multicast source is malformed; EtherType 0x8808 is MAC control (PAUSE
+ * opcode 1 counts rx_pause, PFC opcode 0x101 counts rx_prioN_pause per bit of
+ * its class-enable vector, anything else or too short is malformed); every
+ * other frame goes up the stack (rx_packets, rx_bytes). `up` false: frames
+ * for the stack are dropped as rx_drop_down.
+ */
+export function expectedRxCounters(
+  frame: Uint8Array,
+  mtu: number,
+  up = true,
+): Record<string, number> {
+  const len = frame.length;
+  if (len === 0 || len > VNIC_MAX_FRAME) return { rx_drop_bad_len: 1 };
+  if (len < 14) return { rx_drop_runt: 1 };
+  if (len > Math.min(mtu + 18, VNIC_MAX_FRAME)) return { rx_drop_oversize: 1 };
+  if (frame[6] & 1) return { rx_drop_bad_src: 1 };
+  if (frame[12] === 0x88 && frame[13] === 0x08) {
+    const op = len >= 16 ? (frame[14] << 8) | frame[15] : -1;
+    if (op === 0x0001 && len >= 18) return { rx_pause: 1 };
+    if (op === 0x0101 && len >= 34) {
+      const cev = (frame[16] << 8) | frame[17];
+      const out: Record<string, number> = {};
+      for (let p = 0; p < 8; p++) if (cev & (1 << p)) out[`rx_prio${p}_pause`] = 1;
+      return out;
+    }
+    return { rx_drop_bad_mac_ctrl: 1 };
+  }
+  return up ? { rx_packets: 1, rx_bytes: len } : { rx_drop_down: 1 };
+}
+
+/** Sum counter increments (`expectedRxCounters` of many frames). */
+export function addCounters(
+  into: Record<string, number>,
+  more: Record<string, number>,
+): Record<string, number> {
+  for (const [k, v] of Object.entries(more)) into[k] = (into[k] ?? 0) + v;
+  return into;
+}
+
+/** Parse `aa:bb:cc:dd:ee:ff` into 6 bytes. */
+export function macBytes(mac: string): Uint8Array {
+  const parts = mac.split(":");
+  if (parts.length !== 6 || parts.some((p) => !/^[0-9a-fA-F]{2}$/.test(p))) {
+    throw new RangeError(`not a MAC address: ${mac}`);
+  }
+  return Uint8Array.from(parts.map((p) => parseInt(p, 16)));
+}
+
+/**
+ * An IEEE 802.1Qbb PFC frame (60 bytes, padded) from `src` naming the
+ * priorities in `prios`, each with `quanta` pause quanta.
+ */
+export function pfcFrame(src: string, prios: number[], quanta = 0xffff): Uint8Array {
+  const f = new Uint8Array(60);
+  f.set([0x01, 0x80, 0xc2, 0x00, 0x00, 0x01], 0);
+  f.set(macBytes(src), 6);
+  f.set([0x88, 0x08, 0x01, 0x01], 12);
+  let cev = 0;
+  for (const p of prios) cev |= 1 << p;
+  f[16] = cev >> 8;
+  f[17] = cev & 0xff;
+  for (const p of prios) {
+    f[18 + 2 * p] = quanta >> 8;
+    f[19 + 2 * p] = quanta & 0xff;
+  }
+  return f;
 }

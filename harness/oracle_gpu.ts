@@ -18,7 +18,14 @@
  * ```
  */
 import { join } from "node:path";
-import { GPU_IRQ, GPU_LINK_MTU, GPU_REG, type GpuConfig, type GpuEffects, GpuModel } from "./models/gpu.ts";
+import {
+  GPU_IRQ,
+  GPU_LINK_MTU,
+  GPU_REG,
+  type GpuConfig,
+  type GpuEffects,
+  GpuModel,
+} from "./models/gpu.ts";
 import { prng, randBytes, randInt } from "./prng.ts";
 import { QtestGpu } from "./qtest_gpu.ts";
 import { SeqpacketClosedError, SeqpacketServer, SeqpacketSocket } from "./seqpacket.ts";
@@ -71,7 +78,7 @@ export interface GpuRunResult {
 }
 
 /** How long an asynchronous device reaction may take before it counts as missing. */
-const SETTLE_MS = 3000;
+const SETTLE_MS = 2000;
 /** Frames queued towards the device that the generator allows at once. */
 const MAX_QUEUED = 6;
 
@@ -123,7 +130,11 @@ export function opBytes(seed: number, len: number): Uint8Array {
 // ---- generation ---------------------------------------------------------------
 
 /** Generate `count` operations for `seed`, steered by a shadow model so most are meaningful. */
-export function generateGpuOps(seed: number, count: number, config = gpuConfigForSeed(seed)): GpuOp[] {
+export function generateGpuOps(
+  seed: number,
+  count: number,
+  config = gpuConfigForSeed(seed),
+): GpuOp[] {
   const rng = prng(seed);
   const pick = <T>(xs: readonly T[]): T => xs[randInt(rng, 0, xs.length - 1)];
   const chance = (p: number) => rng() / 0x1_0000_0000 < p;
@@ -185,11 +196,17 @@ export function generateGpuOps(seed: number, count: number, config = gpuConfigFo
       push({ op: "read", off: chance(0.9) ? pick(ALL_REGS) : randInt(rng, 0, 0xffff) & ~3 });
     } else if (r < 17) {
       const size = pick([1, 2, 4, 8] as const);
-      const off = size === 4 ? (randInt(rng, 0, 0x3ff) | 1) : pick(ALL_REGS) + (size === 8 ? 0 : randInt(rng, 0, 3));
+      const off = size === 4
+        ? (randInt(rng, 0, 0x3ff) | 1)
+        : pick(ALL_REGS) + (size === 8 ? 0 : randInt(rng, 0, 3));
       push(chance(0.5) ? { op: "odd", off, size } : { op: "odd", off, size, val: rng() });
     } else if (r < 38) {
       const w = rng() % 20;
-      const off = w < 16 ? pick(WRITABLE_REGS) : w < 19 ? pick(ALL_REGS) : randInt(rng, 0, 0xffff) & ~3;
+      const off = w < 16
+        ? pick(WRITABLE_REGS)
+        : w < 19
+        ? pick(ALL_REGS)
+        : randInt(rng, 0, 0xffff) & ~3;
       push({ op: "write", off, val: regValue(off) });
     } else if (r < 46) {
       const off = randInt(rng, 0, size - 1);
@@ -201,12 +218,16 @@ export function generateGpuOps(seed: number, count: number, config = gpuConfigFo
     } else if (r < 63) {
       // Transmit: put a frame into BAR1, point the registers at it, ring.
       const len = chance(0.9) ? randInt(rng, 1, Math.min(size, 2048)) : length() >>> 0;
-      const off = chance(0.85) ? randInt(rng, 0, Math.max(0, size - Math.min(len, size))) : offset();
+      const off = chance(0.85)
+        ? randInt(rng, 0, Math.max(0, size - Math.min(len, size)))
+        : offset();
       if (len > 0 && len <= size && off + len <= size && chance(0.8)) {
         push({ op: "memWrite", off, len, seed: rng() });
       }
       push({ op: "write", off: GPU_REG.LINK_TX_OFFSET_LO, val: off >>> 0 });
-      if (chance(0.2)) push({ op: "write", off: GPU_REG.LINK_TX_OFFSET_HI, val: chance(0.5) ? 0 : 1 });
+      if (chance(0.2)) {
+        push({ op: "write", off: GPU_REG.LINK_TX_OFFSET_HI, val: chance(0.5) ? 0 : 1 });
+      }
       push({ op: "write", off: GPU_REG.LINK_TX_LEN, val: len >>> 0 });
       push({ op: "write", off: GPU_REG.LINK_TX_DOORBELL, val: 1 });
     } else if (r < 70) {
@@ -214,7 +235,9 @@ export function generateGpuOps(seed: number, count: number, config = gpuConfigFo
       const buf = chance(0.85) ? randInt(rng, 256, Math.min(size, 4096)) : length() >>> 0;
       const off = chance(0.9) ? randInt(rng, 0, Math.max(0, size - Math.min(buf, size))) : offset();
       push({ op: "write", off: GPU_REG.LINK_RX_OFFSET_LO, val: off >>> 0 });
-      if (chance(0.15)) push({ op: "write", off: GPU_REG.LINK_RX_OFFSET_HI, val: chance(0.5) ? 0 : 1 });
+      if (chance(0.15)) {
+        push({ op: "write", off: GPU_REG.LINK_RX_OFFSET_HI, val: chance(0.5) ? 0 : 1 });
+      }
       push({ op: "write", off: GPU_REG.LINK_RX_BUF_SIZE, val: buf >>> 0 });
     } else if (r < 82) {
       if (connected && shadow.queuedFrames < MAX_QUEUED) {
@@ -272,11 +295,17 @@ export function applyToModel(
         // Not an aligned 32-bit access: refused by the device, reads 0.
         return { fx: emptyFx(), value: 0n, listening };
       }
-      const lo = op.val === undefined ? m.read(op.off) : { ...m.write(op.off, op.val >>> 0), value: 0 };
+      const lo = op.val === undefined
+        ? m.read(op.off)
+        : { ...m.write(op.off, op.val >>> 0), value: 0 };
       const hi = op.val === undefined
         ? m.read(op.off + 4)
         : { ...m.write(op.off + 4, Math.floor(op.val / 0x1_0000_0000) >>> 0), value: 0 };
-      return { fx: mergeFx(lo, hi), value: BigInt(lo.value) | (BigInt(hi.value) << 32n), listening };
+      return {
+        fx: mergeFx(lo, hi),
+        value: BigInt(lo.value) | (BigInt(hi.value) << 32n),
+        listening,
+      };
     }
     case "memWrite":
       m.writeMem(op.off, opBytes(op.seed, op.len));
@@ -332,7 +361,9 @@ function show(v: unknown): string {
     const head = Array.from(v.subarray(0, 16), (b) => b.toString(16).padStart(2, "0")).join("");
     return `${v.length} bytes [${head}${v.length > 16 ? "…" : ""}] #${hashBytes(v)}`;
   }
-  if (typeof v === "number") return `0x${(v >>> 0).toString(16)}` + (v > 0xffff_ffff ? ` (${v})` : "");
+  if (typeof v === "number") {
+    return `0x${(v >>> 0).toString(16)}` + (v > 0xffff_ffff ? ` (${v})` : "");
+  }
   if (typeof v === "bigint") return `0x${v.toString(16)}`;
   return JSON.stringify(v);
 }
@@ -386,7 +417,7 @@ class Rig {
     this.conn = null;
   }
 
-  async close(): Promise<void> {
+  close(): void {
     this.closeConn();
     this.server?.close();
     this.server = null;
@@ -394,7 +425,7 @@ class Rig {
 }
 
 /** Wait until the device's LINK_STATUS and log count reach the model's; throws on timeout. */
-async function settle(rig: Rig, model: GpuModel): Promise<void> {
+async function settle(rig: Rig, model: GpuModel, before: number): Promise<void> {
   const deadline = performance.now() + SETTLE_MS;
   let status = -1;
   let logs = -1;
@@ -402,11 +433,13 @@ async function settle(rig: Rig, model: GpuModel): Promise<void> {
     status = await rig.gpu.reg(GPU_REG.LINK_STATUS);
     logs = rig.gpu.guestErrorCount();
     if (status === model.linkStatus && logs >= rig.expectedLogs) break;
+    // A state the device can only reach by doing something else: fail at once.
+    if ((status !== model.linkStatus && status !== before) || logs > rig.expectedLogs) break;
     if (performance.now() > deadline) break;
     if (logs < rig.expectedLogs) await new Promise((r) => setTimeout(r, 1));
   }
   expectEq("LINK_STATUS after the peer's action settled", model.linkStatus, status);
-  expectEq("guest-error log lines", rig.expectedLogs, logs);
+  expectEq("guest-error log lines", `${rig.expectedLogs}`, `${logs}`);
 }
 
 async function execOp(rig: Rig, model: GpuModel, op: GpuOp, listening: boolean): Promise<
@@ -415,7 +448,9 @@ async function execOp(rig: Rig, model: GpuModel, op: GpuOp, listening: boolean):
   const gpu = rig.gpu;
   // Model first for ops with preconditions: a skipped op is skipped on both sides.
   const before = { peer: model.peerConnected };
-  if ((op.op === "send" || op.op === "close") && !before.peer) return { executed: false, listening };
+  if ((op.op === "send" || op.op === "close") && !before.peer) {
+    return { executed: false, listening };
+  }
   if (op.op === "listen" && op.on === listening) return { executed: false, listening };
 
   let fx: GpuEffects;
@@ -455,21 +490,24 @@ async function execOp(rig: Rig, model: GpuModel, op: GpuOp, listening: boolean):
       break;
     }
     case "send": {
+      const before = model.linkStatus;
       const frame = opBytes(op.seed, op.len);
       rig.conn!.send(frame, 2000);
       fx = model.peerSend(frame);
       rig.expectedLogs += fx.logs.length;
-      await settle(rig, model);
+      await settle(rig, model, before);
       fx = { ...fx, logs: [] };
       break;
     }
-    case "close":
+    case "close": {
+      const before = model.linkStatus;
       rig.closeConn();
       fx = model.peerClose();
       rig.expectedLogs += fx.logs.length;
-      await settle(rig, model);
+      await settle(rig, model, before);
       fx = { ...fx, logs: [] };
       break;
+    }
     case "listen":
       if (op.on) rig.server = SeqpacketServer.listen(rig.socketPath);
       else {
@@ -492,17 +530,28 @@ async function execOp(rig: Rig, model: GpuModel, op: GpuOp, listening: boolean):
   return { executed: true, listening: nowListening };
 }
 
-async function checkAfter(rig: Rig, model: GpuModel, fx: GpuEffects, listening: boolean): Promise<void> {
+async function checkAfter(
+  rig: Rig,
+  model: GpuModel,
+  fx: GpuEffects,
+  listening: boolean,
+): Promise<void> {
   const gpu = rig.gpu;
   // Frames the device emitted during the op (sends are synchronous in the device).
   const frames = rig.drainFrames();
-  expectEq("number of frames sent to the peer", fx.sent.length, frames.length);
+  expectEq("number of frames sent to the peer", `${fx.sent.length}`, `${frames.length}`);
   fx.sent.forEach((f, i) => expectBytes(`frame ${i} sent to the peer`, f, frames[i]));
 
   // Connections the device opened (connects happen inside clock_step).
   for (let i = 0; i < fx.connects; i++) {
     const c = rig.server?.accept(2000) ?? null;
-    if (!c) throw new Mismatch({ what: "device connections to the peer", expected: `${fx.connects}`, actual: `${i}` });
+    if (!c) {
+      throw new Mismatch({
+        what: "device connections to the peer",
+        expected: `${fx.connects}`,
+        actual: `${i}`,
+      });
+    }
     rig.closeConn();
     rig.conn = c;
   }
@@ -510,14 +559,22 @@ async function checkAfter(rig: Rig, model: GpuModel, fx: GpuEffects, listening: 
     const extra = rig.server.accept(0);
     if (extra) {
       extra.close();
-      throw new Mismatch({ what: "unexpected connection from the device", expected: "none", actual: "one" });
+      throw new Mismatch({
+        what: "unexpected connection from the device",
+        expected: "none",
+        actual: "one",
+      });
     }
   }
   if (!model.peerConnected) rig.closeConn();
 
   if (fx.logs.length > 0) {
     rig.expectedLogs += fx.logs.length;
-    expectEq(`guest-error log lines (${fx.logs.join("; ")})`, rig.expectedLogs, gpu.guestErrorCount());
+    expectEq(
+      `guest-error log lines (${fx.logs.join("; ")})`,
+      `${rig.expectedLogs}`,
+      `${gpu.guestErrorCount()}`,
+    );
   }
 
   const [intx, msiWord] = await Promise.all([gpu.intx(), gpu.qt.readl(0x7000)]);
@@ -528,14 +585,22 @@ async function checkAfter(rig: Rig, model: GpuModel, fx: GpuEffects, listening: 
 
 /** Final agreement: link state, logs, no stray frames, the whole of BAR1. */
 async function checkEnd(rig: Rig, model: GpuModel): Promise<void> {
-  await settle(rig, model);
-  expectEq("frames left at the end", 0, rig.drainFrames().length);
-  expectEq("guest-error log lines at the end", rig.expectedLogs, rig.gpu.guestErrorCount());
+  await settle(rig, model, model.linkStatus);
+  expectEq("frames left at the end", "0", `${rig.drainFrames().length}`);
+  expectEq(
+    "guest-error log lines at the end",
+    `${rig.expectedLogs}`,
+    `${rig.gpu.guestErrorCount()}`,
+  );
   const size = model.config.devmemSize;
   const chunk = 1 << 18;
   for (let off = 0; off < size; off += chunk) {
     const len = Math.min(chunk, size - off);
-    expectBytes(`BAR1 at 0x${off.toString(16)} at the end`, model.readMem(off, len), await rig.gpu.devmemRead(off, len));
+    expectBytes(
+      `BAR1 at 0x${off.toString(16)} at the end`,
+      model.readMem(off, len),
+      await rig.gpu.devmemRead(off, len),
+    );
   }
 }
 
@@ -579,7 +644,7 @@ export async function runGpuOps(
     if (!(e instanceof Mismatch)) throw e;
     mismatch = { index, op: ops[index] ?? null, ...e.detail };
   } finally {
-    await rig.close();
+    rig.close();
     const keep = mismatch !== undefined && env.keepFailed === true;
     await gpu.close({ keepFiles: true });
     if (!keep) await Deno.remove(workDir, { recursive: true }).catch(() => {});
@@ -639,7 +704,11 @@ export function formatGpuFailure(r: GpuRunResult): string {
     `  at op ${m.index} ${JSON.stringify(m.op)}: ${m.what}`,
     `    model:  ${m.expected}`,
     `    device: ${m.actual}`,
-    `  ${r.shrunk ? `shrunk to ${ops.length} ops in ${r.shrunk.runs} replays` : `first ${ops.length} ops`}` +
+    `  ${
+      r.shrunk
+        ? `shrunk to ${ops.length} ops in ${r.shrunk.runs} replays`
+        : `first ${ops.length} ops`
+    }` +
     ` (replay with runGpuOps(env, config, ops)):`,
     ...ops.map((o, i) => `    ${String(i).padStart(4)} ${JSON.stringify(o)}`),
   ];

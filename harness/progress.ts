@@ -25,5 +25,6 @@ export function progress(scope: string, message: string): void {
 
 /** A failure line that says where the logs are. */
 export function failure(scope: string, message: string, logPath?: string): void {
+  if (quiet) return;
   console.error(`[${elapsed()}] ${scope} ✗ ${message}${logPath ? ` (log: ${logPath})` : ""}`);
 }

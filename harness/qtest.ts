@@ -358,6 +358,34 @@ export class QtestMachine {
     await this.command(`${op} 0x${port.toString(16)} 0x${(value >>> 0).toString(16)}`);
   }
 
+  /**
+   * PCI configuration read through the legacy 0xcf8/0xcfc mechanism (first
+   * 256 bytes of bus/slot/function).
+   */
+  async configRead(
+    a: { bus: number; slot: number; fn: number },
+    off: number,
+    size: 1 | 2 | 4,
+  ): Promise<number> {
+    const sel = this.out(0xcf8, 4, cf8(a, off));
+    const v = this.in(0xcfc + (off & 3), size);
+    await sel;
+    return await v;
+  }
+
+  /** PCI configuration write through 0xcf8/0xcfc. */
+  async configWrite(
+    a: { bus: number; slot: number; fn: number },
+    off: number,
+    size: 1 | 2 | 4,
+    value: number,
+  ): Promise<void> {
+    const sel = this.out(0xcf8, 4, cf8(a, off));
+    const w = this.out(0xcfc + (off & 3), size, value);
+    await sel;
+    await w;
+  }
+
   /** Read `len` bytes of guest memory (`b64read`). */
   async memRead(addr: bigint | number, len: number): Promise<Uint8Array> {
     if (len === 0) return new Uint8Array();
@@ -444,6 +472,10 @@ export class QtestMachine {
       await Deno.remove(this.workDir, { recursive: true }).catch(() => {});
     }
   }
+}
+
+function cf8(a: { bus: number; slot: number; fn: number }, off: number): number {
+  return (0x8000_0000 | a.bus << 16 | a.slot << 11 | a.fn << 8 | (off & 0xfc)) >>> 0;
 }
 
 /** Base64 of bytes (qtest `b64write` payload). */

@@ -1,7 +1,7 @@
 /**
  * A cnuasgpu function under qtest: starts QEMU with one `cnuasgpu` device,
  * programs its BARs (BAR0 32-bit, BAR1 64-bit) and command register through
- * PCI configuration mechanism #1, and observes its interrupt: INTx through
+ * PCI configuration mechanism #1 (qtest_pci.ts), and observes its interrupt: INTx through
  * the Interrupt Status bit of the PCI status register, MSI by aiming the
  * message at a word of guest RAM. Built on the generic client in `qtest.ts`.
  *
@@ -16,6 +16,7 @@
  * ```
  */
 import { QtestMachine } from "./qtest.ts";
+import { QtestPciDevice } from "./qtest_pci.ts";
 
 /** PCI slot the device is placed in (bus 0, function 0). */
 export const GPU_QTEST_SLOT = 4;
@@ -31,8 +32,6 @@ export const GPU_QTEST_MSI_DATA = 0x4d51;
 const PCI_COMMAND = 0x04;
 const PCI_STATUS = 0x06;
 const PCI_STATUS_INTERRUPT = 0x08;
-const PCI_STATUS_CAP_LIST = 0x10;
-const PCI_CAP_PTR = 0x34;
 const PCI_CAP_ID_MSI = 0x05;
 const CMD_MEMORY = 0x2;
 const CMD_MASTER = 0x4;
@@ -94,7 +93,9 @@ export class QtestGpu {
     const id = await cfgRead(qt, 0x00, 4);
     if (id !== 0x10f1_1af4) {
       throw new QtestGpuError(
-        `no cnuasgpu at 00:${GPU_QTEST_SLOT}.0 (id 0x${id.toString(16)}); is it compiled into this QEMU?`,
+        `no cnuasgpu at 00:${GPU_QTEST_SLOT}.0 (id 0x${
+          id.toString(16)
+        }); is it compiled into this QEMU?`,
       );
     }
     // BAR0: 32-bit memory.
@@ -102,7 +103,9 @@ export class QtestGpu {
     const bar0Mask = await cfgRead(qt, 0x10, 4);
     await cfgWrite(qt, 0x10, 4, GPU_QTEST_BAR0);
     if ((bar0Mask & 0x7) !== 0 || ((~(bar0Mask & ~0xf) + 1) >>> 0) !== 0x10000) {
-      throw new QtestGpuError(`BAR0 is not a 64 KiB 32-bit memory BAR (0x${bar0Mask.toString(16)})`);
+      throw new QtestGpuError(
+        `BAR0 is not a 64 KiB 32-bit memory BAR (0x${bar0Mask.toString(16)})`,
+      );
     }
     // BAR1: 64-bit prefetchable memory, sized through both halves.
     await cfgWrite(qt, 0x14, 4, 0xffff_ffff);
@@ -188,7 +191,9 @@ export class QtestGpu {
     if (v === 0) return false;
     await this.qt.writel(GPU_QTEST_MSI_ADDR, 0);
     if (v !== GPU_QTEST_MSI_DATA) {
-      throw new QtestGpuError(`MSI word holds 0x${v.toString(16)}, expected 0x${GPU_QTEST_MSI_DATA.toString(16)}`);
+      throw new QtestGpuError(
+        `MSI word holds 0x${v.toString(16)}, expected 0x${GPU_QTEST_MSI_DATA.toString(16)}`,
+      );
     }
     return true;
   }
@@ -228,26 +233,18 @@ export class QtestGpu {
   }
 }
 
-function cfgAddr(off: number): number {
-  return (0x8000_0000 | (GPU_QTEST_SLOT << 11) | (off & 0xfc)) >>> 0;
+function at(qt: QtestMachine): QtestPciDevice {
+  return new QtestPciDevice(qt, { bus: 0, slot: GPU_QTEST_SLOT, fn: 0 });
 }
 
-async function cfgRead(qt: QtestMachine, off: number, size: 1 | 2 | 4): Promise<number> {
-  const [, v] = await Promise.all([qt.out(0xcf8, 4, cfgAddr(off)), qt.in(0xcfc + (off & 3), size)]);
-  return v >>> 0;
+function cfgRead(qt: QtestMachine, off: number, size: 1 | 2 | 4): Promise<number> {
+  return at(qt).read(off, size);
 }
 
-async function cfgWrite(qt: QtestMachine, off: number, size: 1 | 2 | 4, value: number): Promise<void> {
-  await Promise.all([qt.out(0xcf8, 4, cfgAddr(off)), qt.out(0xcfc + (off & 3), size, value)]);
+function cfgWrite(qt: QtestMachine, off: number, size: 1 | 2 | 4, value: number): Promise<void> {
+  return at(qt).write(off, size, value);
 }
 
-async function findCap(qt: QtestMachine, id: number): Promise<number> {
-  if (((await cfgRead(qt, PCI_STATUS, 2)) & PCI_STATUS_CAP_LIST) === 0) return 0;
-  let ptr = (await cfgRead(qt, PCI_CAP_PTR, 1)) & 0xfc;
-  for (let hops = 0; ptr !== 0 && hops < 48; hops++) {
-    const hdr = await cfgRead(qt, ptr, 2);
-    if ((hdr & 0xff) === id) return ptr;
-    ptr = (hdr >> 8) & 0xfc;
-  }
-  return 0;
+function findCap(qt: QtestMachine, id: number): Promise<number> {
+  return at(qt).capability(id);
 }

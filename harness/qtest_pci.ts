@@ -46,35 +46,25 @@ export class PciError extends Error {
   override name = "PciError";
 }
 
-function cf8(a: PciAddress, off: number): number {
-  return (0x8000_0000 | a.bus << 16 | a.slot << 11 | a.fn << 8 | (off & 0xfc)) >>> 0;
-}
-
 /** Read `size` bytes of configuration space at `off`. */
-export async function configRead(
+export function configRead(
   qt: QtestMachine,
   a: PciAddress,
   off: number,
   size: 1 | 2 | 4,
 ): Promise<number> {
-  const p = qt.out(0xcf8, 4, cf8(a, off));
-  const v = qt.in(0xcfc + (off & 3), size);
-  await p;
-  return await v;
+  return qt.configRead(a, off, size);
 }
 
 /** Write `size` bytes of configuration space at `off`. */
-export async function configWrite(
+export function configWrite(
   qt: QtestMachine,
   a: PciAddress,
   off: number,
   size: 1 | 2 | 4,
   value: number,
 ): Promise<void> {
-  const p = qt.out(0xcf8, 4, cf8(a, off));
-  const v = qt.out(0xcfc + (off & 3), size, value);
-  await p;
-  await v;
+  return qt.configWrite(a, off, size, value);
 }
 
 /**

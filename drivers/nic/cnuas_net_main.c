@@ -916,8 +916,8 @@ static int cnuas_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	if (err)
 		goto err_stop;
 
-	netif_info(net, probe, dev, "cnuas-vnic %s, MAC %pM, %s, link %s\n",
-		   pci_name(pdev), dev->dev_addr, net->msi ? "MSI" : "INTx",
+	netif_info(net, probe, dev, "cnuas-vnic up: MAC %pM, %s, link %s\n",
+		   dev->dev_addr, net->msi ? "MSI" : "INTx",
 		   net->link_up ? "up" : "down");
 	return 0;
 

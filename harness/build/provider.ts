@@ -51,14 +51,24 @@ export async function buildProvider(config: Config): Promise<string> {
         await Deno.mkdir(join(work, "src"), { recursive: true });
         const files = await fetchSource(config, pin);
         progress("provider", `extracting rdma-core ${pin.version}`);
-        await exec(["tar", "-xzf", Object.values(files)[0], "-C", join(work, "src"), "--strip-components=1"], {
+        await exec([
+          "tar",
+          "-xzf",
+          Object.values(files)[0],
+          "-C",
+          join(work, "src"),
+          "--strip-components=1",
+        ], {
           logPath: log,
         });
         const top = join(work, "src", "CMakeLists.txt");
         const text = await Deno.readTextFile(top);
         const anchor = "add_subdirectory(providers/rxe)";
         if (!text.includes(anchor)) throw new Error(`${top} has no '${anchor}' to add ours after`);
-        await Deno.writeTextFile(top, text.replace(anchor, `${anchor}\nadd_subdirectory(providers/cnuas)`));
+        await Deno.writeTextFile(
+          top,
+          text.replace(anchor, `${anchor}\nadd_subdirectory(providers/cnuas)`),
+        );
         await Deno.mkdir(join(work, "build"));
         await Deno.writeTextFile(join(work, ".extracted"), new Date().toISOString());
       }

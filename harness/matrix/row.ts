@@ -47,6 +47,8 @@ export interface FabricHandle {
   socketPath: string;
   /** Send one control request and return its reply object. */
   control(request: Record<string, unknown>): Promise<Record<string, unknown>>;
+  /** Kill the daemon and start it again on the same socket (devices reconnect). */
+  restart(): Promise<void>;
 }
 
 /** A number with its unit. */

@@ -515,7 +515,8 @@ static void vnic_fill_link(CnuasVnicState *s)
                                QEMU_PCI_EXP_LNKSTA_NLW(s->link_width) |
                                QEMU_PCI_EXP_LNKSTA_CLS(s->link_speed));
     if (s->link_speed > QEMU_PCI_EXP_LNK_5GT) {
-        uint32_t speeds = PCI_EXP_LNKCAP2_SLS_2_5GB | PCI_EXP_LNKCAP2_SLS_5_0GB |
+        uint32_t speeds = PCI_EXP_LNKCAP2_SLS_2_5GB |
+                          PCI_EXP_LNKCAP2_SLS_5_0GB |
                           PCI_EXP_LNKCAP2_SLS_8_0GB;
 
         if (s->link_speed > QEMU_PCI_EXP_LNK_8GT) {

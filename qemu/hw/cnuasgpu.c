@@ -324,7 +324,11 @@ static void cnuasgpu_link_deliver(CnuasGpuState *s, size_t len)
         return;
     }
     if (len > s->rx_buf_size) {
-        len = s->rx_buf_size; /* PLANTED BUG C: partial delivery */
+        qemu_log_mask(LOG_GUEST_ERROR,
+                      "cnuasgpu %u: frame of %zu bytes is larger than the "
+                      "armed %u-byte buffer, dropped\n",
+                      s->gpu_id, len, s->rx_buf_size);
+        return;
     }
     if (!cnuasgpu_devmem_range_ok(s, offset, s->rx_buf_size)) {
         qemu_log_mask(LOG_GUEST_ERROR,

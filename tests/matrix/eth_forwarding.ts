@@ -1,4 +1,419 @@
-import type { Row } from "../../harness/matrix/row.ts";
+import {
+  type FabricHandle,
+  type Row,
+  type RowContext,
+  RowFailure,
+} from "../../harness/matrix/row.ts";
+import type { Guest } from "../../harness/vm/types.ts";
+import { vnicMac } from "../../harness/vm/qemu_args.ts";
+import { prng, randInt } from "../../harness/prng.ts";
+import {
+  addCounters,
+  CNUAS_NET,
+  ethtoolStats,
+  expectedRxCounters,
+  loadCnuasNet,
+  macBytes,
+  pfcFrame,
+  shq,
+  statsDelta,
+  waitCarrier,
+} from "../../harness/netdev.ts";
+
+/** Addresses of g0 and g1 on the fabric. */
+const IPS = ["10.77.0.1", "10.77.0.2"];
+/** The big transfer of the issue: 256 MiB. */
+const BIG_BYTES = 256 * 1024 * 1024;
+/** The transfer a switch restart interrupts. */
+const RESTART_BYTES = 64 * 1024 * 1024;
+/** Random frames injected towards g1 (seeded: a failure reproduces). */
+const GARBAGE_FRAMES = 120;
+const GARBAGE_SEED = 0x5eed_0005;
+
+/** A guest on the fabric: its index, interface and address. */
+interface Node {
+  g: Guest;
+  index: number;
+  iface: string;
+  ip: string;
+  mac: string;
+}
+
+/** A fabric that can be restarted in place (same socket path). */
+interface RestartableFabric extends FabricHandle {
+  restart(): Promise<void>;
+}
+
+function isRestartable(f: FabricHandle): f is RestartableFabric {
+  return typeof (f as Partial<RestartableFabric>).restart === "function";
+}
+
+function fabricOf(ctx: RowContext): FabricHandle {
+  if (!ctx.fabric) throw new RowFailure("eth-forwarding needs a fabric and the runner gave none");
+  return ctx.fabric;
+}
+
+async function control(
+  ctx: RowContext,
+  req: Record<string, unknown>,
+): Promise<Record<string, unknown>> {
+  const r = await fabricOf(ctx).control(req);
+  if (r.ok !== true) throw new RowFailure(`switch ${String(req.op)}: ${String(r.error)}`);
+  return r;
+}
+
+/** Switch port counters, keyed by port number. */
+interface SwitchPort {
+  port: number;
+  state: string;
+  rx_frames: number;
+  rx_bytes: number;
+  tx_frames: number;
+  tx_bytes: number;
+  drops: Record<string, number>;
+}
+
+async function switchPorts(ctx: RowContext): Promise<Map<number, SwitchPort>> {
+  const r = await control(ctx, { op: "ports" });
+  return new Map((r.ports as SwitchPort[]).map((p) => [p.port, p]));
+}
+
+/** The switch port each node's MAC was learned on. */
+async function portsOf(ctx: RowContext, nodes: Node[]): Promise<number[]> {
+  const r = await control(ctx, { op: "table" });
+  const macs = r.macs as { mac: string; port: number }[];
+  return nodes.map((n) => {
+    const e = macs.find((m) => m.mac === n.mac);
+    if (!e) {
+      throw new RowFailure(
+        `the switch has not learned ${n.mac} (${n.g.name}): ${JSON.stringify(macs)}`,
+      );
+    }
+    return e.port;
+  });
+}
+
+async function sh(g: Guest, cmd: string, timeoutSec = 60): Promise<string> {
+  return (await g.run(cmd, { check: true, timeoutSec })).stdout;
+}
+
+/** Configure a node's interface; keep it quiet (no IPv6, static neighbours later). */
+async function bringUp(ctx: RowContext, n: Node, mtu: number): Promise<void> {
+  const i = shq(n.iface);
+  await sh(
+    n.g,
+    `sysctl -qw net.ipv6.conf.${n.iface}.disable_ipv6=1; ip addr flush dev ${i}; ` +
+      `ip addr add ${n.ip}/24 dev ${i}; ip link set dev ${i} mtu ${mtu} up`,
+  );
+  ctx.expect(await waitCarrier(n.g, n.iface, true, 30), `${n.g.name} ${n.iface}: no carrier`);
+}
+
+async function ping(n: Node, to: string, size: number, count = 3): Promise<string> {
+  return await sh(n.g, `ping -c ${count} -W 5 -M do -s ${size} ${to}`, 60);
+}
+
+async function pingBothWays(ctx: RowContext, nodes: Node[], payload: number): Promise<void> {
+  for (const [a, b] of [[0, 1], [1, 0]]) {
+    const out = await ping(nodes[a], nodes[b].ip, payload);
+    ctx.expect(/ 0% packet loss/.test(out), `${nodes[a].g.name} → ${nodes[b].ip}: ${out}`);
+  }
+}
+
+/** Result of one TCP transfer. */
+interface Transfer {
+  ok: boolean;
+  seconds: number;
+  txSha: string;
+  rxSha: string;
+  why: string;
+}
+
+/** Start the receiver on `to` (background) and wait until it listens. */
+async function startReceiver(to: Node, port: number): Promise<void> {
+  await sh(
+    to.g,
+    `rm -f /tmp/rx.sha /tmp/rx.done; ` +
+      `setsid sh -c 'nc -d -l ${port} | sha256sum > /tmp/rx.sha; echo $? > /tmp/rx.done' ` +
+      `</dev/null >/dev/null 2>&1 & ` +
+      `for i in $(seq 100); do ss -ltn | grep -q ':${port} ' && exit 0; sleep 0.1; done; exit 1`,
+  );
+}
+
+/** Start the sender on `from` in the background; it records rc, start and end. */
+async function startSender(from: Node, to: Node, port: number, bytes: number): Promise<void> {
+  const script = `rm -f /tmp/tx.sha /tmp/tx.done /tmp/tx.fifo; mkfifo /tmp/tx.fifo; ` +
+    `sha256sum < /tmp/tx.fifo > /tmp/tx.sha & ` +
+    `s=$(date +%s.%N); head -c ${bytes} /dev/urandom | tee /tmp/tx.fifo | nc -N ${to.ip} ${port}; ` +
+    `rc=$?; wait; e=$(date +%s.%N); echo "$rc $s $e" > /tmp/tx.done`;
+  await sh(from.g, `setsid sh -c ${shq(script)} </dev/null >/dev/null 2>&1 &`);
+}
+
+/** Wait for both ends of a transfer and compare checksums. */
+async function finishTransfer(from: Node, to: Node, timeoutSec: number): Promise<Transfer> {
+  const wait = (f: string) =>
+    `for i in $(seq ${timeoutSec * 2}); do [ -s ${f} ] && break; sleep 0.5; done; cat ${f}`;
+  const tx = (await from.g.run(wait("/tmp/tx.done"), { timeoutSec: timeoutSec + 30 })).stdout
+    .trim();
+  const [rc, s, e] = tx.split(/\s+/);
+  // The receiver ends when the sender's FIN arrives; give it a little longer.
+  const rx = (await to.g.run(wait("/tmp/rx.done"), { timeoutSec: 90 })).stdout.trim();
+  const txSha = (await from.g.run("cut -d' ' -f1 /tmp/tx.sha")).stdout.trim();
+  const rxSha = (await to.g.run("cut -d' ' -f1 /tmp/rx.sha")).stdout.trim();
+  const seconds = Number(e) - Number(s);
+  let why = "";
+  if (!tx) why = `sender on ${from.g.name} did not finish in ${timeoutSec} s`;
+  else if (rc !== "0") why = `nc on ${from.g.name} exited ${rc}`;
+  else if (!rx) why = `receiver on ${to.g.name} did not finish`;
+  else if (!txSha || txSha !== rxSha) why = `checksums differ: sent ${txSha}, received ${rxSha}`;
+  return { ok: why === "", seconds, txSha, rxSha, why };
+}
+
+async function transfer(
+  from: Node,
+  to: Node,
+  port: number,
+  bytes: number,
+  timeoutSec: number,
+): Promise<Transfer> {
+  await startReceiver(to, port);
+  await startSender(from, to, port, bytes);
+  return await finishTransfer(from, to, timeoutSec);
+}
+
+/** Pin each node's neighbour entry so no ARP traffic disturbs counter windows. */
+async function staticNeighbours(nodes: Node[]): Promise<void> {
+  for (const [a, b] of [[0, 1], [1, 0]]) {
+    await sh(
+      nodes[a].g,
+      `ip neigh replace ${nodes[b].ip} lladdr ${nodes[b].mac} nud permanent dev ${nodes[a].iface}`,
+    );
+  }
+}
+
+async function countersAgree(ctx: RowContext, nodes: Node[]): Promise<void> {
+  await ctx.step("switch port counters and ethtool -S agree over a ping window", async () => {
+    await staticNeighbours(nodes);
+    const ports = await portsOf(ctx, nodes);
+    const g0 = await Promise.all(nodes.map((n) => ethtoolStats(n.g, n.iface)));
+    const s0 = await switchPorts(ctx);
+    await sh(nodes[0].g, `ping -q -c 300 -i 0.01 -s 1200 ${nodes[1].ip}`, 120);
+    await sh(nodes[1].g, `ping -q -c 200 -i 0.01 -s 8000 ${nodes[0].ip}`, 120);
+    const g1 = await Promise.all(nodes.map((n) => ethtoolStats(n.g, n.iface)));
+    const s1 = await switchPorts(ctx);
+    nodes.forEach((n, k) => {
+      const d = statsDelta(g0[k], g1[k]);
+      const p0 = s0.get(ports[k])!;
+      const p1 = s1.get(ports[k])!;
+      const sw = {
+        rx_frames: p1.rx_frames - p0.rx_frames,
+        rx_bytes: p1.rx_bytes - p0.rx_bytes,
+        tx_frames: p1.tx_frames - p0.tx_frames,
+        tx_bytes: p1.tx_bytes - p0.tx_bytes,
+      };
+      ctx.log(
+        `${n.g.name} port ${ports[k]}: switch ${JSON.stringify(sw)}; ethtool tx ` +
+          `${d.tx_packets}/${d.tx_bytes} rx ${d.rx_packets}/${d.rx_bytes}`,
+      );
+      ctx.expect(d.tx_packets >= 500, `${n.g.name} sent only ${d.tx_packets} frames`);
+      ctx.expect(
+        sw.rx_frames === d.tx_packets && sw.rx_bytes === d.tx_bytes,
+        `${n.g.name}: switch received ${sw.rx_frames} frames/${sw.rx_bytes} B on port ` +
+          `${ports[k]}, ethtool says ${d.tx_packets}/${d.tx_bytes} sent`,
+      );
+      ctx.expect(
+        sw.tx_frames === d.rx_packets && sw.tx_bytes === d.rx_bytes,
+        `${n.g.name}: switch sent ${sw.tx_frames} frames/${sw.tx_bytes} B to port ` +
+          `${ports[k]}, ethtool says ${d.rx_packets}/${d.rx_bytes} received`,
+      );
+      const drops = Object.entries(d).filter(([k2, v]) => /drop/.test(k2) && v !== 0);
+      ctx.expect(drops.length === 0, `${n.g.name} dropped frames: ${JSON.stringify(drops)}`);
+    });
+  });
+}
+
+/** A frame of `len` random bytes whose source is unicast or multicast by chance. */
+function randomFrame(rng: () => number, len: number): Uint8Array {
+  const f = new Uint8Array(len);
+  for (let i = 0; i < len; i++) f[i] = rng() & 0xff;
+  return f;
+}
+
+function garbageLength(rng: () => number): number {
+  const bucket = randInt(rng, 0, 9);
+  if (bucket < 3) return randInt(rng, 1, 13); // runts
+  if (bucket < 6) return randInt(rng, 14, 200);
+  if (bucket < 8) return randInt(rng, 201, 9018);
+  return randInt(rng, 9019, 9216); // above MTU 9000 + 18
+}
+
+async function injectDrops(ctx: RowContext, nodes: Node[], mtu: number): Promise<void> {
+  await ctx.step(
+    "frames injected from the switch are counted by reason; nothing breaks",
+    async () => {
+      const target = nodes[1];
+      const [port] = await portsOf(ctx, [target]);
+      const dst = macBytes(target.mac);
+      const withHeader = (len: number, src: number[], type: number[]) => {
+        const f = new Uint8Array(len);
+        f.set(dst, 0);
+        f.set(src, 6);
+        f.set(type, 12);
+        return f;
+      };
+      const unicastSrc = [0x02, 0xc7, 0x0a, 0xff, 0x00, 0x01];
+      const frames: Uint8Array[] = [
+        new Uint8Array(10).fill(0xab), // runt
+        withHeader(9216, unicastSrc, [0x08, 0x00]), // oversize for MTU 9000
+        withHeader(64, [0x01, 0x00, 0x5e, 0x00, 0x00, 0x01], [0x08, 0x00]), // multicast source
+        pfcFrame("02:c7:0a:ff:00:01", [3, 5]),
+        withHeader(60, unicastSrc, [0x88, 0x08, 0x00, 0x01, 0x00, 0x10]), // 802.3x PAUSE
+        withHeader(60, unicastSrc, [0x88, 0x08, 0x0f, 0x0f]), // unknown MAC control opcode
+      ];
+      const rng = prng(GARBAGE_SEED);
+      for (let k = 0; k < GARBAGE_FRAMES; k++) frames.push(randomFrame(rng, garbageLength(rng)));
+      const want: Record<string, number> = {};
+      for (const f of frames) addCounters(want, expectedRxCounters(f, mtu));
+      ctx.log(
+        `injecting ${frames.length} frames into port ${port}; expected ${JSON.stringify(want)}`,
+      );
+
+      const before = await ethtoolStats(target.g, target.iface);
+      for (const f of frames) {
+        await control(ctx, {
+          op: "inject",
+          port,
+          direction: "egress",
+          hex: Array.from(f, (b) => b.toString(16).padStart(2, "0")).join(""),
+        });
+      }
+      // The guest drains its socket asynchronously: wait until every frame is accounted for.
+      const total = Object.entries(want).filter(([k]) => k !== "rx_bytes")
+        .reduce((a, [, v]) => a + v, 0);
+      let d: Record<string, number> = {};
+      for (let t = 0; t < 40; t++) {
+        d = statsDelta(before, await ethtoolStats(target.g, target.iface));
+        const seen = Object.keys(want).filter((k) => k !== "rx_bytes")
+          .reduce((a, k) => a + (d[k] ?? 0), 0);
+        if (seen >= total) break;
+        await new Promise((r) => setTimeout(r, 500));
+      }
+      for (const [k, v] of Object.entries(want)) {
+        // The stack may answer garbage (ARP, ICMP): only receive counters are exact.
+        ctx.expect(d[k] === v, `${target.g.name} ${k} moved by ${d[k]}, expected ${v}`);
+      }
+      const pfc = JSON.parse(
+        await sh(target.g, `dcb -j pfc show dev ${shq(target.iface)} indications`),
+      ) as { indications?: number[] };
+      ctx.log(`dcb pfc indications: ${JSON.stringify(pfc.indications)}`);
+      ctx.expect(
+        (pfc.indications?.[3] ?? 0) >= 1 && (pfc.indications?.[5] ?? 0) >= 1,
+        `dcb pfc indications do not show priorities 3 and 5: ${JSON.stringify(pfc)}`,
+      );
+      await pingBothWays(ctx, nodes, 1000);
+    },
+  );
+}
+
+/** Poll `ethtool -S` until link_changes moved by `n` since `before`. */
+async function waitLinkChanges(
+  n: Node,
+  before: Record<string, number>,
+  want: number,
+  timeoutSec: number,
+): Promise<number> {
+  let moved = 0;
+  for (let t = 0; t < timeoutSec * 2; t++) {
+    moved = (await ethtoolStats(n.g, n.iface)).link_changes - before.link_changes;
+    if (moved >= want) break;
+    await new Promise((r) => setTimeout(r, 500));
+  }
+  return moved;
+}
+
+async function cablePull(ctx: RowContext, nodes: Node[]): Promise<void> {
+  await ctx.step(
+    "a cable pull on the switch flaps the carrier; traffic resumes after",
+    async () => {
+      const n = nodes[0];
+      const [port] = await portsOf(ctx, [n]);
+      const before = await ethtoolStats(n.g, n.iface);
+      await control(ctx, { op: "link_down", port });
+      // The device reconnects within ~100 ms into another free slot, so the
+      // carrier is down only briefly: the driver's link_changes counter shows it.
+      const moved = await waitLinkChanges(n, before, 2, 30);
+      await control(ctx, { op: "link_up", port });
+      ctx.expect(
+        moved >= 2,
+        `${n.g.name} link_changes moved by ${moved} after link_down, want >= 2`,
+      );
+      ctx.expect(await waitCarrier(n.g, n.iface, true, 30), `${n.g.name} has no carrier back`);
+      const log = (await n.g.run("dmesg | tail -n 20")).stdout;
+      ctx.expect(
+        /eth\d+: link down/.test(log) && /eth\d+: link up/.test(log),
+        "no link down/up in dmesg",
+      );
+      await pingBothWays(ctx, nodes, 1000);
+    },
+  );
+}
+
+async function rmmodUnderTraffic(ctx: RowContext, nodes: Node[], mtu: number): Promise<void> {
+  await ctx.step("rmmod during traffic is clean on both ends; reload carries traffic", async () => {
+    for (const k of [0, 1]) {
+      const n = nodes[k];
+      const peer = nodes[1 - k];
+      // Both directions busy: the peer floods n, n floods the peer.
+      await sh(peer.g, `setsid ping -q -f -c 100000 -s 1400 ${n.ip} </dev/null >/dev/null 2>&1 &`);
+      await sh(n.g, `setsid ping -q -f -c 100000 -s 1400 ${peer.ip} </dev/null >/dev/null 2>&1 &`);
+      await sh(n.g, `sleep 2; rmmod ${CNUAS_NET}; pkill -x ping; true`, 60);
+      await sh(peer.g, "pkill -x ping; true");
+      const [nic] = await loadCnuasNet(n.g, 1);
+      n.iface = nic.iface;
+      await bringUp(ctx, n, mtu);
+      await staticNeighbours(nodes);
+      await pingBothWays(ctx, nodes, 1000);
+    }
+  });
+}
+
+async function restartUnderTraffic(ctx: RowContext, nodes: Node[]): Promise<void> {
+  await ctx.step("a switch restart in the middle of a transfer is survived", async () => {
+    const fabric = fabricOf(ctx);
+    if (!isRestartable(fabric)) {
+      throw new RowFailure(
+        "the row's FabricHandle has no restart(): the harness must offer restarting the " +
+          "switch in place (same socket path) before this step can run",
+      );
+    }
+    const before = await Promise.all(nodes.map((n) => ethtoolStats(n.g, n.iface)));
+    await startReceiver(nodes[1], 5002);
+    await startSender(nodes[0], nodes[1], 5002, RESTART_BYTES);
+    await new Promise((r) => setTimeout(r, 3000));
+    await fabric.restart();
+    ctx.log("switch restarted");
+    for (const n of nodes) {
+      ctx.expect(
+        await waitCarrier(n.g, n.iface, true, 60),
+        `${n.g.name} got no carrier back after the restart`,
+      );
+    }
+    let t = await finishTransfer(nodes[0], nodes[1], 600);
+    if (!t.ok) {
+      ctx.log(`transfer across the restart failed (${t.why}); retrying once`);
+      await nodes[0].g.run("pkill -x nc; true");
+      await nodes[1].g.run("pkill -x nc; true");
+      t = await transfer(nodes[0], nodes[1], 5003, RESTART_BYTES, 600);
+      ctx.measure("restart.retried", 1, "count");
+    } else ctx.measure("restart.retried", 0, "count");
+    ctx.expect(t.ok, `transfer after the restart failed: ${t.why}`);
+    for (const [k, n] of nodes.entries()) {
+      const moved = await waitLinkChanges(n, before[k], 2, 30);
+      ctx.expect(moved >= 2, `${n.g.name} link_changes moved by ${moved}, want >= 2`);
+    }
+    await staticNeighbours(nodes);
+    await pingBothWays(ctx, nodes, 1000);
+  });
+}
 
 /** two guests exchange Ethernet/IP traffic through the switch */
 export const row: Row = {
@@ -6,5 +421,39 @@ export const row: Row = {
   title: "two guests exchange Ethernet/IP traffic through the switch",
   needs: { guests: 2, fabric: "eth", builds: ["qemu", "image", "modules"], devices: { vnic: 1 } },
   timeoutSec: 600,
-  missReason: "issue 5 (cnuas_net.ko) is not done yet",
+  async run(ctx) {
+    const nodes: Node[] = await ctx.step(
+      "both guests load cnuas_net and get a carrier",
+      async () => {
+        const out: Node[] = [];
+        for (const [index, g] of ctx.guests.entries()) {
+          const [nic] = await loadCnuasNet(g, 1);
+          const n = { g, index, iface: nic.iface, ip: IPS[index], mac: vnicMac(index, 0) };
+          await bringUp(ctx, n, 1500);
+          out.push(n);
+        }
+        return out;
+      },
+    );
+    await ctx.step(
+      "ping both ways at MTU 1500 (full-size, DF)",
+      () => pingBothWays(ctx, nodes, 1472),
+    );
+    await ctx.step("ping both ways at MTU 9000 (full-size, DF)", async () => {
+      for (const n of nodes) await sh(n.g, `ip link set dev ${shq(n.iface)} mtu 9000`);
+      await pingBothWays(ctx, nodes, 8972);
+    });
+    await countersAgree(ctx, nodes);
+    await ctx.step("256 MiB over TCP, checksum verified at the far end", async () => {
+      const t = await transfer(nodes[0], nodes[1], 5001, BIG_BYTES, 1200);
+      ctx.expect(t.ok, `256 MiB transfer: ${t.why}`);
+      ctx.measure("tcp256.seconds", Number(t.seconds.toFixed(2)), "s");
+      ctx.measure("tcp256.throughput", Number((BIG_BYTES / 1e6 / t.seconds).toFixed(2)), "MB/s");
+      ctx.log(`sha256 ${t.rxSha} at both ends`);
+    });
+    await injectDrops(ctx, nodes, 9000);
+    await cablePull(ctx, nodes);
+    await rmmodUnderTraffic(ctx, nodes, 9000);
+    await restartUnderTraffic(ctx, nodes);
+  },
 };

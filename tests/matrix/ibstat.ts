@@ -1,10 +1,192 @@
-import type { Row } from "../../harness/matrix/row.ts";
+import type { Guest } from "../../harness/vm/types.ts";
+import type { Row, RowContext } from "../../harness/matrix/row.ts";
+import { parseKeyValues, shq } from "../../harness/netdev.ts";
+import {
+  CNUAS_IB_KO,
+  type CnuasIbDev,
+  configureRoceAddress,
+  type IbvDevinfo,
+  loadCnuasIb,
+  parseIbstat,
+  parseIbvDevinfo,
+} from "../../harness/rdma_guest.ts";
 
-/** ibv_devices, ibv_devinfo -v, ibstat, rdma link show the datasheet attributes */
+/**
+ * The datasheet's table 4.1 as the tools print it: one line per
+ * (attribute, tool, field). `where` says which part of the output.
+ */
+interface Expected {
+  attribute: string;
+  tool: "ibv_devinfo" | "ibstat";
+  where: "device" | "port";
+  field: string;
+  want: string;
+}
+
+/** Datasheet table 4.1, RoCE mode, in the words of ibv_devinfo -v and ibstat. */
+export const TABLE_4_1: Expected[] = [
+  { attribute: "Firmware version", tool: "ibv_devinfo", where: "device", field: "fw_ver", want: "0.1.0" },
+  { attribute: "Firmware version", tool: "ibstat", where: "device", field: "Firmware version", want: "0.1.0" },
+  { attribute: "Hardware version", tool: "ibv_devinfo", where: "device", field: "hw_ver", want: "0x1" },
+  { attribute: "Hardware version", tool: "ibstat", where: "device", field: "Hardware version", want: "1" },
+  { attribute: "Maximum queue pairs", tool: "ibv_devinfo", where: "device", field: "max_qp", want: "256" },
+  { attribute: "Maximum work requests per queue pair", tool: "ibv_devinfo", where: "device", field: "max_qp_wr", want: "4096" },
+  { attribute: "Maximum completion queues", tool: "ibv_devinfo", where: "device", field: "max_cq", want: "256" },
+  { attribute: "Maximum completion queue entries", tool: "ibv_devinfo", where: "device", field: "max_cqe", want: "4096" },
+  { attribute: "Maximum memory regions", tool: "ibv_devinfo", where: "device", field: "max_mr", want: "256" },
+  { attribute: "Maximum protection domains", tool: "ibv_devinfo", where: "device", field: "max_pd", want: "64" },
+  { attribute: "Maximum scatter gather entries", tool: "ibv_devinfo", where: "device", field: "max_sge", want: "16" },
+  { attribute: "Outstanding read and atomic operations", tool: "ibv_devinfo", where: "device", field: "max_qp_rd_atom", want: "16" },
+  { attribute: "Outstanding read and atomic operations", tool: "ibv_devinfo", where: "device", field: "max_qp_init_rd_atom", want: "16" },
+  { attribute: "Atomic capability", tool: "ibv_devinfo", where: "device", field: "atomic_cap", want: "ATOMIC_HCA (1)" },
+  { attribute: "Partition keys", tool: "ibv_devinfo", where: "device", field: "max_pkeys", want: "1" },
+  { attribute: "Partition keys", tool: "ibv_devinfo", where: "port", field: "pkey_tbl_len", want: "1" },
+  { attribute: "Multicast groups", tool: "ibv_devinfo", where: "device", field: "max_mcast_grp", want: "256" },
+  { attribute: "Queue pairs per multicast group", tool: "ibv_devinfo", where: "device", field: "max_mcast_qp_attach", want: "256" },
+  { attribute: "GID table length", tool: "ibv_devinfo", where: "port", field: "gid_tbl_len", want: "1024" },
+  { attribute: "Path MTU", tool: "ibv_devinfo", where: "port", field: "max_mtu", want: "4096 (5)" },
+  { attribute: "Maximum message size", tool: "ibv_devinfo", where: "port", field: "max_msg_sz", want: "0x7fffffff" },
+  { attribute: "Reported speed and width", tool: "ibv_devinfo", where: "port", field: "active_width", want: "4X (2)" },
+  { attribute: "Reported speed and width", tool: "ibv_devinfo", where: "port", field: "active_speed", want: "25.0 Gbps (32)" },
+  { attribute: "Reported speed and width", tool: "ibstat", where: "port", field: "Rate", want: "100" },
+  { attribute: "PCI identity", tool: "ibv_devinfo", where: "device", field: "vendor_id", want: "0x1af4" },
+  { attribute: "PCI identity", tool: "ibv_devinfo", where: "device", field: "vendor_part_id", want: "4336" },
+  { attribute: "Ports", tool: "ibv_devinfo", where: "device", field: "phys_port_cnt", want: "1" },
+  { attribute: "Ports", tool: "ibstat", where: "device", field: "Number of ports", want: "1" },
+  { attribute: "Link layer", tool: "ibv_devinfo", where: "port", field: "link_layer", want: "Ethernet" },
+  { attribute: "Link layer", tool: "ibstat", where: "port", field: "Link layer", want: "Ethernet" },
+];
+
+/** Every row of `table` whose value differs from what the tools printed. */
+export function tableDifferences(
+  table: Expected[],
+  devinfo: IbvDevinfo,
+  ibstat: { ca: Map<string, string>; ports: Map<string, string>[] },
+): string[] {
+  const out: string[] = [];
+  for (const e of table) {
+    const src = e.tool === "ibv_devinfo"
+      ? (e.where === "device" ? devinfo.device : devinfo.ports[0])
+      : (e.where === "device" ? ibstat.ca : ibstat.ports[0]);
+    const got = src?.get(e.field);
+    if (got !== e.want) {
+      out.push(`${e.attribute}: ${e.tool} ${e.field} is ${got ?? "(absent)"}, want ${e.want}`);
+    }
+  }
+  return out;
+}
+
+async function sh(g: Guest, cmd: string, timeoutSec = 60): Promise<string> {
+  return (await g.run(cmd, { check: true, timeoutSec })).stdout;
+}
+
+async function devinfo(g: Guest, dev: CnuasIbDev): Promise<IbvDevinfo> {
+  return parseIbvDevinfo(await sh(g, `ibv_devinfo -v -d ${shq(dev.ibdev)}`));
+}
+
+async function checkTable(ctx: RowContext, g: Guest, dev: CnuasIbDev): Promise<void> {
+  await ctx.step("ibv_devices lists the device with its node GUID", async () => {
+    const out = await sh(g, "ibv_devices");
+    const guid = (await sh(g, `cat /sys/class/infiniband/${dev.ibdev}/node_guid`)).trim()
+      .replaceAll(":", "");
+    ctx.expect(
+      new RegExp(`^\\s*${dev.ibdev}\\s+${guid}\\s*$`, "m").test(out),
+      `ibv_devices does not list ${dev.ibdev} ${guid}: ${out}`,
+    );
+  });
+  await ctx.step("ibv_devinfo -v and ibstat show every table 4.1 attribute", async () => {
+    const info = await devinfo(g, dev);
+    const stat = parseIbstat(await sh(g, `ibstat ${shq(dev.ibdev)}`));
+    ctx.expect(info.hcaId === dev.ibdev, `ibv_devinfo hca_id ${info.hcaId}`);
+    const diffs = tableDifferences(TABLE_4_1, info, stat);
+    ctx.expect(diffs.length === 0, diffs.join("; "));
+  });
+  await ctx.step("rdma dev show: a CA with firmware 0.1.0", async () => {
+    const devs = JSON.parse(await sh(g, "rdma -j dev show")) as Record<string, unknown>[];
+    const d = devs.find((x) => x.ifname === dev.ibdev);
+    ctx.expect(d !== undefined, `rdma dev show lacks ${dev.ibdev}: ${JSON.stringify(devs)}`);
+    ctx.expect(d!.node_type === "ca", `rdma dev show node_type ${d!.node_type}`);
+    ctx.expect(d!.fw === "0.1.0", `rdma dev show fw ${d!.fw}`);
+  });
+}
+
+/** Port state and phys state the tools must show for a carrier state. */
+function expectedPortState(carrier: boolean) {
+  return carrier
+    ? { devinfo: "PORT_ACTIVE (4)", phys: "LINK_UP (5)", rdma: "ACTIVE", rphys: "LINK_UP" }
+    : { devinfo: "PORT_DOWN (1)", phys: "DISABLED (3)", rdma: "DOWN", rphys: "DISABLED" };
+}
+
+async function checkPort(ctx: RowContext, g: Guest, dev: CnuasIbDev): Promise<void> {
+  await ctx.step("rdma link show: the port sits on the cnuas_net netdev, state follows carrier", async () => {
+    const carrier = (await sh(g, `cat /sys/class/net/${dev.iface}/carrier 2>/dev/null || echo 0`)).trim() === "1";
+    const want = expectedPortState(carrier);
+    const links = JSON.parse(await sh(g, "rdma -j link show")) as Record<string, unknown>[];
+    const l = links.find((x) => x.ifname === dev.ibdev && x.port === 1);
+    ctx.expect(l !== undefined, `rdma link show lacks ${dev.ibdev}/1: ${JSON.stringify(links)}`);
+    ctx.expect(l!.netdev === dev.iface, `rdma link netdev ${l!.netdev}, want ${dev.iface}`);
+    ctx.expect(l!.state === want.rdma, `rdma link state ${l!.state}, want ${want.rdma}`);
+    ctx.expect(
+      l!.physical_state === want.rphys,
+      `rdma link physical_state ${l!.physical_state}, want ${want.rphys}`,
+    );
+    const port = (await devinfo(g, dev)).ports[0];
+    ctx.expect(port.get("state") === want.devinfo, `ibv_devinfo state ${port.get("state")}`);
+    ctx.expect(port.get("phys_state") === want.phys, `phys_state ${port.get("phys_state")}`);
+  });
+  await ctx.step("the GID table gets the RoCE v2 GID of the interface's IPv4 address", async () => {
+    const idx = await configureRoceAddress(g, dev, "192.168.77.10/24");
+    ctx.log(`RoCE v2 GID of 192.168.77.10 at index ${idx}`);
+    const info = await devinfo(g, dev);
+    ctx.expect(
+      info.gids[0]?.get(idx) === "::ffff:192.168.77.10",
+      `ibv_devinfo GID[${idx}] is ${info.gids[0]?.get(idx)}`,
+    );
+  });
+  await ctx.step("active_mtu follows the netdev MTU", async () => {
+    for (const [mtu, want] of [[9000, "4096 (5)"], [1500, "1024 (3)"], [600, "512 (2)"]] as const) {
+      await sh(g, `ip link set dev ${shq(dev.iface)} mtu ${mtu}`);
+      const got = (await devinfo(g, dev)).ports[0].get("active_mtu");
+      ctx.expect(got === want, `netdev MTU ${mtu}: active_mtu ${got}, want ${want}`);
+    }
+    await sh(g, `ip link set dev ${shq(dev.iface)} mtu 1500`);
+  });
+}
+
+async function checkModule(ctx: RowContext, g: Guest, dev: CnuasIbDev): Promise<void> {
+  await ctx.step("modinfo: version 0.2.0, licence Dual MIT/GPL", async () => {
+    const kv = parseKeyValues(await sh(g, `modinfo ${CNUAS_IB_KO}`));
+    ctx.expect(kv.get("version") === "0.2.0", `modinfo version ${kv.get("version")}`);
+    ctx.expect(kv.get("license") === "Dual MIT/GPL", `modinfo license ${kv.get("license")}`);
+  });
+  await ctx.step("rmmod goes through while a process holds the device, reload works", async () => {
+    // ibv_rc_pingpong as a server holds a context, PD, MR, CQ and QP until killed.
+    await sh(
+      g,
+      `(ibv_rc_pingpong -d ${shq(dev.ibdev)} -g 0 >/tmp/pp.log 2>&1 &) ; sleep 2; ` +
+        `pgrep -x ibv_rc_pingpong >/dev/null`,
+    );
+    const r = await g.run("timeout 30 rmmod cnuas_ib", { timeoutSec: 60 });
+    ctx.expect(r.code === 0, `rmmod cnuas_ib with a user holding it: exit ${r.code} ${r.stderr}`);
+    await g.run("pkill -x ibv_rc_pingpong; sleep 0.5", { timeoutSec: 30 });
+    const again = await loadCnuasIb(g);
+    ctx.expect(again.ibdev.startsWith("cnuas_ib"), `reload gave ${again.ibdev}`);
+    await sh(g, `ibv_devinfo -d ${shq(again.ibdev)}`);
+  });
+}
+
+/** The datasheet's attributes as ibv_devinfo, ibstat and rdma print them. */
 export const row: Row = {
   id: "ibstat",
   title: "ibv_devices, ibv_devinfo -v, ibstat, rdma link show the datasheet attributes",
   needs: { guests: 1, builds: ["qemu", "image", "modules", "provider"], devices: { vnic: 1 } },
   timeoutSec: 300,
-  missReason: "issue 7 (cnuas_ib.ko and the cnuas provider) is not done yet",
+  async run(ctx) {
+    const g = ctx.guests[0];
+    const dev = await ctx.step("load cnuas_net and cnuas_ib", () => loadCnuasIb(g));
+    ctx.log(`${dev.ibdev} on ${dev.iface} (${dev.pci})`);
+    await checkTable(ctx, g, dev);
+    await checkPort(ctx, g, dev);
+    await checkModule(ctx, g, dev);
+  },
 };

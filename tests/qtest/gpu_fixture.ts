@@ -76,7 +76,11 @@ export async function startGpu(props: GpuProps = {}, opts: StartOptions = {}): P
 }
 
 /** Poll `fn` until it returns true (the device reacts to socket events asynchronously). */
-export async function eventually(what: string, fn: () => Promise<boolean> | boolean, ms = 3000): Promise<void> {
+export async function eventually(
+  what: string,
+  fn: () => Promise<boolean> | boolean,
+  ms = 3000,
+): Promise<void> {
   const deadline = performance.now() + ms;
   while (!(await fn())) {
     if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}`);

@@ -5,7 +5,7 @@
  * peer arriving armed, unarmed and while RX_STATUS is 1, peer closes,
  * listener changes, clock steps and resets runs on QEMU and on the reference
  * model side by side; they must agree on every register read, guest memory,
- * the interrupt line, MSIs and every frame on the socket. 24 seeds × 500
+ * the interrupt line, MSIs and every frame on the socket. 24 seeds × 1000
  * operations; a failure prints the seed and a shrunk sequence.
  */
 import assert from "node:assert/strict";
@@ -13,9 +13,9 @@ import { formatFailure, runVnicDiff } from "../../harness/qtest_vnic_diff.ts";
 import { vnicEnv } from "./vnic_fixture.ts";
 
 const SEEDS = Array.from({ length: 24 }, (_, i) => i + 1);
-const OPS_PER_SEED = 500;
+const OPS_PER_SEED = 1000;
 /** Guards skip an operation now and then (DMA aimed outside the modelled memory, a full queue). */
-const MIN_CHECKED = 450;
+const MIN_CHECKED = 900;
 
 for (const seed of SEEDS) {
   Deno.test(`cnuas-vnic agrees with its model over ${OPS_PER_SEED} random operations, seed ${seed}`, async () => {

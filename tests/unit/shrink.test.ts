@@ -5,7 +5,8 @@ const range = (n: number) => Array.from({ length: n }, (_, i) => i);
 
 Deno.test("shrinkOps reduces a failing list to the ops the failure needs", async () => {
   // Fails whenever 17 and 42 are both present, in that order.
-  const fails = (c: number[]) => Promise.resolve(c.indexOf(17) >= 0 && c.indexOf(42) > c.indexOf(17));
+  const fails = (c: number[]) =>
+    Promise.resolve(c.indexOf(17) >= 0 && c.indexOf(42) > c.indexOf(17));
   const r = await shrinkOps(range(100), fails);
   assert.deepEqual(r.ops, [17, 42]);
   assert.equal(r.minimal, true);

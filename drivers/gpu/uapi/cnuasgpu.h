@@ -1,0 +1,132 @@
+/* SPDX-License-Identifier: GPL-2.0 WITH Linux-syscall-note */
+/*
+ * cnuasgpu.ko user interface: /dev/cnuasgpuN, one per cnuasgpu PCI function.
+ *
+ * Device memory (BAR1) is handed out by a page-aligned bump allocator; an
+ * allocation is identified by its handle and lives at a BAR1 offset, which is
+ * also the mmap() offset of the allocation (write-combining mapping).
+ * Allocations belong to the open file that made them: only it can copy to,
+ * copy from, map or free them, and closing it frees them all.
+ *
+ * CnuasLink frames carry an 8-byte header the driver writes: destination
+ * gpu_id, then source gpu_id, both little-endian; 0xffffffff as destination
+ * addresses every accelerator on the link.  Senders pass and receivers get
+ * only the payload (1 .. CNUASGPU_LINK_MAX_PAYLOAD bytes).
+ *
+ * Every ioctl checks its reserved fields (must be zero), sizes, alignment,
+ * ranges and ownership and fails with EINVAL, ENOMEM, ENOENT, EFAULT,
+ * ENOLINK, ETIMEDOUT, EMSGSIZE or EAGAIN as documented per command; an
+ * unknown command fails with ENOTTY.
+ */
+#ifndef _UAPI_CNUASGPU_H
+#define _UAPI_CNUASGPU_H
+
+#include <linux/ioctl.h>
+#include <linux/types.h>
+
+#define CNUASGPU_ABI_VERSION		1
+
+/* Largest CnuasLink frame on the wire, and the header the driver adds. */
+#define CNUASGPU_LINK_MTU		65536
+#define CNUASGPU_LINK_HDR_LEN		8
+#define CNUASGPU_LINK_MAX_PAYLOAD	(CNUASGPU_LINK_MTU - CNUASGPU_LINK_HDR_LEN)
+#define CNUASGPU_LINK_BROADCAST		0xffffffffu
+
+/* Longest a link ioctl may wait (timeout_ms above this: EINVAL). */
+#define CNUASGPU_LINK_MAX_TIMEOUT_MS	60000
+
+/* CNUASGPU_IOC_INFO: identity and state of the device (all out). */
+struct cnuasgpu_info {
+	__u32 abi_version;	/* CNUASGPU_ABI_VERSION */
+	__u32 fw_version;	/* 0x00010000 = 0.1.0 */
+	__u32 gpu_id;
+	__u32 sm_count;
+	__u32 lanes_per_sm;
+	__u32 tensor_size;
+	__u64 devmem_size;	/* BAR1 bytes */
+	__u64 devmem_used;	/* bytes reserved by allocations */
+	__u64 alloc_limit;	/* bytes the allocator may hand out in total */
+	__u32 link_up;		/* 1 while CnuasLink is up */
+	__u32 reserved;
+};
+
+/*
+ * CNUASGPU_IOC_ALLOC: reserve @size bytes (rounded up to pages) of device
+ * memory aligned to @align (0 = page; else a power of two, page to 1 GiB).
+ * Out: @handle and the BAR1 @offset (the mmap offset).
+ * EINVAL: size 0, bad align, flags or reserved set.  ENOMEM: no room.
+ */
+struct cnuasgpu_alloc {
+	__u64 size;
+	__u64 align;
+	__u32 flags;		/* must be 0 */
+	__u32 handle;		/* out */
+	__u64 offset;		/* out */
+};
+
+/* CNUASGPU_IOC_FREE: release an allocation of this file.  ENOENT: no such handle here. */
+struct cnuasgpu_free {
+	__u32 handle;
+	__u32 reserved;
+};
+
+/*
+ * CNUASGPU_IOC_COPY_TO_DEV / CNUASGPU_IOC_COPY_FROM_DEV: copy @size bytes
+ * between user memory at @user_ptr and allocation @handle at byte @offset.
+ * EINVAL: size 0, range past the allocation, reserved set.  ENOENT: handle.
+ * EFAULT: user memory.
+ */
+struct cnuasgpu_copy {
+	__u32 handle;
+	__u32 reserved;
+	__u64 offset;
+	__u64 user_ptr;
+	__u64 size;
+};
+
+/*
+ * CNUASGPU_IOC_LINK_SEND: send @len payload bytes from @user_ptr to
+ * accelerator @dst_gpu_id, waiting up to @timeout_ms for the device to
+ * complete it.  ENOLINK: link down.  EINVAL: len 0 or above
+ * CNUASGPU_LINK_MAX_PAYLOAD, timeout too long, flags or reserved set.
+ * ETIMEDOUT: no completion.
+ */
+struct cnuasgpu_link_send {
+	__u64 user_ptr;
+	__u32 len;
+	__u32 dst_gpu_id;
+	__u32 timeout_ms;
+	__u32 flags;		/* must be 0 */
+};
+
+/* CNUASGPU_LINK_RECV flags */
+#define CNUASGPU_LINK_RECV_NONBLOCK	(1u << 0)	/* EAGAIN instead of waiting */
+
+/*
+ * CNUASGPU_IOC_LINK_RECV: wait up to @timeout_ms for a frame and copy its
+ * payload to @user_ptr (@buf_size bytes available).  Out: @len, the source
+ * and destination gpu_id.  EMSGSIZE: the payload is longer than @buf_size
+ * (@len says how long; the frame stays queued).  ETIMEDOUT / EAGAIN: nothing
+ * arrived.  poll() reports POLLIN while a frame waits.
+ */
+struct cnuasgpu_link_recv {
+	__u64 user_ptr;
+	__u32 buf_size;
+	__u32 len;		/* out */
+	__u32 src_gpu_id;	/* out */
+	__u32 dst_gpu_id;	/* out */
+	__u32 timeout_ms;
+	__u32 flags;
+};
+
+#define CNUASGPU_IOC_MAGIC	0xC7
+
+#define CNUASGPU_IOC_INFO	_IOR(CNUASGPU_IOC_MAGIC, 0x00, struct cnuasgpu_info)
+#define CNUASGPU_IOC_ALLOC	_IOWR(CNUASGPU_IOC_MAGIC, 0x01, struct cnuasgpu_alloc)
+#define CNUASGPU_IOC_FREE	_IOW(CNUASGPU_IOC_MAGIC, 0x02, struct cnuasgpu_free)
+#define CNUASGPU_IOC_COPY_TO_DEV	_IOW(CNUASGPU_IOC_MAGIC, 0x03, struct cnuasgpu_copy)
+#define CNUASGPU_IOC_COPY_FROM_DEV	_IOW(CNUASGPU_IOC_MAGIC, 0x04, struct cnuasgpu_copy)
+#define CNUASGPU_IOC_LINK_SEND	_IOW(CNUASGPU_IOC_MAGIC, 0x05, struct cnuasgpu_link_send)
+#define CNUASGPU_IOC_LINK_RECV	_IOWR(CNUASGPU_IOC_MAGIC, 0x06, struct cnuasgpu_link_recv)
+
+#endif /* _UAPI_CNUASGPU_H */

@@ -1,0 +1,314 @@
+// SPDX-License-Identifier: (GPL-2.0 OR MIT)
+/*
+ * cnuas_ib: module entry, the auxiliary driver that binds to cnuas_net's
+ * "rdma" device, ib_device registration and the attributes the device and
+ * its port report (datasheet table 4.1).
+ */
+#include <linux/etherdevice.h>
+#include <linux/module.h>
+#include <net/addrconf.h>
+#include <rdma/ib_addr.h>
+#include <rdma/ib_mad.h>
+
+#include "cnuas_ib.h"
+
+static char *link_layer = "eth";
+module_param(link_layer, charp, 0444);
+MODULE_PARM_DESC(link_layer,
+		 "Link layer of the port: eth (RoCEv2); ib is not built yet");
+
+/* The port's MTU as the netdev's MTU allows it (RoCEv2 headers taken off). */
+static enum ib_mtu cnuas_ib_active_mtu(struct cnuas_ib_dev *dev)
+{
+	enum ib_mtu mtu = iboe_get_mtu(READ_ONCE(dev->netdev->mtu));
+
+	if (!mtu)
+		return IB_MTU_256;
+	return min_t(enum ib_mtu, mtu, CNUAS_IB_MAX_MTU);
+}
+
+int cnuas_ib_query_device(struct ib_device *ibdev, struct ib_device_attr *a,
+			  struct ib_udata *udata)
+{
+	struct cnuas_ib_dev *dev = to_cdev(ibdev);
+
+	if (udata && (udata->inlen || udata->outlen))
+		return -EINVAL;
+
+	memset(a, 0, sizeof(*a));
+	a->fw_ver = CNUAS_IB_FW_VER;
+	a->sys_image_guid = dev->node_guid;
+	a->max_mr_size = ~0ULL;
+	a->page_size_cap = PAGE_SIZE;
+	a->vendor_id = CNUAS_IB_VENDOR_ID;
+	a->vendor_part_id = CNUAS_IB_VENDOR_PART_ID;
+	a->hw_ver = CNUAS_IB_HW_VER;
+	a->max_qp = CNUAS_IB_MAX_QP;
+	a->max_qp_wr = CNUAS_IB_MAX_QP_WR;
+	a->device_cap_flags = IB_DEVICE_RC_RNR_NAK_GEN |
+			      IB_DEVICE_SYS_IMAGE_GUID;
+	a->max_send_sge = CNUAS_IB_MAX_SGE;
+	a->max_recv_sge = CNUAS_IB_MAX_SGE;
+	a->max_sge_rd = CNUAS_IB_MAX_SGE;
+	a->max_cq = CNUAS_IB_MAX_CQ;
+	a->max_cqe = CNUAS_IB_MAX_CQE;
+	a->max_mr = CNUAS_IB_MAX_MR;
+	a->max_pd = CNUAS_IB_MAX_PD;
+	a->max_qp_rd_atom = CNUAS_IB_MAX_RD_ATOM;
+	a->max_qp_init_rd_atom = CNUAS_IB_MAX_RD_ATOM;
+	a->max_res_rd_atom = CNUAS_IB_MAX_RD_ATOM * CNUAS_IB_MAX_QP;
+	a->atomic_cap = IB_ATOMIC_HCA;
+	a->masked_atomic_cap = IB_ATOMIC_NONE;
+	a->max_mcast_grp = CNUAS_IB_MAX_MCAST_GRP;
+	a->max_mcast_qp_attach = CNUAS_IB_MAX_MCAST_QP_ATTACH;
+	a->max_total_mcast_qp_attach = CNUAS_IB_MAX_MCAST_GRP *
+				       CNUAS_IB_MAX_MCAST_QP_ATTACH;
+	a->max_ah = CNUAS_IB_MAX_AH;
+	a->max_pkeys = CNUAS_IB_MAX_PKEYS;
+	a->local_ca_ack_delay = CNUAS_IB_ACK_DELAY;
+	return 0;
+}
+
+int cnuas_ib_query_port(struct ib_device *ibdev, u32 port,
+			struct ib_port_attr *a)
+{
+	struct cnuas_ib_dev *dev = to_cdev(ibdev);
+	bool up = cnuas_net_link_up(dev->net) && netif_running(dev->netdev);
+
+	if (port != 1)
+		return -EINVAL;
+	a->state = up ? IB_PORT_ACTIVE : IB_PORT_DOWN;
+	a->phys_state = up ? IB_PORT_PHYS_STATE_LINK_UP :
+			     IB_PORT_PHYS_STATE_DISABLED;
+	a->max_mtu = CNUAS_IB_MAX_MTU;
+	a->active_mtu = cnuas_ib_active_mtu(dev);
+	a->phys_mtu = ib_mtu_enum_to_int(CNUAS_IB_MAX_MTU);
+	a->gid_tbl_len = CNUAS_IB_GID_TBL_ROCE;
+	a->ip_gids = 1;
+	a->port_cap_flags = IB_PORT_CM_SUP;
+	a->max_msg_sz = CNUAS_IB_MAX_MSG_SZ;
+	a->pkey_tbl_len = CNUAS_IB_MAX_PKEYS;
+	a->max_vl_num = 1;
+	a->active_width = CNUAS_IB_ACTIVE_WIDTH;
+	a->active_speed = CNUAS_IB_ACTIVE_SPEED;
+	return 0;
+}
+
+int cnuas_ib_get_port_immutable(struct ib_device *ibdev, u32 port,
+				struct ib_port_immutable *im)
+{
+	struct ib_port_attr attr = {};
+	int err;
+
+	err = ib_query_port(ibdev, port, &attr);
+	if (err)
+		return err;
+	im->pkey_tbl_len = attr.pkey_tbl_len;
+	im->gid_tbl_len = attr.gid_tbl_len;
+	im->core_cap_flags = RDMA_CORE_PORT_IBA_ROCE_UDP_ENCAP;
+	im->max_mad_size = IB_MGMT_MAD_SIZE;
+	return 0;
+}
+
+enum rdma_link_layer cnuas_ib_get_link_layer(struct ib_device *ibdev,
+					     u32 port)
+{
+	return IB_LINK_LAYER_ETHERNET;
+}
+
+/* 0x000100: one byte each of major, minor and sub-minor. */
+void cnuas_ib_get_fw_str(struct ib_device *ibdev, char *str)
+{
+	snprintf(str, IB_FW_VERSION_NAME_MAX, "%u.%u.%u",
+		 (unsigned int)(CNUAS_IB_FW_VER >> 16) & 0xff,
+		 (unsigned int)(CNUAS_IB_FW_VER >> 8) & 0xff,
+		 (unsigned int)CNUAS_IB_FW_VER & 0xff);
+}
+
+static ssize_t hw_rev_show(struct device *device,
+			   struct device_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%u\n", CNUAS_IB_HW_VER);
+}
+static DEVICE_ATTR_RO(hw_rev);
+
+static ssize_t board_id_show(struct device *device,
+			     struct device_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "CNUAS-VNIC\n");
+}
+static DEVICE_ATTR_RO(board_id);
+
+static ssize_t hca_type_show(struct device *device,
+			     struct device_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "cnuas-vnic\n");
+}
+static DEVICE_ATTR_RO(hca_type);
+
+static struct attribute *cnuas_ib_attrs[] = {
+	&dev_attr_hw_rev.attr,
+	&dev_attr_hca_type.attr,
+	&dev_attr_board_id.attr,
+	NULL,
+};
+
+const struct attribute_group cnuas_ib_attr_group = {
+	.attrs = cnuas_ib_attrs,
+};
+
+static void cnuas_ib_port_event(struct cnuas_ib_dev *dev, bool up)
+{
+	struct ib_event ev = {
+		.device = &dev->ibdev,
+		.element.port_num = 1,
+		.event = up ? IB_EVENT_PORT_ACTIVE : IB_EVENT_PORT_ERR,
+	};
+
+	ib_dispatch_event(&ev);
+}
+
+static void cnuas_ib_link_change(void *ctx, bool up)
+{
+	cnuas_ib_port_event(ctx, up);
+}
+
+static const struct cnuas_net_rdma_ops cnuas_ib_net_ops = {
+	.rx = cnuas_ib_rx,
+	.link_change = cnuas_ib_link_change,
+	.tx_wake = cnuas_ib_tx_wake,
+};
+
+static int cnuas_ib_probe(struct auxiliary_device *adev,
+			  const struct auxiliary_device_id *id)
+{
+	struct cnuas_net_adev *nadev = to_cnuas_net_adev(adev);
+	struct cnuas_ib_dev *dev;
+	struct ib_device *ibdev;
+	u8 guid[8];
+	int err;
+
+	if (strcmp(link_layer, "eth")) {
+		dev_err(&adev->dev,
+			"link_layer=%s: only eth (RoCEv2) is built so far\n",
+			link_layer);
+		return -EOPNOTSUPP;
+	}
+
+	dev = ib_alloc_device(cnuas_ib_dev, ibdev);
+	if (!dev)
+		return -ENOMEM;
+	ibdev = &dev->ibdev;
+	dev->nadev = nadev;
+	dev->net = nadev->net;
+	dev->netdev = nadev->netdev;
+	dev->layer = CNUAS_LL_ETH;
+	xa_init_flags(&dev->qps, XA_FLAGS_ALLOC);
+	xa_init_flags(&dev->mrs, XA_FLAGS_ALLOC1);
+	dev->next_qpn = 16;
+	get_random_bytes(&dev->key_gen, sizeof(dev->key_gen));
+	spin_lock_init(&dev->atomic_lock);
+	spin_lock_init(&dev->txwait_lock);
+	INIT_LIST_HEAD(&dev->txwait);
+
+	dev->wq = alloc_workqueue("cnuas_ib/%s", WQ_HIGHPRI | WQ_UNBOUND, 0,
+				  dev_name(&adev->dev));
+	if (!dev->wq) {
+		err = -ENOMEM;
+		goto err_dealloc;
+	}
+
+	addrconf_addr_eui48(guid, dev->netdev->dev_addr);
+	memcpy(&dev->node_guid, guid, sizeof(guid));
+	ibdev->node_guid = dev->node_guid;
+	ibdev->node_type = RDMA_NODE_IB_CA;
+	ibdev->phys_port_cnt = 1;
+	ibdev->num_comp_vectors = 1;
+	ibdev->dev.parent = &nadev->pdev->dev;
+	ibdev->uverbs_cmd_mask |= BIT_ULL(IB_USER_VERBS_CMD_POST_SEND) |
+				  BIT_ULL(IB_USER_VERBS_CMD_POST_RECV) |
+				  BIT_ULL(IB_USER_VERBS_CMD_POLL_CQ) |
+				  BIT_ULL(IB_USER_VERBS_CMD_REQ_NOTIFY_CQ);
+	strscpy(ibdev->node_desc, "cnuas_ib RoCEv2", sizeof(ibdev->node_desc));
+	ib_set_device_ops(ibdev, &cnuas_ib_dev_ops);
+	/*
+	 * The datasheet names the device cnuas_ib<n>; without this rdma-core's
+	 * udev rule (rdma_rename NAME_FALLBACK) renames it rocep<bus>s<slot>.
+	 */
+	ib_mark_name_assigned_by_user(ibdev);
+
+	err = ib_device_set_netdev(ibdev, dev->netdev, 1);
+	if (err)
+		goto err_wq;
+
+	err = cnuas_net_register_rdma(dev->net, &cnuas_ib_net_ops, dev,
+				      CNUAS_LL_ETH);
+	if (err)
+		goto err_netdev;
+
+	err = ib_register_device(ibdev, "cnuas_ib%d", NULL);
+	if (err)
+		goto err_unreg_net;
+
+	auxiliary_set_drvdata(adev, dev);
+	dev_info(&adev->dev, "%s on %s (RoCEv2)\n", dev_name(&ibdev->dev),
+		 netdev_name(dev->netdev));
+	return 0;
+
+err_unreg_net:
+	cnuas_net_unregister_rdma(dev->net);
+err_netdev:
+	ib_device_set_netdev(ibdev, NULL, 1);
+err_wq:
+	destroy_workqueue(dev->wq);
+err_dealloc:
+	ib_dealloc_device(ibdev);
+	return err;
+}
+
+static void cnuas_ib_remove(struct auxiliary_device *adev)
+{
+	struct cnuas_ib_dev *dev = auxiliary_get_drvdata(adev);
+
+	/* Destroys every object, user ones through disassociate. */
+	ib_unregister_device(&dev->ibdev);
+	cnuas_net_unregister_rdma(dev->net);
+	destroy_workqueue(dev->wq);
+	WARN_ON(!xa_empty(&dev->qps));
+	WARN_ON(!xa_empty(&dev->mrs));
+	xa_destroy(&dev->qps);
+	xa_destroy(&dev->mrs);
+	ib_dealloc_device(&dev->ibdev);
+}
+
+static const struct auxiliary_device_id cnuas_ib_id_table[] = {
+	{ .name = CNUAS_NET_ADEV_MATCH },
+	{}
+};
+MODULE_DEVICE_TABLE(auxiliary, cnuas_ib_id_table);
+
+static struct auxiliary_driver cnuas_ib_driver = {
+	.name = "ib",
+	.probe = cnuas_ib_probe,
+	.remove = cnuas_ib_remove,
+	.id_table = cnuas_ib_id_table,
+};
+
+static int __init cnuas_ib_init(void)
+{
+	cnuas_ib_opcode_init();
+	return auxiliary_driver_register(&cnuas_ib_driver);
+}
+
+static void __exit cnuas_ib_exit(void)
+{
+	auxiliary_driver_unregister(&cnuas_ib_driver);
+}
+
+module_init(cnuas_ib_init);
+module_exit(cnuas_ib_exit);
+
+MODULE_AUTHOR("Cnuas HIL");
+MODULE_DESCRIPTION("cnuas_ib: RoCEv2 RDMA transport on cnuas-vnic");
+MODULE_LICENSE("Dual MIT/GPL");
+MODULE_VERSION(CNUAS_IB_DRV_VERSION);

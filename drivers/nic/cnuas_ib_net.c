@@ -1,0 +1,339 @@
+// SPDX-License-Identifier: (GPL-2.0 OR MIT)
+/*
+ * cnuas_ib: frames.  Building RoCEv2 frames (Ethernet + IPv4/IPv6 + UDP
+ * 4791 + BTH + extension headers + payload + pad + ICRC), handing them to
+ * cnuas_net, waiting for room when its queue is full, and the receive
+ * side: validate a frame, check its ICRC and queue it on its QP.
+ */
+#include <linux/etherdevice.h>
+#include <linux/ip.h>
+#include <linux/ipv6.h>
+#include <linux/udp.h>
+#include <net/ip.h>
+
+#include "cnuas_ib.h"
+
+/* Frames waiting in one QP queue before the receive path drops. */
+#define CNUAS_IB_RXQ_MAX	4096
+
+static unsigned int cnuas_ip_len(int family)
+{
+	return family == AF_INET ? sizeof(struct iphdr) :
+				   sizeof(struct ipv6hdr);
+}
+
+/**
+ * cnuas_ib_frame_alloc - a frame with every header but the BTH's QP/PSN
+ * @qp: the sender (its QP number picks the UDP source port for UD)
+ * @av: where it goes
+ * @opcode: BTH opcode (its row in the opcode table sizes the headers)
+ * @paylen: payload bytes (the pad is added here)
+ * @bth: set to the frame's BTH; the caller fills dest QP and PSN, the
+ *       extension headers (zeroed) and the payload (at bth + hdr_len)
+ *
+ * Return: the frame, or NULL without memory.  GFP_ATOMIC.
+ */
+struct sk_buff *cnuas_ib_frame_alloc(struct cnuas_ib_qp *qp,
+				     const struct cnuas_ib_av *av,
+				     u8 opcode, u32 paylen,
+				     struct cnuas_bth **bth)
+{
+	const struct cnuas_opcode_info *info = &cnuas_ib_opcode[opcode];
+	struct net_device *ndev = qp->dev->netdev;
+	unsigned int pad = (4 - (paylen & 3)) & 3;
+	unsigned int ip_len = cnuas_ip_len(av->family);
+	unsigned int l4_len = sizeof(struct udphdr) + info->hdr_len + paylen +
+			      pad + CNUAS_ICRC_BYTES;
+	unsigned int total = ETH_HLEN + ip_len + l4_len;
+	struct sk_buff *skb;
+	struct ethhdr *eth;
+	struct udphdr *udp;
+	u8 *p;
+
+	skb = alloc_skb(total + NET_IP_ALIGN, GFP_ATOMIC);
+	if (!skb)
+		return NULL;
+	skb_reserve(skb, NET_IP_ALIGN);
+	p = skb_put(skb, total);
+	skb_reset_mac_header(skb);
+	skb->dev = ndev;
+
+	eth = (struct ethhdr *)p;
+	ether_addr_copy(eth->h_dest, av->dmac);
+	ether_addr_copy(eth->h_source, ndev->dev_addr);
+	p += ETH_HLEN;
+	skb_set_network_header(skb, ETH_HLEN);
+
+	if (av->family == AF_INET) {
+		struct iphdr *ip = (struct iphdr *)p;
+
+		eth->h_proto = htons(ETH_P_IP);
+		skb->protocol = htons(ETH_P_IP);
+		ip->version = 4;
+		ip->ihl = 5;
+		ip->tos = av->tclass;
+		ip->tot_len = htons(ip_len + l4_len);
+		ip->id = 0;
+		ip->frag_off = htons(IP_DF);
+		ip->ttl = av->hop_limit;
+		ip->protocol = IPPROTO_UDP;
+		memcpy(&ip->saddr, &av->saddr.s6_addr32[3], 4);
+		memcpy(&ip->daddr, &av->daddr.s6_addr32[3], 4);
+		ip->check = 0;
+		ip->check = ip_fast_csum(ip, ip->ihl);
+	} else {
+		struct ipv6hdr *ip6 = (struct ipv6hdr *)p;
+
+		eth->h_proto = htons(ETH_P_IPV6);
+		skb->protocol = htons(ETH_P_IPV6);
+		ip6_flow_hdr(ip6, av->tclass, htonl(av->flow_label));
+		ip6->payload_len = htons(l4_len);
+		ip6->nexthdr = IPPROTO_UDP;
+		ip6->hop_limit = av->hop_limit;
+		ip6->saddr = av->saddr;
+		ip6->daddr = av->daddr;
+	}
+	p += ip_len;
+
+	udp = (struct udphdr *)p;
+	udp->source = htons(qp->sport);
+	udp->dest = htons(CNUAS_NET_ROCE_UDP_PORT);
+	udp->len = htons(l4_len);
+	udp->check = 0;
+	p += sizeof(*udp);
+
+	memset(p, 0, info->hdr_len);
+	*bth = (struct cnuas_bth *)p;
+	(*bth)->opcode = opcode;
+	(*bth)->flags = pad << CNUAS_BTH_PAD_SHIFT;
+	(*bth)->pkey = htons(CNUAS_DEFAULT_PKEY);
+	/* the pad and the ICRC: the pad must be zero */
+	memset(p + info->hdr_len + paylen, 0, pad + CNUAS_ICRC_BYTES);
+	return skb;
+}
+
+/* Compute and store the ICRC of a frame from cnuas_ib_frame_alloc(). */
+void cnuas_ib_frame_finish(struct cnuas_ib_qp *qp, struct sk_buff *skb)
+{
+	int family = (skb->data[ETH_HLEN] >> 4) == 4 ? AF_INET : AF_INET6;
+	unsigned int end = skb->len - CNUAS_ICRC_BYTES;
+
+	put_unaligned_le32(cnuas_ib_icrc(skb, ETH_HLEN, family, end),
+			   skb->data + end);
+}
+
+/**
+ * cnuas_ib_xmit - hand a frame to cnuas_net
+ * @qp: the sender; put on the wait list when the queue is full
+ * @skb: the frame, always consumed
+ *
+ * Return: 0 when it went (or was lost as on a wire: link down), -ENOBUFS
+ * when cnuas_net's queue is full (the QP is kicked once there is room).
+ */
+int cnuas_ib_xmit(struct cnuas_ib_qp *qp, struct sk_buff *skb)
+{
+	struct cnuas_ib_dev *dev = qp->dev;
+	unsigned long flags;
+	u32 gen;
+	int err;
+
+	gen = READ_ONCE(dev->tx_gen);
+	err = cnuas_net_xmit(dev->net, skb);
+	if (likely(!err)) {
+		cnuas_stat_inc(dev, CNUAS_STAT_SENT_PKTS);
+		return 0;
+	}
+	if (err != -ENOBUFS)
+		return 0;
+
+	cnuas_stat_inc(dev, CNUAS_STAT_TX_BUSY);
+	spin_lock_irqsave(&dev->txwait_lock, flags);
+	if (gen != dev->tx_gen) {
+		/* room appeared since we tried: go again at once */
+		spin_unlock_irqrestore(&dev->txwait_lock, flags);
+		cnuas_ib_qp_kick(qp);
+		return -ENOBUFS;
+	}
+	if (!qp->tx_blocked) {
+		WRITE_ONCE(qp->tx_blocked, true);
+		list_add_tail(&qp->txwait, &dev->txwait);
+	}
+	spin_unlock_irqrestore(&dev->txwait_lock, flags);
+	return -ENOBUFS;
+}
+
+/* cnuas_net's queue has room again: kick every QP that waited. */
+void cnuas_ib_tx_wake(void *ctx)
+{
+	struct cnuas_ib_dev *dev = ctx;
+	struct cnuas_ib_qp *qp, *tmp;
+	unsigned long flags;
+
+	spin_lock_irqsave(&dev->txwait_lock, flags);
+	dev->tx_gen++;
+	list_for_each_entry_safe(qp, tmp, &dev->txwait, txwait) {
+		list_del_init(&qp->txwait);
+		WRITE_ONCE(qp->tx_blocked, false);
+		cnuas_ib_qp_kick(qp);
+	}
+	spin_unlock_irqrestore(&dev->txwait_lock, flags);
+}
+
+/* Take a QP off the wait list (destroy). */
+void cnuas_ib_txwait_del(struct cnuas_ib_qp *qp)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&qp->dev->txwait_lock, flags);
+	if (qp->tx_blocked) {
+		list_del_init(&qp->txwait);
+		WRITE_ONCE(qp->tx_blocked, false);
+	}
+	spin_unlock_irqrestore(&qp->dev->txwait_lock, flags);
+}
+
+/*
+ * Parse and check the IP and UDP headers and the BTH; fill the packet
+ * description in skb->cb.  Return: 0, or -EINVAL to drop.
+ */
+static int cnuas_ib_parse(struct sk_buff *skb)
+{
+	struct cnuas_pkt *pkt = cnuas_pkt(skb);
+	const struct cnuas_opcode_info *info;
+	unsigned int ip_len, l4_off, len;
+	const struct cnuas_bth *bth;
+	const struct udphdr *udp;
+	u16 pkey;
+	u8 pad;
+
+	if (skb->len < ETH_HLEN)
+		return -EINVAL;
+	memset(pkt, 0, sizeof(*pkt));
+	pkt->net_off = ETH_HLEN;
+	if (skb->protocol == htons(ETH_P_IP)) {
+		const struct iphdr *ip = (void *)(skb->data + ETH_HLEN);
+
+		ip_len = sizeof(*ip);
+		if (skb->len < ETH_HLEN + ip_len || ip->version != 4 ||
+		    ip->ihl != 5 || ip->protocol != IPPROTO_UDP ||
+		    ip_is_fragment(ip))
+			return -EINVAL;
+		len = ntohs(ip->tot_len);
+		if (len < ip_len || ETH_HLEN + len > skb->len)
+			return -EINVAL;
+		pkt->family = AF_INET;
+	} else if (skb->protocol == htons(ETH_P_IPV6)) {
+		const struct ipv6hdr *ip6 = (void *)(skb->data + ETH_HLEN);
+
+		ip_len = sizeof(*ip6);
+		if (skb->len < ETH_HLEN + ip_len || ip6->version != 6 ||
+		    ip6->nexthdr != IPPROTO_UDP)
+			return -EINVAL;
+		len = ip_len + ntohs(ip6->payload_len);
+		if (ETH_HLEN + len > skb->len)
+			return -EINVAL;
+		pkt->family = AF_INET6;
+	} else {
+		return -EINVAL;
+	}
+	/* drop the Ethernet padding: the IP length says where we end */
+	if (pskb_trim(skb, ETH_HLEN + len))
+		return -EINVAL;
+
+	l4_off = ETH_HLEN + ip_len;
+	if (skb->len < l4_off + sizeof(*udp) + CNUAS_BTH_BYTES +
+		       CNUAS_ICRC_BYTES)
+		return -EINVAL;
+	udp = (const void *)(skb->data + l4_off);
+	if (udp->dest != htons(CNUAS_NET_ROCE_UDP_PORT) ||
+	    ntohs(udp->len) != skb->len - l4_off)
+		return -EINVAL;
+
+	pkt->bth_off = l4_off + sizeof(*udp);
+	bth = (const void *)(skb->data + pkt->bth_off);
+	info = &cnuas_ib_opcode[bth->opcode];
+	if (!(info->mask & CNUAS_OP_VALID) ||
+	    (bth->flags & CNUAS_BTH_TVER_MASK))
+		return -EINVAL;
+	pkey = ntohs(bth->pkey);
+	if ((pkey & 0x7fff) != 0x7fff)
+		return -EINVAL;
+	pad = (bth->flags & CNUAS_BTH_PAD_MASK) >> CNUAS_BTH_PAD_SHIFT;
+	if (skb->len < pkt->bth_off + info->hdr_len + pad + CNUAS_ICRC_BYTES)
+		return -EINVAL;
+
+	pkt->opcode = bth->opcode;
+	pkt->mask = info->mask;
+	pkt->qpn = ntohl(bth->qpn) & CNUAS_QPN_MASK;
+	pkt->psn = ntohl(bth->apsn) & CNUAS_PSN_MASK;
+	pkt->ackreq = !!(ntohl(bth->apsn) & CNUAS_BTH_ACKREQ);
+	pkt->se = !!(bth->flags & CNUAS_BTH_SE);
+	pkt->pay_off = pkt->bth_off + info->hdr_len;
+	pkt->paylen = skb->len - pkt->pay_off - pad - CNUAS_ICRC_BYTES;
+	if (!(info->mask & CNUAS_OP_PAYLOAD) && pkt->paylen)
+		return -EINVAL;
+	return 0;
+}
+
+/**
+ * cnuas_ib_rx - cnuas_net's receive callback (NAPI context)
+ * @ctx: our device
+ * @skb: a RoCEv2 frame (UDP 4791), ours to consume
+ */
+void cnuas_ib_rx(void *ctx, struct sk_buff *skb)
+{
+	struct cnuas_ib_dev *dev = ctx;
+	struct cnuas_ib_qp *qp;
+	struct cnuas_pkt *pkt;
+	struct sk_buff_head *q;
+	unsigned int end;
+
+	cnuas_stat_inc(dev, CNUAS_STAT_RCVD_PKTS);
+	if (skb_linearize(skb) || cnuas_ib_parse(skb))
+		goto drop;
+	pkt = cnuas_pkt(skb);
+
+	end = skb->len - CNUAS_ICRC_BYTES;
+	if (get_unaligned_le32(skb->data + end) !=
+	    cnuas_ib_icrc(skb, pkt->net_off, pkt->family, end)) {
+		cnuas_stat_inc(dev, CNUAS_STAT_RCVD_ICRC_ERR);
+		goto free;
+	}
+
+	rcu_read_lock();
+	qp = xa_load(&dev->qps, pkt->qpn);
+	if (!qp || READ_ONCE(qp->dying))
+		goto unlock_drop;
+	if (cnuas_qp_is_rc(qp) ? !(pkt->mask & CNUAS_OP_RC) :
+				 !(pkt->mask & CNUAS_OP_UD))
+		goto unlock_drop;
+	q = (pkt->mask & CNUAS_OP_REQ) ? &qp->req_q : &qp->resp_q;
+	if (skb_queue_len(q) >= CNUAS_IB_RXQ_MAX)
+		goto unlock_drop;
+	skb_queue_tail(q, skb);
+	cnuas_ib_qp_kick(qp);
+	rcu_read_unlock();
+	return;
+
+unlock_drop:
+	rcu_read_unlock();
+drop:
+	cnuas_stat_inc(dev, CNUAS_STAT_RCVD_DROP);
+free:
+	kfree_skb(skb);
+}
+
+/* Did @skb come from the peer this connected QP talks to? */
+bool cnuas_ib_pkt_from_peer(struct cnuas_ib_qp *qp, struct sk_buff *skb)
+{
+	const struct cnuas_pkt *pkt = cnuas_pkt(skb);
+	const u8 *ip = skb->data + pkt->net_off;
+
+	if (pkt->family != qp->av.family)
+		return false;
+	if (pkt->family == AF_INET)
+		return !memcmp(&((const struct iphdr *)ip)->saddr,
+			       &qp->av.daddr.s6_addr32[3], 4);
+	return ipv6_addr_equal(&((const struct ipv6hdr *)ip)->saddr,
+			       &qp->av.daddr);
+}

@@ -1,0 +1,92 @@
+// SPDX-License-Identifier: (GPL-2.0 OR MIT)
+/*
+ * cnuas_ib: the opcode table.  One row per opcode we speak (RC and UD);
+ * every other row is zero, which the receive path treats as "not ours".
+ * Header offsets are derived from the mask once at module load, so the
+ * table below only says what each opcode carries.
+ */
+#include "cnuas_ib_hdr.h"
+
+#define RC_REQ	(CNUAS_OP_VALID | CNUAS_OP_RC | CNUAS_OP_REQ)
+#define RC_RESP	(CNUAS_OP_VALID | CNUAS_OP_RC | CNUAS_OP_RESP)
+#define UD_REQ	(CNUAS_OP_VALID | CNUAS_OP_UD | CNUAS_OP_REQ)
+#define P_SEND	(CNUAS_OP_SEND | CNUAS_OP_PAYLOAD)
+#define P_WRITE	(CNUAS_OP_WRITE | CNUAS_OP_PAYLOAD)
+#define P_RDRESP	(CNUAS_OP_READ | CNUAS_OP_PAYLOAD)
+
+#define OP(_code, _mask) [_code] = { .name = #_code, .mask = (_mask) }
+
+struct cnuas_opcode_info cnuas_ib_opcode[256] __ro_after_init = {
+	OP(IB_OPCODE_RC_SEND_FIRST, RC_REQ | P_SEND | CNUAS_OP_FIRST),
+	OP(IB_OPCODE_RC_SEND_MIDDLE, RC_REQ | P_SEND | CNUAS_OP_MIDDLE),
+	OP(IB_OPCODE_RC_SEND_LAST, RC_REQ | P_SEND | CNUAS_OP_LAST),
+	OP(IB_OPCODE_RC_SEND_LAST_WITH_IMMEDIATE,
+	   RC_REQ | P_SEND | CNUAS_OP_LAST | CNUAS_OP_IMMDT),
+	OP(IB_OPCODE_RC_SEND_ONLY, RC_REQ | P_SEND | CNUAS_OP_ONLY),
+	OP(IB_OPCODE_RC_SEND_ONLY_WITH_IMMEDIATE,
+	   RC_REQ | P_SEND | CNUAS_OP_ONLY | CNUAS_OP_IMMDT),
+	OP(IB_OPCODE_RC_RDMA_WRITE_FIRST,
+	   RC_REQ | P_WRITE | CNUAS_OP_FIRST | CNUAS_OP_RETH),
+	OP(IB_OPCODE_RC_RDMA_WRITE_MIDDLE, RC_REQ | P_WRITE | CNUAS_OP_MIDDLE),
+	OP(IB_OPCODE_RC_RDMA_WRITE_LAST, RC_REQ | P_WRITE | CNUAS_OP_LAST),
+	OP(IB_OPCODE_RC_RDMA_WRITE_LAST_WITH_IMMEDIATE,
+	   RC_REQ | P_WRITE | CNUAS_OP_LAST | CNUAS_OP_IMMDT),
+	OP(IB_OPCODE_RC_RDMA_WRITE_ONLY,
+	   RC_REQ | P_WRITE | CNUAS_OP_ONLY | CNUAS_OP_RETH),
+	OP(IB_OPCODE_RC_RDMA_WRITE_ONLY_WITH_IMMEDIATE,
+	   RC_REQ | P_WRITE | CNUAS_OP_ONLY | CNUAS_OP_RETH | CNUAS_OP_IMMDT),
+	OP(IB_OPCODE_RC_RDMA_READ_REQUEST,
+	   RC_REQ | CNUAS_OP_READ | CNUAS_OP_ONLY | CNUAS_OP_RETH),
+	OP(IB_OPCODE_RC_RDMA_READ_RESPONSE_FIRST,
+	   RC_RESP | P_RDRESP | CNUAS_OP_FIRST | CNUAS_OP_AETH),
+	OP(IB_OPCODE_RC_RDMA_READ_RESPONSE_MIDDLE,
+	   RC_RESP | P_RDRESP | CNUAS_OP_MIDDLE),
+	OP(IB_OPCODE_RC_RDMA_READ_RESPONSE_LAST,
+	   RC_RESP | P_RDRESP | CNUAS_OP_LAST | CNUAS_OP_AETH),
+	OP(IB_OPCODE_RC_RDMA_READ_RESPONSE_ONLY,
+	   RC_RESP | P_RDRESP | CNUAS_OP_ONLY | CNUAS_OP_AETH),
+	OP(IB_OPCODE_RC_ACKNOWLEDGE, RC_RESP | CNUAS_OP_ONLY | CNUAS_OP_AETH),
+	OP(IB_OPCODE_RC_ATOMIC_ACKNOWLEDGE,
+	   RC_RESP | CNUAS_OP_ATOMIC | CNUAS_OP_ONLY | CNUAS_OP_AETH |
+	   CNUAS_OP_ATMACK),
+	OP(IB_OPCODE_RC_COMPARE_SWAP,
+	   RC_REQ | CNUAS_OP_ATOMIC | CNUAS_OP_ONLY | CNUAS_OP_ATMETH),
+	OP(IB_OPCODE_RC_FETCH_ADD,
+	   RC_REQ | CNUAS_OP_ATOMIC | CNUAS_OP_ONLY | CNUAS_OP_ATMETH),
+	OP(IB_OPCODE_UD_SEND_ONLY, UD_REQ | P_SEND | CNUAS_OP_ONLY | CNUAS_OP_DETH),
+	OP(IB_OPCODE_UD_SEND_ONLY_WITH_IMMEDIATE,
+	   UD_REQ | P_SEND | CNUAS_OP_ONLY | CNUAS_OP_DETH | CNUAS_OP_IMMDT),
+};
+
+static const struct {
+	u32 bit;
+	u8 len;
+} cnuas_hdr_order[CNUAS_HDR_NUM] = {
+	[CNUAS_HDR_RETH] = { CNUAS_OP_RETH, CNUAS_RETH_BYTES },
+	[CNUAS_HDR_DETH] = { CNUAS_OP_DETH, CNUAS_DETH_BYTES },
+	[CNUAS_HDR_AETH] = { CNUAS_OP_AETH, CNUAS_AETH_BYTES },
+	[CNUAS_HDR_ATMETH] = { CNUAS_OP_ATMETH, CNUAS_ATMETH_BYTES },
+	[CNUAS_HDR_ATMACK] = { CNUAS_OP_ATMACK, CNUAS_ATMACK_BYTES },
+	[CNUAS_HDR_IMMDT] = { CNUAS_OP_IMMDT, CNUAS_IMMDT_BYTES },
+	[CNUAS_HDR_IETH] = { CNUAS_OP_IETH, CNUAS_IETH_BYTES },
+};
+
+/* Derive each opcode's header offsets and length from its mask. */
+void cnuas_ib_opcode_init(void)
+{
+	unsigned int op, h;
+
+	for (op = 0; op < ARRAY_SIZE(cnuas_ib_opcode); op++) {
+		struct cnuas_opcode_info *info = &cnuas_ib_opcode[op];
+		u8 off = CNUAS_BTH_BYTES;
+
+		if (!(info->mask & CNUAS_OP_VALID))
+			continue;
+		for (h = 0; h < CNUAS_HDR_NUM; h++) {
+			info->off[h] = off;
+			if (info->mask & cnuas_hdr_order[h].bit)
+				off += cnuas_hdr_order[h].len;
+		}
+		info->hdr_len = off;
+	}
+}

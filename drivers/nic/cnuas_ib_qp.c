@@ -1,0 +1,801 @@
+// SPDX-License-Identifier: (GPL-2.0 OR MIT)
+/*
+ * cnuas_ib: queue pairs.  Creation and destruction, the state machine of
+ * modify_qp, posting work requests, completions of work requests, and the
+ * per-QP engine (a work item) that runs the completer, the responder and
+ * the requester in turn.
+ */
+#include <linux/uaccess.h>
+#include <rdma/ib_addr.h>
+#include <rdma/uverbs_ioctl.h>
+
+#include "cnuas_ib.h"
+
+void cnuas_ib_qp_kick(struct cnuas_ib_qp *qp)
+{
+	if (!READ_ONCE(qp->dying))
+		queue_work(qp->dev->wq, &qp->work);
+}
+
+void cnuas_ib_qp_event(struct cnuas_ib_qp *qp, enum ib_event_type type)
+{
+	struct ib_event ev = {
+		.device = qp->ibqp.device,
+		.element.qp = &qp->ibqp,
+		.event = type,
+	};
+
+	if (qp->ibqp.event_handler)
+		qp->ibqp.event_handler(&ev, qp->ibqp.qp_context);
+}
+
+/* Move to the error state; the engine flushes the queues.  qp->lock held. */
+void cnuas_ib_qp_error(struct cnuas_ib_qp *qp)
+{
+	qp->state = IB_QPS_ERR;
+	qp->attr.qp_state = IB_QPS_ERR;
+	cnuas_ib_qp_kick(qp);
+}
+
+static enum ib_wc_opcode cnuas_wc_opcode(enum ib_wr_opcode op)
+{
+	switch (op) {
+	case IB_WR_RDMA_WRITE:
+	case IB_WR_RDMA_WRITE_WITH_IMM:
+		return IB_WC_RDMA_WRITE;
+	case IB_WR_RDMA_READ:
+		return IB_WC_RDMA_READ;
+	case IB_WR_ATOMIC_CMP_AND_SWP:
+		return IB_WC_COMP_SWAP;
+	case IB_WR_ATOMIC_FETCH_AND_ADD:
+		return IB_WC_FETCH_ADD;
+	default:
+		return IB_WC_SEND;
+	}
+}
+
+/* Post the completion of a send WQE if it is signalled or failed. */
+void cnuas_ib_complete_swqe(struct cnuas_ib_qp *qp, struct cnuas_ib_swqe *wqe)
+{
+	struct cnuas_ib_cqe cqe = {};
+
+	if (wqe->status == IB_WC_SUCCESS && !qp->sig_all &&
+	    !(wqe->send_flags & IB_SEND_SIGNALED))
+		return;
+	cqe.wr_id = wqe->wr_id;
+	cqe.status = wqe->status;
+	cqe.opcode = cnuas_wc_opcode(wqe->opcode);
+	cqe.byte_len = wqe->length;
+	cqe.qp_num = qp->ibqp.qp_num;
+	cnuas_ib_cq_post(qp->scq, &cqe, &qp->ibqp, false);
+}
+
+/* Post the completion of a receive WQE; @cqe has status and what arrived. */
+void cnuas_ib_complete_rwqe(struct cnuas_ib_qp *qp,
+			    const struct cnuas_ib_rwqe *wqe,
+			    struct cnuas_ib_cqe *cqe, bool solicited)
+{
+	cqe->wr_id = wqe->wr_id;
+	cqe->qp_num = qp->ibqp.qp_num;
+	cnuas_ib_cq_post(qp->rcq, cqe, &qp->ibqp, solicited);
+}
+
+/* Take the oldest posted receive; false when there is none. */
+bool cnuas_ib_rq_take(struct cnuas_ib_qp *qp, struct cnuas_ib_rwqe *out)
+{
+	unsigned long flags;
+	bool got = false;
+
+	spin_lock_irqsave(&qp->rq_lock, flags);
+	if (qp->rq_tail != qp->rq_head) {
+		*out = qp->rq[qp->rq_tail & (qp->rq_size - 1)];
+		qp->rq_tail++;
+		got = true;
+	}
+	spin_unlock_irqrestore(&qp->rq_lock, flags);
+	return got;
+}
+
+/* Error state: complete everything posted with a flush error. */
+static void cnuas_ib_qp_flush(struct cnuas_ib_qp *qp)
+{
+	struct cnuas_ib_rwqe rwqe;
+	u32 head;
+
+	cnuas_ib_comp_retire(qp);
+	head = smp_load_acquire(&qp->sq_head);
+	while (qp->sq_comp != head) {
+		struct cnuas_ib_swqe *wqe = cnuas_swqe(qp, qp->sq_comp);
+
+		if (wqe->state != CNUAS_SWQE_DONE)
+			wqe->status = IB_WC_WR_FLUSH_ERR;
+		wqe->state = CNUAS_SWQE_DONE;
+		/* a flushed request completes whether signalled or not */
+		wqe->send_flags |= IB_SEND_SIGNALED;
+		cnuas_ib_complete_swqe(qp, wqe);
+		qp->sq_comp++;
+	}
+	qp->sq_req = qp->sq_comp;
+	qp->req.rd_out = 0;
+	__skb_queue_purge(&qp->retx_q);
+
+	if (qp->resp.have_wqe) {
+		struct cnuas_ib_cqe cqe = { .status = IB_WC_WR_FLUSH_ERR,
+					    .opcode = IB_WC_RECV };
+
+		qp->resp.have_wqe = false;
+		cnuas_ib_complete_rwqe(qp, &qp->resp.wqe, &cqe, false);
+	}
+	while (cnuas_ib_rq_take(qp, &rwqe)) {
+		struct cnuas_ib_cqe cqe = { .status = IB_WC_WR_FLUSH_ERR,
+					    .opcode = IB_WC_RECV };
+
+		cnuas_ib_complete_rwqe(qp, &rwqe, &cqe, false);
+	}
+	qp->resp.rd.active = false;
+	skb_queue_purge(&qp->req_q);
+	skb_queue_purge(&qp->resp_q);
+}
+
+static bool cnuas_ib_qp_can_send(struct cnuas_ib_qp *qp)
+{
+	return qp->state == IB_QPS_RTS || qp->state == IB_QPS_SQD;
+}
+
+static bool cnuas_ib_qp_can_recv(struct cnuas_ib_qp *qp)
+{
+	return qp->state >= IB_QPS_RTR && qp->state <= IB_QPS_SQE;
+}
+
+/*
+ * The engine: everything the transport of this QP does happens here, with
+ * qp->lock held.  A run handles at most CNUAS_IB_BUDGET packets, then
+ * queues itself again so one busy QP cannot starve the others.
+ */
+static void cnuas_ib_qp_work(struct work_struct *work)
+{
+	struct cnuas_ib_qp *qp = container_of(work, struct cnuas_ib_qp, work);
+	int budget = CNUAS_IB_BUDGET;
+	struct sk_buff *skb;
+	bool more;
+
+	spin_lock_bh(&qp->lock);
+	if (qp->dying)
+		goto out;
+	do {
+		more = false;
+		if (qp->state == IB_QPS_ERR) {
+			cnuas_ib_qp_flush(qp);
+			break;
+		}
+		if (!cnuas_ib_qp_can_recv(qp)) {
+			skb_queue_purge(&qp->req_q);
+			skb_queue_purge(&qp->resp_q);
+			break;
+		}
+
+		while (budget > 0 && (skb = skb_dequeue(&qp->resp_q))) {
+			cnuas_ib_completer(qp, skb);
+			budget--;
+			more = true;
+		}
+		if (qp->req.timeout) {
+			qp->req.timeout = false;
+			cnuas_ib_comp_timeout(qp);
+		}
+		if (qp->state == IB_QPS_ERR)
+			continue;
+
+		more |= cnuas_ib_resp_pending(qp, &budget);
+		while (budget > 0 && !qp->resp.rd.active &&
+		       !READ_ONCE(qp->tx_blocked) &&
+		       (skb = skb_dequeue(&qp->req_q))) {
+			cnuas_ib_responder(qp, skb);
+			budget--;
+			more = true;
+			if (qp->state == IB_QPS_ERR)
+				break;
+		}
+		if (qp->state == IB_QPS_ERR)
+			continue;
+		more |= cnuas_ib_resp_pending(qp, &budget);
+		cnuas_ib_resp_flush_ack(qp);
+
+		if (cnuas_ib_qp_can_send(qp))
+			more |= cnuas_ib_requester(qp, &budget);
+	} while (more && budget > 0);
+
+	if (budget <= 0)
+		cnuas_ib_qp_kick(qp);
+out:
+	spin_unlock_bh(&qp->lock);
+}
+
+static int cnuas_ib_qp_check_cap(struct ib_qp_init_attr *init)
+{
+	struct ib_qp_cap *cap = &init->cap;
+
+	if (cap->max_send_wr > CNUAS_IB_MAX_QP_WR ||
+	    cap->max_recv_wr > CNUAS_IB_MAX_QP_WR ||
+	    cap->max_send_sge > CNUAS_IB_MAX_SGE ||
+	    cap->max_recv_sge > CNUAS_IB_MAX_SGE ||
+	    cap->max_inline_data > CNUAS_IB_MAX_INLINE)
+		return -EINVAL;
+	return 0;
+}
+
+static void cnuas_ib_qp_free_queues(struct cnuas_ib_qp *qp)
+{
+	kvfree(qp->sq);
+	kvfree(qp->sq_sge);
+	kvfree(qp->sq_inline);
+	kvfree(qp->rq);
+	kvfree(qp->rq_sge);
+}
+
+static int cnuas_ib_qp_alloc_queues(struct cnuas_ib_qp *qp,
+				    struct ib_qp_init_attr *init)
+{
+	struct ib_qp_cap *cap = &init->cap;
+	u32 i;
+
+	qp->sq_size = roundup_pow_of_two(max(cap->max_send_wr, 1U));
+	qp->sq_max_sge = max(cap->max_send_sge, 1U);
+	qp->max_inline = cap->max_inline_data;
+	qp->rq_size = roundup_pow_of_two(max(cap->max_recv_wr, 1U));
+	qp->rq_max_sge = max(cap->max_recv_sge, 1U);
+
+	qp->sq = kvcalloc(qp->sq_size, sizeof(*qp->sq), GFP_KERNEL);
+	qp->sq_sge = kvcalloc(qp->sq_size * qp->sq_max_sge,
+			      sizeof(*qp->sq_sge), GFP_KERNEL);
+	qp->rq = kvcalloc(qp->rq_size, sizeof(*qp->rq), GFP_KERNEL);
+	qp->rq_sge = kvcalloc(qp->rq_size * qp->rq_max_sge,
+			      sizeof(*qp->rq_sge), GFP_KERNEL);
+	if (qp->max_inline)
+		qp->sq_inline = kvcalloc(qp->sq_size, qp->max_inline,
+					 GFP_KERNEL);
+	if (!qp->sq || !qp->sq_sge || !qp->rq || !qp->rq_sge ||
+	    (qp->max_inline && !qp->sq_inline)) {
+		cnuas_ib_qp_free_queues(qp);
+		return -ENOMEM;
+	}
+	for (i = 0; i < qp->sq_size; i++) {
+		qp->sq[i].sge = &qp->sq_sge[i * qp->sq_max_sge];
+		if (qp->sq_inline)
+			qp->sq[i].inline_data =
+				&qp->sq_inline[i * qp->max_inline];
+	}
+	for (i = 0; i < qp->rq_size; i++)
+		qp->rq[i].sge = &qp->rq_sge[i * qp->rq_max_sge];
+
+	cap->max_send_wr = qp->sq_size;
+	cap->max_send_sge = qp->sq_max_sge;
+	cap->max_recv_wr = qp->rq_size;
+	cap->max_recv_sge = qp->rq_max_sge;
+	cap->max_inline_data = qp->max_inline;
+	return 0;
+}
+
+int cnuas_ib_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
+		       struct ib_udata *udata)
+{
+	struct cnuas_ib_dev *dev = to_cdev(ibqp->device);
+	struct cnuas_ib_qp *qp = to_cqp(ibqp);
+	u32 qpn;
+	int err;
+
+	switch (init->qp_type) {
+	case IB_QPT_RC:
+	case IB_QPT_UD:
+	case IB_QPT_GSI:
+		break;
+	default:
+		return -EOPNOTSUPP;
+	}
+	if (init->srq || init->create_flags)
+		return -EOPNOTSUPP;
+	err = cnuas_ib_qp_check_cap(init);
+	if (err)
+		return err;
+	if (udata && udata->outlen < sizeof(struct cnuas_ib_create_qp_resp))
+		return -EINVAL;
+	if (atomic_inc_return(&dev->n_qp) > CNUAS_IB_MAX_QP) {
+		err = -ENOMEM;
+		goto err_count;
+	}
+
+	qp->dev = dev;
+	qp->type = init->qp_type;
+	qp->user = !!udata;
+	qp->sig_all = init->sq_sig_type == IB_SIGNAL_ALL_WR;
+	qp->scq = to_ccq(init->send_cq);
+	qp->rcq = to_ccq(init->recv_cq);
+	qp->state = IB_QPS_RESET;
+	qp->attr.qp_state = IB_QPS_RESET;
+	qp->attr.path_mtu = IB_MTU_1024;
+	qp->pmtu = ib_mtu_enum_to_int(IB_MTU_1024);
+	spin_lock_init(&qp->lock);
+	spin_lock_init(&qp->sq_lock);
+	spin_lock_init(&qp->rq_lock);
+	INIT_WORK(&qp->work, cnuas_ib_qp_work);
+	INIT_LIST_HEAD(&qp->txwait);
+	skb_queue_head_init(&qp->retx_q);
+	skb_queue_head_init(&qp->req_q);
+	skb_queue_head_init(&qp->resp_q);
+	timer_setup(&qp->retx_timer, cnuas_ib_retx_timer_fn, 0);
+	timer_setup(&qp->rnr_timer, cnuas_ib_rnr_timer_fn, 0);
+
+	err = cnuas_ib_qp_alloc_queues(qp, init);
+	if (err)
+		goto err_count;
+
+	if (qp->type == IB_QPT_GSI) {
+		qpn = 1;
+		err = xa_insert(&dev->qps, qpn, NULL, GFP_KERNEL);
+	} else {
+		err = xa_alloc_cyclic(&dev->qps, &qpn, NULL,
+				      XA_LIMIT(16, CNUAS_QPN_MASK - 1),
+				      &dev->next_qpn, GFP_KERNEL);
+		if (err > 0)
+			err = 0;
+	}
+	if (err)
+		goto err_queues;
+	ibqp->qp_num = qpn;
+	/* UD: the source port is per QP (RC sets it from the flow at RTR) */
+	qp->sport = rdma_get_udp_sport(0, qpn, qpn);
+
+	if (udata) {
+		struct cnuas_ib_create_qp_resp resp = {
+			.qpn = qpn,
+			.max_inline = qp->max_inline,
+		};
+
+		err = ib_copy_to_udata(udata, &resp, sizeof(resp));
+		if (err)
+			goto err_qpn;
+	}
+	/* visible to the receive path from here */
+	xa_store(&dev->qps, qpn, qp, GFP_KERNEL);
+	return 0;
+
+err_qpn:
+	xa_erase(&dev->qps, qpn);
+err_queues:
+	cnuas_ib_qp_free_queues(qp);
+err_count:
+	atomic_dec(&dev->n_qp);
+	return err;
+}
+
+int cnuas_ib_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
+{
+	struct cnuas_ib_qp *qp = to_cqp(ibqp);
+	struct cnuas_ib_dev *dev = qp->dev;
+
+	spin_lock_bh(&qp->lock);
+	WRITE_ONCE(qp->dying, true);
+	spin_unlock_bh(&qp->lock);
+
+	xa_erase(&dev->qps, ibqp->qp_num);
+	/* no receive path is still looking at the QP after this */
+	synchronize_rcu();
+	timer_shutdown_sync(&qp->retx_timer);
+	timer_shutdown_sync(&qp->rnr_timer);
+	cnuas_ib_txwait_del(qp);
+	cancel_work_sync(&qp->work);
+
+	skb_queue_purge(&qp->req_q);
+	skb_queue_purge(&qp->resp_q);
+	skb_queue_purge(&qp->retx_q);
+	cnuas_ib_qp_free_queues(qp);
+	atomic_dec(&dev->n_qp);
+	return 0;
+}
+
+/* Back to RESET: forget every posted request and all transport state. */
+static void cnuas_ib_qp_reset(struct cnuas_ib_qp *qp)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&qp->sq_lock, flags);
+	qp->sq_head = 0;
+	qp->sq_req = 0;
+	qp->sq_comp = 0;
+	spin_unlock_irqrestore(&qp->sq_lock, flags);
+	spin_lock_irqsave(&qp->rq_lock, flags);
+	qp->rq_head = 0;
+	qp->rq_tail = 0;
+	spin_unlock_irqrestore(&qp->rq_lock, flags);
+	memset(&qp->req, 0, sizeof(qp->req));
+	memset(&qp->resp, 0, sizeof(qp->resp));
+	__skb_queue_purge(&qp->retx_q);
+	skb_queue_purge(&qp->req_q);
+	skb_queue_purge(&qp->resp_q);
+	del_timer(&qp->retx_timer);
+	del_timer(&qp->rnr_timer);
+}
+
+static int cnuas_ib_modify_check(struct cnuas_ib_qp *qp,
+				 struct ib_qp_attr *attr, int mask)
+{
+	enum ib_qp_state cur, next;
+
+	cur = (mask & IB_QP_CUR_STATE) ? attr->cur_qp_state : qp->state;
+	next = (mask & IB_QP_STATE) ? attr->qp_state : cur;
+	if (!ib_modify_qp_is_ok(cur, next, qp->type, mask))
+		return -EINVAL;
+	if ((mask & IB_QP_PORT) && attr->port_num != 1)
+		return -EINVAL;
+	if ((mask & IB_QP_PKEY_INDEX) &&
+	    attr->pkey_index >= CNUAS_IB_MAX_PKEYS)
+		return -EINVAL;
+	if (mask & IB_QP_PATH_MTU) {
+		enum ib_mtu active = iboe_get_mtu(qp->dev->netdev->mtu);
+
+		if (attr->path_mtu < IB_MTU_256 ||
+		    attr->path_mtu > CNUAS_IB_MAX_MTU ||
+		    attr->path_mtu > active)
+			return -EINVAL;
+	}
+	if ((mask & IB_QP_MAX_QP_RD_ATOMIC) &&
+	    attr->max_rd_atomic > CNUAS_IB_MAX_RD_ATOM)
+		return -EINVAL;
+	if ((mask & IB_QP_MAX_DEST_RD_ATOMIC) &&
+	    attr->max_dest_rd_atomic > CNUAS_IB_MAX_RD_ATOM)
+		return -EINVAL;
+	if ((mask & IB_QP_RETRY_CNT) && attr->retry_cnt > 7)
+		return -EINVAL;
+	if ((mask & IB_QP_RNR_RETRY) && attr->rnr_retry > 7)
+		return -EINVAL;
+	if ((mask & IB_QP_MIN_RNR_TIMER) && attr->min_rnr_timer > 31)
+		return -EINVAL;
+	if ((mask & IB_QP_TIMEOUT) && attr->timeout > 31)
+		return -EINVAL;
+	if ((mask & IB_QP_ACCESS_FLAGS) &&
+	    (attr->qp_access_flags & ~(IB_ACCESS_REMOTE_WRITE |
+				       IB_ACCESS_REMOTE_READ |
+				       IB_ACCESS_REMOTE_ATOMIC |
+				       IB_ACCESS_LOCAL_WRITE)))
+		return -EINVAL;
+	if (mask & (IB_QP_ALT_PATH | IB_QP_PATH_MIG_STATE))
+		return -EOPNOTSUPP;
+	return 0;
+}
+
+int cnuas_ib_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
+		       struct ib_udata *udata)
+{
+	struct cnuas_ib_qp *qp = to_cqp(ibqp);
+	struct cnuas_ib_av av = {};
+	int err;
+
+	if (udata && udata->inlen)
+		return -EOPNOTSUPP;
+	if (mask & ~IB_QP_ATTR_STANDARD_BITS)
+		return -EOPNOTSUPP;
+	if ((mask & IB_QP_AV) && cnuas_qp_is_rc(qp)) {
+		err = cnuas_ib_av_from_attr(qp->dev, &av, &attr->ah_attr);
+		if (err)
+			return err;
+	}
+
+	spin_lock_bh(&qp->lock);
+	err = cnuas_ib_modify_check(qp, attr, mask);
+	if (err)
+		goto out;
+
+	if (mask & IB_QP_ACCESS_FLAGS)
+		qp->attr.qp_access_flags = attr->qp_access_flags;
+	if (mask & IB_QP_PKEY_INDEX)
+		qp->attr.pkey_index = attr->pkey_index;
+	if (mask & IB_QP_PORT)
+		qp->attr.port_num = attr->port_num;
+	if (mask & IB_QP_QKEY)
+		qp->attr.qkey = attr->qkey;
+	if ((mask & IB_QP_AV) && cnuas_qp_is_rc(qp)) {
+		qp->av = av;
+		qp->attr.ah_attr = attr->ah_attr;
+		/* ib_core owns the sgid_attr reference; we keep addresses */
+		qp->attr.ah_attr.grh.sgid_attr = NULL;
+	}
+	if (mask & IB_QP_PATH_MTU) {
+		qp->attr.path_mtu = attr->path_mtu;
+		qp->pmtu = ib_mtu_enum_to_int(attr->path_mtu);
+	}
+	if (mask & IB_QP_TIMEOUT)
+		qp->attr.timeout = attr->timeout;
+	if (mask & IB_QP_RETRY_CNT) {
+		qp->attr.retry_cnt = attr->retry_cnt;
+		qp->req.retry_left = attr->retry_cnt;
+	}
+	if (mask & IB_QP_RNR_RETRY) {
+		qp->attr.rnr_retry = attr->rnr_retry;
+		qp->req.rnr_left = attr->rnr_retry;
+	}
+	if (mask & IB_QP_RQ_PSN) {
+		qp->attr.rq_psn = attr->rq_psn & CNUAS_PSN_MASK;
+		qp->resp.epsn = qp->attr.rq_psn;
+	}
+	if (mask & IB_QP_MIN_RNR_TIMER)
+		qp->attr.min_rnr_timer = attr->min_rnr_timer;
+	if (mask & IB_QP_SQ_PSN) {
+		qp->attr.sq_psn = attr->sq_psn & CNUAS_PSN_MASK;
+		qp->req.psn = qp->attr.sq_psn;
+		qp->req.una = qp->attr.sq_psn;
+	}
+	if (mask & IB_QP_MAX_QP_RD_ATOMIC)
+		qp->attr.max_rd_atomic = attr->max_rd_atomic;
+	if (mask & IB_QP_MAX_DEST_RD_ATOMIC)
+		qp->attr.max_dest_rd_atomic = attr->max_dest_rd_atomic;
+	if (mask & IB_QP_DEST_QPN)
+		qp->attr.dest_qp_num = attr->dest_qp_num & CNUAS_QPN_MASK;
+	if (mask & IB_QP_EN_SQD_ASYNC_NOTIFY)
+		qp->attr.en_sqd_async_notify = attr->en_sqd_async_notify;
+
+	if (mask & IB_QP_STATE) {
+		enum ib_qp_state next = attr->qp_state;
+
+		if (next == IB_QPS_RESET)
+			cnuas_ib_qp_reset(qp);
+		if (next == IB_QPS_RTR && cnuas_qp_is_rc(qp))
+			qp->sport = rdma_get_udp_sport(qp->av.flow_label,
+						       ibqp->qp_num,
+						       qp->attr.dest_qp_num);
+		qp->state = next;
+		qp->attr.qp_state = next;
+		qp->attr.cur_qp_state = next;
+		if (next == IB_QPS_ERR || next == IB_QPS_RTS)
+			cnuas_ib_qp_kick(qp);
+	}
+out:
+	spin_unlock_bh(&qp->lock);
+	return err;
+}
+
+int cnuas_ib_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
+		      struct ib_qp_init_attr *init)
+{
+	struct cnuas_ib_qp *qp = to_cqp(ibqp);
+
+	spin_lock_bh(&qp->lock);
+	*attr = qp->attr;
+	attr->cur_qp_state = qp->state;
+	attr->qp_state = qp->state;
+	attr->sq_psn = qp->req.psn;
+	attr->rq_psn = qp->resp.epsn;
+	spin_unlock_bh(&qp->lock);
+
+	attr->cap.max_send_wr = qp->sq_size;
+	attr->cap.max_recv_wr = qp->rq_size;
+	attr->cap.max_send_sge = qp->sq_max_sge;
+	attr->cap.max_recv_sge = qp->rq_max_sge;
+	attr->cap.max_inline_data = qp->max_inline;
+
+	memset(init, 0, sizeof(*init));
+	init->qp_type = qp->type;
+	init->send_cq = &qp->scq->ibcq;
+	init->recv_cq = &qp->rcq->ibcq;
+	init->cap = attr->cap;
+	init->sq_sig_type = qp->sig_all ? IB_SIGNAL_ALL_WR : IB_SIGNAL_REQ_WR;
+	return 0;
+}
+
+/* Is @wr something this QP can carry?  Checked before it is queued. */
+static int cnuas_ib_check_send_wr(struct cnuas_ib_qp *qp,
+				  const struct ib_send_wr *wr, u32 *len)
+{
+	u64 total = 0;
+	int i;
+
+	if (wr->num_sge < 0 || wr->num_sge > qp->sq_max_sge)
+		return -EINVAL;
+	for (i = 0; i < wr->num_sge; i++)
+		total += wr->sg_list[i].length;
+	if (total > CNUAS_IB_MAX_MSG_SZ)
+		return -EINVAL;
+	*len = total;
+
+	if (qp->type != IB_QPT_RC) {
+		if (wr->opcode != IB_WR_SEND &&
+		    wr->opcode != IB_WR_SEND_WITH_IMM)
+			return -EINVAL;
+		/* the port MTU bounds it; the requester checks that */
+		if (total > ib_mtu_enum_to_int(CNUAS_IB_MAX_MTU))
+			return -EINVAL;
+		return 0;
+	}
+	switch (wr->opcode) {
+	case IB_WR_SEND:
+	case IB_WR_SEND_WITH_IMM:
+	case IB_WR_RDMA_WRITE:
+	case IB_WR_RDMA_WRITE_WITH_IMM:
+		break;
+	case IB_WR_RDMA_READ:
+		if (wr->send_flags & IB_SEND_INLINE)
+			return -EINVAL;
+		break;
+	case IB_WR_ATOMIC_CMP_AND_SWP:
+	case IB_WR_ATOMIC_FETCH_AND_ADD:
+		if (total != sizeof(u64) || (atomic_wr(wr)->remote_addr & 7) ||
+		    (wr->send_flags & IB_SEND_INLINE))
+			return -EINVAL;
+		break;
+	default:
+		return -EINVAL;
+	}
+	if ((wr->send_flags & IB_SEND_INLINE) && total > qp->max_inline)
+		return -EINVAL;
+	return 0;
+}
+
+/*
+ * Copy inline data: user QPs give user addresses (copied before any lock,
+ * it may fault), kernel QPs kernel addresses.
+ */
+static int cnuas_ib_copy_inline(struct cnuas_ib_qp *qp,
+				const struct ib_send_wr *wr, u8 *dst)
+{
+	int i;
+
+	for (i = 0; i < wr->num_sge; i++) {
+		const struct ib_sge *sge = &wr->sg_list[i];
+
+		if (qp->user) {
+			if (copy_from_user(dst,
+					   u64_to_user_ptr(sge->addr),
+					   sge->length))
+				return -EFAULT;
+		} else {
+			memcpy(dst, (void *)(uintptr_t)sge->addr, sge->length);
+		}
+		dst += sge->length;
+	}
+	return 0;
+}
+
+static void cnuas_ib_fill_swqe(struct cnuas_ib_qp *qp,
+			       struct cnuas_ib_swqe *wqe,
+			       const struct ib_send_wr *wr, u32 len,
+			       const u8 *inl)
+{
+	int i;
+
+	wqe->wr_id = wr->wr_id;
+	wqe->opcode = wr->opcode;
+	wqe->send_flags = wr->send_flags;
+	wqe->imm = wr->ex.imm_data;
+	wqe->length = len;
+	wqe->state = CNUAS_SWQE_POSTED;
+	wqe->status = IB_WC_SUCCESS;
+	wqe->sent = 0;
+	wqe->resp_off = 0;
+	wqe->num_sge = wr->num_sge;
+	for (i = 0; i < wr->num_sge; i++) {
+		wqe->sge[i].addr = wr->sg_list[i].addr;
+		wqe->sge[i].length = wr->sg_list[i].length;
+		wqe->sge[i].lkey = wr->sg_list[i].lkey;
+	}
+	if ((wr->send_flags & IB_SEND_INLINE) && len)
+		memcpy(wqe->inline_data, inl, len);
+
+	switch (wr->opcode) {
+	case IB_WR_RDMA_WRITE:
+	case IB_WR_RDMA_WRITE_WITH_IMM:
+	case IB_WR_RDMA_READ:
+		wqe->remote_addr = rdma_wr(wr)->remote_addr;
+		wqe->rkey = rdma_wr(wr)->rkey;
+		break;
+	case IB_WR_ATOMIC_CMP_AND_SWP:
+	case IB_WR_ATOMIC_FETCH_AND_ADD:
+		wqe->remote_addr = atomic_wr(wr)->remote_addr;
+		wqe->rkey = atomic_wr(wr)->rkey;
+		wqe->compare_add = atomic_wr(wr)->compare_add;
+		wqe->swap = atomic_wr(wr)->swap;
+		break;
+	default:
+		break;
+	}
+	if (qp->type != IB_QPT_RC) {
+		wqe->av = to_cah(ud_wr(wr)->ah)->av;
+		wqe->remote_qpn = ud_wr(wr)->remote_qpn;
+		wqe->remote_qkey = ud_wr(wr)->remote_qkey;
+	}
+}
+
+int cnuas_ib_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
+		       const struct ib_send_wr **bad)
+{
+	struct cnuas_ib_qp *qp = to_cqp(ibqp);
+	u8 inl[CNUAS_IB_MAX_INLINE];
+	unsigned long flags;
+	int err = 0;
+
+	for (; wr; wr = wr->next) {
+		enum ib_qp_state state = READ_ONCE(qp->state);
+		u32 len;
+
+		if (state == IB_QPS_RESET || state == IB_QPS_INIT ||
+		    state == IB_QPS_RTR) {
+			err = -EINVAL;
+			break;
+		}
+		err = cnuas_ib_check_send_wr(qp, wr, &len);
+		if (err)
+			break;
+		if (qp->type != IB_QPT_RC && !ud_wr(wr)->ah) {
+			err = -EINVAL;
+			break;
+		}
+		if (wr->send_flags & IB_SEND_INLINE) {
+			err = cnuas_ib_copy_inline(qp, wr, inl);
+			if (err)
+				break;
+		}
+		spin_lock_irqsave(&qp->sq_lock, flags);
+		if (qp->sq_head - READ_ONCE(qp->sq_comp) >= qp->sq_size) {
+			spin_unlock_irqrestore(&qp->sq_lock, flags);
+			err = -ENOMEM;
+			break;
+		}
+		cnuas_ib_fill_swqe(qp, cnuas_swqe(qp, qp->sq_head), wr, len,
+				   inl);
+		smp_store_release(&qp->sq_head, qp->sq_head + 1);
+		spin_unlock_irqrestore(&qp->sq_lock, flags);
+	}
+	if (err)
+		*bad = wr;
+	cnuas_ib_qp_kick(qp);
+	return err;
+}
+
+int cnuas_ib_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
+		       const struct ib_recv_wr **bad)
+{
+	struct cnuas_ib_qp *qp = to_cqp(ibqp);
+	unsigned long flags;
+	bool kick = false;
+	int err = 0;
+
+	for (; wr; wr = wr->next) {
+		struct cnuas_ib_rwqe *rwqe;
+		u64 total = 0;
+		int i;
+
+		if (READ_ONCE(qp->state) == IB_QPS_RESET ||
+		    wr->num_sge < 0 || wr->num_sge > qp->rq_max_sge) {
+			err = -EINVAL;
+			break;
+		}
+		for (i = 0; i < wr->num_sge; i++)
+			total += wr->sg_list[i].length;
+		if (total > CNUAS_IB_MAX_MSG_SZ) {
+			err = -EINVAL;
+			break;
+		}
+		spin_lock_irqsave(&qp->rq_lock, flags);
+		if (qp->rq_head - qp->rq_tail >= qp->rq_size) {
+			spin_unlock_irqrestore(&qp->rq_lock, flags);
+			err = -ENOMEM;
+			break;
+		}
+		rwqe = &qp->rq[qp->rq_head & (qp->rq_size - 1)];
+		rwqe->wr_id = wr->wr_id;
+		rwqe->num_sge = wr->num_sge;
+		rwqe->length = total;
+		for (i = 0; i < wr->num_sge; i++) {
+			rwqe->sge[i].addr = wr->sg_list[i].addr;
+			rwqe->sge[i].length = wr->sg_list[i].length;
+			rwqe->sge[i].lkey = wr->sg_list[i].lkey;
+		}
+		qp->rq_head++;
+		spin_unlock_irqrestore(&qp->rq_lock, flags);
+		kick = true;
+	}
+	if (err)
+		*bad = wr;
+	/* the engine flushes receives posted in the error state */
+	if (kick && READ_ONCE(qp->state) == IB_QPS_ERR)
+		cnuas_ib_qp_kick(qp);
+	return err;
+}

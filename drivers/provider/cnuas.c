@@ -1,0 +1,385 @@
+// SPDX-License-Identifier: (GPL-2.0 OR MIT)
+/*
+ * libcnuas: the libibverbs provider of cnuas_ib.  A match table, the
+ * verbs_context_ops table, thin wrappers over ibv_cmd_* and, kept apart at
+ * the end, the fast path: polling the mapped completion ring.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "cnuas.h"
+
+#define PCI_VENDOR_ID_CNUAS	0x1af4
+#define PCI_DEVICE_ID_CNUAS_VNIC 0x10f0
+
+static const struct verbs_match_ent cnuas_match_table[] = {
+	VERBS_PCI_MATCH(PCI_VENDOR_ID_CNUAS, PCI_DEVICE_ID_CNUAS_VNIC, NULL),
+	{},
+};
+
+static int cnuas_query_device(struct ibv_context *ctx,
+			      const struct ibv_query_device_ex_input *input,
+			      struct ibv_device_attr_ex *attr,
+			      size_t attr_size)
+{
+	struct ib_uverbs_ex_query_device_resp resp;
+	size_t resp_size = sizeof(resp);
+	uint64_t fw;
+	int ret;
+
+	ret = ibv_cmd_query_device_any(ctx, input, attr, attr_size, &resp,
+				       &resp_size);
+	if (ret)
+		return ret;
+	/* 0x000100: one byte each of major, minor, sub-minor, as sysfs */
+	fw = resp.base.fw_ver;
+	snprintf(attr->orig_attr.fw_ver, sizeof(attr->orig_attr.fw_ver),
+		 "%u.%u.%u", (unsigned int)(fw >> 16) & 0xff,
+		 (unsigned int)(fw >> 8) & 0xff, (unsigned int)fw & 0xff);
+	return 0;
+}
+
+static int cnuas_query_port(struct ibv_context *ctx, uint8_t port,
+			    struct ibv_port_attr *attr)
+{
+	struct ibv_query_port cmd;
+
+	return ibv_cmd_query_port(ctx, port, attr, &cmd, sizeof(cmd));
+}
+
+static struct ibv_pd *cnuas_alloc_pd(struct ibv_context *ctx)
+{
+	struct ib_uverbs_alloc_pd_resp resp;
+	struct ibv_alloc_pd cmd;
+	struct ibv_pd *pd;
+
+	pd = calloc(1, sizeof(*pd));
+	if (!pd)
+		return NULL;
+	if (ibv_cmd_alloc_pd(ctx, pd, &cmd, sizeof(cmd), &resp,
+			     sizeof(resp))) {
+		free(pd);
+		return NULL;
+	}
+	return pd;
+}
+
+static int cnuas_dealloc_pd(struct ibv_pd *pd)
+{
+	int ret = ibv_cmd_dealloc_pd(pd);
+
+	if (!ret)
+		free(pd);
+	return ret;
+}
+
+static struct ibv_mr *cnuas_reg_mr(struct ibv_pd *pd, void *addr,
+				   size_t length, uint64_t hca_va, int access)
+{
+	struct ib_uverbs_reg_mr_resp resp;
+	struct ibv_reg_mr cmd;
+	struct verbs_mr *vmr;
+
+	vmr = calloc(1, sizeof(*vmr));
+	if (!vmr)
+		return NULL;
+	if (ibv_cmd_reg_mr(pd, addr, length, hca_va, access, vmr, &cmd,
+			   sizeof(cmd), &resp, sizeof(resp))) {
+		free(vmr);
+		return NULL;
+	}
+	return &vmr->ibv_mr;
+}
+
+static int cnuas_dereg_mr(struct verbs_mr *vmr)
+{
+	int ret = ibv_cmd_dereg_mr(vmr);
+
+	if (!ret)
+		free(vmr);
+	return ret;
+}
+
+static struct ibv_cq *cnuas_create_cq(struct ibv_context *ctx, int cqe,
+				      struct ibv_comp_channel *channel,
+				      int comp_vector)
+{
+	struct cnuas_create_cq_resp resp = {};
+	struct cnuas_cq *cq;
+	void *map;
+
+	cq = calloc(1, sizeof(*cq));
+	if (!cq)
+		return NULL;
+	if (ibv_cmd_create_cq(ctx, cqe, channel, comp_vector, &cq->vcq.cq,
+			      NULL, 0, &resp.ibv_resp, sizeof(resp)))
+		goto err_free;
+
+	/* the ring must hold what the kernel says, and nothing odd */
+	if (!resp.drv.entries ||
+	    (resp.drv.entries & (resp.drv.entries - 1)) ||
+	    resp.drv.mmap_len < sizeof(struct cnuas_ib_cq_ring_hdr) +
+				(uint64_t)resp.drv.entries *
+				sizeof(struct cnuas_ib_cqe)) {
+		errno = EPROTO;
+		goto err_destroy;
+	}
+	map = mmap(NULL, resp.drv.mmap_len, PROT_READ | PROT_WRITE,
+		   MAP_SHARED, ctx->cmd_fd, resp.drv.mmap_offset);
+	if (map == MAP_FAILED)
+		goto err_destroy;
+	cq->ring = map;
+	cq->cqe = (struct cnuas_ib_cqe *)(cq->ring + 1);
+	cq->entries = resp.drv.entries;
+	cq->map_len = resp.drv.mmap_len;
+	pthread_spin_init(&cq->lock, PTHREAD_PROCESS_PRIVATE);
+	return &cq->vcq.cq;
+
+err_destroy:
+	ibv_cmd_destroy_cq(&cq->vcq.cq);
+err_free:
+	free(cq);
+	return NULL;
+}
+
+static int cnuas_destroy_cq(struct ibv_cq *ibcq)
+{
+	struct cnuas_cq *cq = to_ccq(ibcq);
+	int ret;
+
+	ret = ibv_cmd_destroy_cq(ibcq);
+	if (ret)
+		return ret;
+	munmap(cq->ring, cq->map_len);
+	pthread_spin_destroy(&cq->lock);
+	free(cq);
+	return 0;
+}
+
+static int cnuas_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
+{
+	return ibv_cmd_req_notify_cq(ibcq, solicited_only);
+}
+
+static struct ibv_qp *cnuas_create_qp(struct ibv_pd *pd,
+				      struct ibv_qp_init_attr *attr)
+{
+	struct cnuas_create_qp_resp resp = {};
+	struct ibv_create_qp cmd = {};
+	struct cnuas_qp *qp;
+	int ret;
+
+	qp = calloc(1, sizeof(*qp));
+	if (!qp)
+		return NULL;
+	ret = ibv_cmd_create_qp(pd, &qp->vqp.qp, attr, &cmd, sizeof(cmd),
+				&resp.ibv_resp, sizeof(resp));
+	if (ret) {
+		free(qp);
+		errno = ret;
+		return NULL;
+	}
+	return &qp->vqp.qp;
+}
+
+static int cnuas_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr,
+			  int attr_mask, struct ibv_qp_init_attr *init_attr)
+{
+	struct ibv_query_qp cmd;
+
+	return ibv_cmd_query_qp(qp, attr, attr_mask, init_attr, &cmd,
+				sizeof(cmd));
+}
+
+static int cnuas_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr,
+			   int attr_mask)
+{
+	struct ibv_modify_qp cmd = {};
+
+	return ibv_cmd_modify_qp(qp, attr, attr_mask, &cmd, sizeof(cmd));
+}
+
+static int cnuas_destroy_qp(struct ibv_qp *ibqp)
+{
+	int ret = ibv_cmd_destroy_qp(ibqp);
+
+	if (!ret)
+		free(to_cqp(ibqp));
+	return ret;
+}
+
+static int cnuas_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
+			   struct ibv_send_wr **bad_wr)
+{
+	return ibv_cmd_post_send(qp, wr, bad_wr);
+}
+
+static int cnuas_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
+			   struct ibv_recv_wr **bad_wr)
+{
+	return ibv_cmd_post_recv(qp, wr, bad_wr);
+}
+
+static struct ibv_ah *cnuas_create_ah(struct ibv_pd *pd,
+				      struct ibv_ah_attr *attr)
+{
+	struct ib_uverbs_create_ah_resp resp;
+	struct ibv_ah *ah;
+	int ret;
+
+	ah = calloc(1, sizeof(*ah));
+	if (!ah)
+		return NULL;
+	ret = ibv_cmd_create_ah(pd, ah, attr, &resp, sizeof(resp));
+	if (ret) {
+		free(ah);
+		errno = ret;
+		return NULL;
+	}
+	return ah;
+}
+
+static int cnuas_destroy_ah(struct ibv_ah *ah)
+{
+	int ret = ibv_cmd_destroy_ah(ah);
+
+	if (!ret)
+		free(ah);
+	return ret;
+}
+
+/*
+ * The fast path: read completions straight from the ring the kernel
+ * produces into.  The producer index is read with acquire semantics so
+ * the entries it covers are complete; the consumer index is published
+ * with release semantics once the entries have been copied out.
+ */
+static int cnuas_poll_cq(struct ibv_cq *ibcq, int ne, struct ibv_wc *wc)
+{
+	struct cnuas_cq *cq = to_ccq(ibcq);
+	uint32_t cons, prod;
+	int n = 0;
+
+	pthread_spin_lock(&cq->lock);
+	cons = cq->ring->consumer;
+	prod = __atomic_load_n(&cq->ring->producer, __ATOMIC_ACQUIRE);
+	for (; n < ne && cons != prod; n++, cons++) {
+		const struct cnuas_ib_cqe *e =
+			&cq->cqe[cons & (cq->entries - 1)];
+		struct ibv_wc *w = &wc[n];
+
+		w->wr_id = e->wr_id;
+		w->status = e->status;
+		w->opcode = e->opcode;
+		w->vendor_err = e->vendor_err;
+		w->byte_len = e->byte_len;
+		w->imm_data = e->imm_data;
+		w->qp_num = e->qp_num;
+		w->src_qp = e->src_qp;
+		w->wc_flags = e->flags;
+		w->pkey_index = e->pkey_index;
+		w->slid = e->slid;
+		w->sl = e->sl;
+		w->dlid_path_bits = e->dlid_path_bits;
+	}
+	__atomic_store_n(&cq->ring->consumer, cons, __ATOMIC_RELEASE);
+	pthread_spin_unlock(&cq->lock);
+	return n;
+}
+
+static void cnuas_free_context(struct ibv_context *ibctx);
+
+static const struct verbs_context_ops cnuas_ctx_ops = {
+	.alloc_pd = cnuas_alloc_pd,
+	.create_ah = cnuas_create_ah,
+	.create_cq = cnuas_create_cq,
+	.create_qp = cnuas_create_qp,
+	.dealloc_pd = cnuas_dealloc_pd,
+	.dereg_mr = cnuas_dereg_mr,
+	.destroy_ah = cnuas_destroy_ah,
+	.destroy_cq = cnuas_destroy_cq,
+	.destroy_qp = cnuas_destroy_qp,
+	.free_context = cnuas_free_context,
+	.modify_qp = cnuas_modify_qp,
+	.poll_cq = cnuas_poll_cq,
+	.post_recv = cnuas_post_recv,
+	.post_send = cnuas_post_send,
+	.query_device_ex = cnuas_query_device,
+	.query_port = cnuas_query_port,
+	.query_qp = cnuas_query_qp,
+	.reg_mr = cnuas_reg_mr,
+	.req_notify_cq = cnuas_req_notify_cq,
+};
+
+static struct verbs_context *cnuas_alloc_context(struct ibv_device *ibdev,
+						 int cmd_fd,
+						 void *private_data)
+{
+	struct cnuas_get_context_resp resp = {};
+	struct ibv_get_context cmd = {};
+	struct cnuas_context *ctx;
+
+	ctx = verbs_init_and_alloc_context(ibdev, cmd_fd, ctx, ibv_ctx,
+					   RDMA_DRIVER_UNKNOWN);
+	if (!ctx)
+		return NULL;
+	if (ibv_cmd_get_context(&ctx->ibv_ctx, &cmd, sizeof(cmd),
+				&resp.ibv_resp, sizeof(resp)))
+		goto err;
+	if (resp.drv.abi_version != CNUAS_IB_ABI_VERSION ||
+	    resp.drv.cqe_size != sizeof(struct cnuas_ib_cqe)) {
+		verbs_err(&ctx->ibv_ctx,
+			  "cnuas: kernel ABI %u (cqe %u bytes), provider %u\n",
+			  resp.drv.abi_version, resp.drv.cqe_size,
+			  CNUAS_IB_ABI_VERSION);
+		errno = EPROTO;
+		goto err;
+	}
+	ctx->max_inline = resp.drv.max_inline;
+	verbs_set_ops(&ctx->ibv_ctx, &cnuas_ctx_ops);
+	return &ctx->ibv_ctx;
+
+err:
+	verbs_uninit_context(&ctx->ibv_ctx);
+	free(ctx);
+	return NULL;
+}
+
+static void cnuas_free_context(struct ibv_context *ibctx)
+{
+	struct cnuas_context *ctx = to_cctx(ibctx);
+
+	verbs_uninit_context(&ctx->ibv_ctx);
+	free(ctx);
+}
+
+static struct verbs_device *cnuas_device_alloc(struct verbs_sysfs_dev *sdev)
+{
+	struct cnuas_device *dev;
+
+	dev = calloc(1, sizeof(*dev));
+	if (!dev)
+		return NULL;
+	return &dev->ibv_dev;
+}
+
+static void cnuas_device_free(struct verbs_device *vdev)
+{
+	free(container_of(vdev, struct cnuas_device, ibv_dev));
+}
+
+static const struct verbs_device_ops cnuas_dev_ops = {
+	.name = "cnuas",
+	.match_min_abi_version = CNUAS_IB_ABI_VERSION,
+	.match_max_abi_version = CNUAS_IB_ABI_VERSION,
+	.match_table = cnuas_match_table,
+	.alloc_device = cnuas_device_alloc,
+	.uninit_device = cnuas_device_free,
+	.alloc_context = cnuas_alloc_context,
+};
+
+PROVIDER_DRIVER(cnuas, cnuas_dev_ops);

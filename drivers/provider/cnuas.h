@@ -1,0 +1,75 @@
+/* SPDX-License-Identifier: (GPL-2.0 OR MIT) */
+/*
+ * libcnuas: the libibverbs provider of cnuas_ib.  Every verb but one goes
+ * through the kernel's uverbs commands (ibv_cmd_*); the exception is the
+ * fast path the design asks for: a completion queue's ring is mapped from
+ * the kernel, so ibv_poll_cq reads completions with no system call.
+ */
+#ifndef CNUAS_PROVIDER_H
+#define CNUAS_PROVIDER_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <infiniband/driver.h>
+#include <infiniband/kern-abi.h>
+#include <infiniband/verbs.h>
+
+#include "uapi/cnuas_ib_abi.h"
+
+struct cnuas_device {
+	struct verbs_device ibv_dev;
+};
+
+struct cnuas_context {
+	struct verbs_context ibv_ctx;
+	uint32_t max_inline;
+};
+
+/* A CQ and its mapping of the kernel's completion ring. */
+struct cnuas_cq {
+	struct verbs_cq vcq;
+	pthread_spinlock_t lock;	/* serialises pollers of this CQ */
+	struct cnuas_ib_cq_ring_hdr *ring;
+	struct cnuas_ib_cqe *cqe;
+	uint32_t entries;
+	size_t map_len;
+};
+
+struct cnuas_qp {
+	struct verbs_qp vqp;
+};
+
+/* Driver-private parts of the commands, after the core structs. */
+struct cnuas_get_context_resp {
+	struct ib_uverbs_get_context_resp ibv_resp;
+	struct cnuas_ib_alloc_ucontext_resp drv;
+};
+
+struct cnuas_create_cq_resp {
+	struct ib_uverbs_create_cq_resp ibv_resp;
+	struct cnuas_ib_create_cq_resp drv;
+};
+
+struct cnuas_create_qp_resp {
+	struct ib_uverbs_create_qp_resp ibv_resp;
+	struct cnuas_ib_create_qp_resp drv;
+};
+
+static inline struct cnuas_context *to_cctx(struct ibv_context *ctx)
+{
+	return container_of(ctx, struct cnuas_context, ibv_ctx.context);
+}
+
+static inline struct cnuas_cq *to_ccq(struct ibv_cq *cq)
+{
+	return container_of(cq, struct cnuas_cq, vcq.cq);
+}
+
+static inline struct cnuas_qp *to_cqp(struct ibv_qp *qp)
+{
+	return container_of(qp, struct cnuas_qp, vqp.qp);
+}
+
+#endif /* CNUAS_PROVIDER_H */

@@ -1,0 +1,176 @@
+/**
+ * Guest-side helpers for the RDMA rows and benches: load cnuas_ib on top of
+ * cnuas_net, find the RoCEv2 GID of an address, and read what
+ * `ibv_devinfo -v`, `ibstat` and `rdma -j` print. The parsers are pure
+ * functions of the tools' text; the helpers that touch a guest do one SSH
+ * round trip each where they can.
+ *
+ * @example
+ * ```ts
+ * const dev = await loadCnuasIb(guest);
+ * const info = parseIbvDevinfo((await guest.run("ibv_devinfo -v")).stdout);
+ * ```
+ */
+import { loadCnuasNet, shq } from "./netdev.ts";
+import { GUEST_PATHS } from "./vm/types.ts";
+import type { Guest } from "./vm/types.ts";
+
+/** Module name of the RDMA driver. */
+export const CNUAS_IB = "cnuas_ib";
+
+/** Where the runner installs it inside a guest. */
+export const CNUAS_IB_KO = `${GUEST_PATHS.modules}/${CNUAS_IB}.ko`;
+
+/** A guest command failed or printed something the helpers cannot read. */
+export class RdmaGuestError extends Error {
+  override name = "RdmaGuestError";
+}
+
+/** One cnuas_ib device and the netdev under it. */
+export interface CnuasIbDev {
+  /** `cnuas_ib0`, ... */
+  ibdev: string;
+  /** The cnuas_net interface (`eth1`, ...). */
+  iface: string;
+  /** PCI address of the function. */
+  pci: string;
+}
+
+/**
+ * Load cnuas_net, ib_uverbs (ib_core comes with it), rdma_ucm and cnuas_ib;
+ * wait for the ib_device; return it with its netdev.
+ */
+export async function loadCnuasIb(g: Guest, linkLayer = "eth"): Promise<CnuasIbDev> {
+  const [nic] = await loadCnuasNet(g);
+  const script = [
+    "modprobe ib_uverbs || exit 3",
+    "modprobe rdma_ucm || exit 3",
+    `grep -q '^${CNUAS_IB} ' /proc/modules || insmod ${CNUAS_IB_KO} link_layer=${
+      shq(linkLayer)
+    } || exit 4`,
+    `for i in $(seq 50); do ls /sys/bus/pci/devices/${nic.pci}/infiniband/ 2>/dev/null | grep -q . && break; sleep 0.1; done`,
+    `ls /sys/bus/pci/devices/${nic.pci}/infiniband/`,
+  ].join("\n");
+  const r = await g.run(script, { timeoutSec: 60 });
+  const ibdev = r.stdout.trim().split("\n").pop() ?? "";
+  if (r.code !== 0 || !ibdev.startsWith(CNUAS_IB)) {
+    throw new RdmaGuestError(
+      `${g.name}: loading ${CNUAS_IB_KO} failed (exit ${r.code}): ${r.stdout} ${r.stderr}`,
+    );
+  }
+  return { ibdev, iface: nic.iface, pci: nic.pci };
+}
+
+/** `ibv_devinfo -v`: device attributes and per-port attributes, keys as printed. */
+export interface IbvDevinfo {
+  hcaId: string;
+  device: Map<string, string>;
+  ports: Map<string, string>[];
+  /** GID lines of each port: index → GID text. */
+  gids: Map<number, string>[];
+}
+
+/** Parse `ibv_devinfo -v` for one device. */
+export function parseIbvDevinfo(text: string): IbvDevinfo {
+  const out: IbvDevinfo = { hcaId: "", device: new Map(), ports: [], gids: [] };
+  let port: Map<string, string> | undefined;
+  for (const line of text.split("\n")) {
+    const hca = /^hca_id:\s*(\S+)/.exec(line);
+    if (hca) {
+      out.hcaId = hca[1];
+      continue;
+    }
+    const gid = /^\s+GID\[\s*(\d+)\]:\s*([^,\s]+)/.exec(line);
+    if (gid && port) {
+      out.gids[out.gids.length - 1].set(Number(gid[1]), gid[2]);
+      continue;
+    }
+    const kv = /^\s+([\w ]+?):\s*(.*?)\s*$/.exec(line);
+    if (!kv) continue;
+    if (kv[1] === "port") {
+      port = new Map();
+      out.ports.push(port);
+      out.gids.push(new Map());
+      continue;
+    }
+    (port ?? out.device).set(kv[1], kv[2]);
+  }
+  return out;
+}
+
+/** `ibstat <dev>`: CA lines and the lines of each port. */
+export interface Ibstat {
+  ca: Map<string, string>;
+  ports: Map<string, string>[];
+}
+
+/** Parse `ibstat <dev>`. */
+export function parseIbstat(text: string): Ibstat {
+  const out: Ibstat = { ca: new Map(), ports: [] };
+  let port: Map<string, string> | undefined;
+  for (const line of text.split("\n")) {
+    if (/^\s+Port \d+:\s*$/.test(line)) {
+      port = new Map();
+      out.ports.push(port);
+      continue;
+    }
+    const kv = /^\s+([\w ]+?):\s*(.*?)\s*$/.exec(line);
+    if (kv) (port ?? out.ca).set(kv[1], kv[2]);
+  }
+  return out;
+}
+
+/** The GID table index of the RoCE v2 GID of an IPv4 address, or -1. */
+export function roceV2GidIndex(
+  entries: { index: number; gid: string; type: string }[],
+  ipv4: string,
+): number {
+  const hex = ipv4.split(".").map((o) => Number(o).toString(16).padStart(2, "0"));
+  const tail = `ffff:${hex[0]}${hex[1]}:${hex[2]}${hex[3]}`;
+  const e = entries.find((x) => x.type === "RoCE v2" && x.gid.endsWith(tail));
+  return e ? e.index : -1;
+}
+
+/** The first 32 GID table entries of port 1 (sysfs), empty ones left out. */
+export async function readGidTable(
+  g: Guest,
+  ibdev: string,
+): Promise<{ index: number; gid: string; type: string }[]> {
+  const d = `/sys/class/infiniband/${ibdev}/ports/1`;
+  const r = await g.run(
+    `for i in $(seq 0 31); do echo "$i $(cat ${d}/gids/$i 2>/dev/null) $(cat ${d}/gid_attrs/types/$i 2>/dev/null)"; done`,
+    { timeoutSec: 30 },
+  );
+  const out: { index: number; gid: string; type: string }[] = [];
+  for (const line of r.stdout.split("\n")) {
+    const m = /^(\d+) (\S+) (.+)$/.exec(line.trim());
+    if (m && m[2] !== "0000:0000:0000:0000:0000:0000:0000:0000") {
+      out.push({ index: Number(m[1]), gid: m[2], type: m[3].trim() });
+    }
+  }
+  return out;
+}
+
+/**
+ * Give the interface an IPv4 address, bring it up and wait until ib_core has
+ * put the RoCE v2 GID for it in the table; returns that GID's index.
+ */
+export async function configureRoceAddress(
+  g: Guest,
+  dev: CnuasIbDev,
+  cidr: string,
+  mtu = 1500,
+): Promise<number> {
+  const ip = cidr.split("/")[0];
+  await g.run(
+    `ip addr flush dev ${shq(dev.iface)}; ip link set dev ${shq(dev.iface)} mtu ${mtu} up && ` +
+      `ip addr add ${shq(cidr)} dev ${shq(dev.iface)}`,
+    { check: true, timeoutSec: 30 },
+  );
+  for (let i = 0; i < 50; i++) {
+    const idx = roceV2GidIndex(await readGidTable(g, dev.ibdev), ip);
+    if (idx >= 0) return idx;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new RdmaGuestError(`${g.name}: no RoCE v2 GID for ${ip} on ${dev.ibdev}`);
+}

@@ -1,0 +1,501 @@
+/**
+ * Directed qtest tests of cnuasgpu: one test per behaviour line of
+ * DEVICES.md (cnuasgpu) and of the choices the device documents, each driving
+ * QEMU through registers, BAR1 and the CnuasLink socket only.
+ */
+import assert from "node:assert/strict";
+import { GPU_IRQ, GPU_LINK, GPU_REG } from "../../harness/models/gpu.ts";
+import { QtestError, QtestMachine } from "../../harness/qtest.ts";
+import { SeqpacketServer } from "../../harness/seqpacket.ts";
+import { eventually, gpuEnv, type GpuRig, startGpu } from "./gpu_fixture.ts";
+
+const R = GPU_REG;
+const MiB = 1 << 20;
+
+async function withGpu(
+  props: Record<string, string | number>,
+  fn: (rig: GpuRig) => Promise<void>,
+  opts: { link?: boolean; listen?: boolean } = {},
+): Promise<void> {
+  const rig = await startGpu(props, opts);
+  try {
+    await fn(rig);
+  } finally {
+    await rig.close();
+  }
+}
+
+function pattern(len: number, salt: number): Uint8Array {
+  return Uint8Array.from({ length: len }, (_, i) => (i * 31 + salt) & 0xff);
+}
+
+/** Arm receive at `off` for `size` bytes. */
+async function armRx(rig: GpuRig, off: number, size: number): Promise<void> {
+  await rig.gpu.setReg(R.LINK_RX_OFFSET_LO, off);
+  await rig.gpu.setReg(R.LINK_RX_OFFSET_HI, 0);
+  await rig.gpu.setReg(R.LINK_RX_BUF_SIZE, size);
+}
+
+/** Point the transmit registers at `off`/`len` and ring. */
+async function ring(rig: GpuRig, off: number, len: number, hi = 0): Promise<void> {
+  await rig.gpu.setReg(R.LINK_TX_OFFSET_LO, off);
+  await rig.gpu.setReg(R.LINK_TX_OFFSET_HI, hi);
+  await rig.gpu.setReg(R.LINK_TX_LEN, len);
+  await rig.gpu.setReg(R.LINK_TX_DOORBELL, 1);
+}
+
+/** Send a frame and wait until the device has read it (logged a drop or shown it). */
+async function sendAndSettle(
+  rig: GpuRig,
+  frame: Uint8Array,
+  expect: "deliver" | "drop",
+): Promise<void> {
+  const logs = rig.gpu.guestErrorCount();
+  rig.conn!.send(frame);
+  if (expect === "deliver") {
+    await eventually(
+      "the frame to land",
+      async () => ((await rig.gpu.reg(R.LINK_STATUS)) & GPU_LINK.RX_READY) !== 0,
+    );
+  } else {
+    await eventually("the drop to be logged", () => rig.gpu.guestErrorCount() > logs);
+  }
+}
+
+Deno.test("identification registers read the fixed identity and the device properties", async () => {
+  await withGpu({
+    gpu_id: 0x1234,
+    sm_count: 40,
+    lanes_per_sm: 64,
+    tensor_size: 8,
+    devmem_size: "8G",
+  }, async ({ gpu }) => {
+    assert.deepEqual(
+      await Promise.all([
+        R.VENDOR_ID,
+        R.DEVICE_ID,
+        R.REVISION,
+        R.FW_VERSION,
+        R.GPU_ID,
+        R.SM_COUNT,
+        R.LANES_PER_SM,
+        R.TENSOR_SIZE,
+        R.DEVMEM_SIZE_LO,
+        R.DEVMEM_SIZE_HI,
+      ].map((r) => gpu.reg(r))),
+      [0x1af4, 0x10f1, 0x01, 0x00010000, 0x1234, 40, 64, 8, 0, 2],
+    );
+  });
+});
+
+Deno.test("property defaults: 16 SMs, 32 lanes, tensor 16, 256 MiB of device memory", async () => {
+  await withGpu({}, async ({ gpu }) => {
+    assert.deepEqual(
+      await Promise.all(
+        [R.SM_COUNT, R.LANES_PER_SM, R.TENSOR_SIZE, R.DEVMEM_SIZE_LO, R.DEVMEM_SIZE_HI].map((r) =>
+          gpu.reg(r)
+        ),
+      ),
+      [16, 32, 16, 256 * MiB, 0],
+    );
+    assert.equal(gpu.bar1Size, 256n * BigInt(MiB));
+  });
+});
+
+Deno.test("PCI identity is 1af4:10f1, class 0x0b40, revision 1, interrupt pin A", async () => {
+  await withGpu({}, async ({ gpu }) => {
+    assert.equal(await gpu.cfgRead(0x00, 4), 0x10f1_1af4);
+    assert.equal(await gpu.cfgRead(0x08, 4), 0x0b40_0001);
+    assert.equal(await gpu.cfgRead(0x3d, 1), 1);
+  });
+});
+
+Deno.test("BAR0 is a 64 KiB register window and BAR1 a 64-bit prefetchable memory BAR of devmem_size", async () => {
+  await withGpu({ devmem_size: "1M" }, async ({ gpu }) => {
+    assert.equal((await gpu.cfgRead(0x10, 4)) & 0xf, 0);
+    assert.equal((await gpu.cfgRead(0x14, 4)) & 0xf, 0xc);
+    assert.equal(gpu.bar1Size, BigInt(MiB));
+  });
+});
+
+Deno.test("the function has an MSI capability with one vector", async () => {
+  await withGpu({}, async ({ gpu }) => {
+    const cap = await gpu.findCap(0x05);
+    assert.notEqual(cap, 0);
+    assert.equal(
+      ((await gpu.cfgRead(cap + 2, 2)) >> 1) & 0x7,
+      0,
+      "Multiple Message Capable = 1 vector",
+    );
+  });
+});
+
+Deno.test("x-speed and x-width are advertised in the PCIe link capabilities (32 GT/s x16 by default)", async () => {
+  await withGpu({}, async ({ gpu }) => {
+    const exp = await gpu.findCap(0x10);
+    assert.notEqual(exp, 0);
+    const lnkcap = await gpu.cfgRead(exp + 0x0c, 4);
+    assert.equal(lnkcap & 0xf, 5, "Max Link Speed 32 GT/s");
+    assert.equal((lnkcap >> 4) & 0x3f, 16, "Max Link Width x16");
+  });
+  await withGpu({ "x-speed": "8", "x-width": 4 }, async ({ gpu }) => {
+    const lnkcap = await gpu.cfgRead((await gpu.findCap(0x10)) + 0x0c, 4);
+    assert.deepEqual([lnkcap & 0xf, (lnkcap >> 4) & 0x3f], [3, 4]);
+  });
+});
+
+Deno.test("a devmem_size that is not a power of two is refused at realize with an error naming it", async () => {
+  const env = await gpuEnv();
+  await assert.rejects(
+    QtestMachine.start({
+      binary: env.binary,
+      firmware: env.firmware,
+      devices: ["cnuasgpu,devmem_size=3M"],
+    }),
+    (e: Error) => e instanceof QtestError && /devmem_size/.test(e.message),
+  );
+});
+
+Deno.test("an unknown x-speed is refused at realize", async () => {
+  const env = await gpuEnv();
+  await assert.rejects(
+    QtestMachine.start({
+      binary: env.binary,
+      firmware: env.firmware,
+      devices: ["cnuasgpu,x-speed=7"],
+    }),
+    (e: Error) => e instanceof QtestError && /x-speed/.test(e.message),
+  );
+});
+
+Deno.test("BAR1 is RAM: bytes written anywhere in 256 MiB read back", async () => {
+  await withGpu({}, async ({ gpu }) => {
+    const a = pattern(4096, 1);
+    const b = pattern(777, 2);
+    await gpu.devmemWrite(0, a);
+    await gpu.devmemWrite(256 * MiB - b.length, b);
+    assert.deepEqual(await gpu.devmemRead(0, a.length), a);
+    assert.deepEqual(await gpu.devmemRead(256 * MiB - b.length, b.length), b);
+  });
+});
+
+Deno.test("IRQ_STATUS is write-1-to-clear and IRQ_MASK keeps only bits 0 and 1", async () => {
+  await withGpu({ devmem_size: "64K" }, async (rig) => {
+    const { gpu } = rig;
+    await gpu.setReg(R.IRQ_MASK, 0xffff_ffff);
+    assert.equal(await gpu.reg(R.IRQ_MASK), 3);
+    await gpu.devmemWrite(0, pattern(16, 3));
+    await ring(rig, 0, 16);
+    assert.equal(await gpu.reg(R.IRQ_STATUS), GPU_IRQ.TX_DONE);
+    await gpu.setReg(R.IRQ_STATUS, 0);
+    assert.equal(await gpu.reg(R.IRQ_STATUS), GPU_IRQ.TX_DONE, "writing 0 clears nothing");
+    await gpu.setReg(R.IRQ_STATUS, GPU_IRQ.TX_DONE);
+    assert.equal(await gpu.reg(R.IRQ_STATUS), 0);
+  });
+});
+
+Deno.test("INTx is asserted exactly while IRQ_STATUS & IRQ_MASK is non-zero", async () => {
+  await withGpu({ devmem_size: "64K" }, async (rig) => {
+    const { gpu } = rig;
+    await gpu.devmemWrite(0, pattern(8, 4));
+    await ring(rig, 0, 8);
+    assert.equal(await gpu.intx(), false, "cause pending but masked");
+    await gpu.setReg(R.IRQ_MASK, GPU_IRQ.RX_READY);
+    assert.equal(await gpu.intx(), false, "other cause enabled");
+    await gpu.setReg(R.IRQ_MASK, GPU_IRQ.TX_DONE);
+    assert.equal(await gpu.intx(), true);
+    await gpu.setReg(R.IRQ_STATUS, GPU_IRQ.TX_DONE);
+    assert.equal(await gpu.intx(), false);
+  });
+});
+
+Deno.test("with MSI enabled a newly pending enabled cause sends one message and INTx stays low", async () => {
+  await withGpu({ devmem_size: "64K" }, async (rig) => {
+    const { gpu } = rig;
+    await gpu.setMsi(true);
+    await gpu.setReg(R.IRQ_MASK, 3);
+    await gpu.devmemWrite(0, pattern(8, 5));
+    await ring(rig, 0, 8);
+    assert.equal(await gpu.takeMsi(), true);
+    assert.equal(await gpu.intx(), false);
+    await ring(rig, 0, 8);
+    assert.equal(await gpu.takeMsi(), false, "TX_DONE was still pending: nothing new");
+    await armRx(rig, 0x100, 64);
+    await sendAndSettle(rig, pattern(8, 6), "deliver");
+    assert.equal(await gpu.takeMsi(), true, "RX_READY is new although TX_DONE is pending");
+  });
+});
+
+Deno.test("disabling MSI hands a pending interrupt back to INTx", async () => {
+  await withGpu({ devmem_size: "64K" }, async (rig) => {
+    const { gpu } = rig;
+    await gpu.setMsi(true);
+    await gpu.setReg(R.IRQ_MASK, 1);
+    await gpu.devmemWrite(0, pattern(8, 5));
+    await ring(rig, 0, 8);
+    assert.equal(await gpu.intx(), false);
+    await gpu.setMsi(false);
+    assert.equal(await gpu.intx(), true);
+  });
+});
+
+Deno.test("the link is up once connected to a listening peer, and down without cnuaslink_socket", async () => {
+  await withGpu({}, async (rig) => {
+    assert.ok(rig.conn, "the device connected at realize");
+    assert.equal(await rig.gpu.reg(R.LINK_STATUS), GPU_LINK.UP);
+  });
+  await withGpu({}, async ({ gpu }) => {
+    assert.equal(await gpu.reg(R.LINK_STATUS), 0);
+    assert.equal(await gpu.reg(R.VENDOR_ID), 0x1af4, "the device otherwise works");
+  }, { link: false });
+});
+
+Deno.test("send: the bytes at LINK_TX_OFFSET in BAR1 go out as one frame and TX_DONE is raised", async () => {
+  await withGpu({ devmem_size: "1M" }, async (rig) => {
+    const frame = pattern(65536, 7);
+    await rig.gpu.devmemWrite(MiB - 65536, frame);
+    await ring(rig, MiB - 65536, 65536);
+    assert.deepEqual(rig.conn!.recv(2000), frame);
+    assert.equal(await rig.gpu.reg(R.IRQ_STATUS), GPU_IRQ.TX_DONE);
+  });
+});
+
+Deno.test("send is rejected and logged for length 0, length above 64 KiB, and ranges past BAR1", async () => {
+  await withGpu({ devmem_size: "64K" }, async (rig) => {
+    const cases: Array<[number, number, number]> = [
+      [0, 0, 0],
+      [0, 65537, 0],
+      [65535, 2, 0],
+      [0xffff_ffff, 16, 0xffff_ffff],
+      [0, 16, 1],
+    ];
+    for (const [lo, len, hi] of cases) {
+      const logs = rig.gpu.guestErrorCount();
+      await ring(rig, lo, len, hi);
+      assert.equal(rig.gpu.guestErrorCount(), logs + 1, `offset ${hi}:${lo} len ${len} logged`);
+    }
+    assert.equal(rig.conn!.tryRecv(), null, "nothing was sent");
+    assert.equal(await rig.gpu.reg(R.IRQ_STATUS), 0, "no interrupt");
+  });
+});
+
+Deno.test("with the link down the doorbell does nothing at all: no frame, no interrupt, no log", async () => {
+  await withGpu({ devmem_size: "64K" }, async (rig) => {
+    await ring(rig, 0, 16);
+    await ring(rig, 0, 0);
+    assert.equal(await rig.gpu.reg(R.IRQ_STATUS), 0);
+    assert.equal(rig.gpu.guestErrorCount(), 0);
+  }, { link: false });
+});
+
+Deno.test("receive: a frame lands at the armed offset with LINK_RX_LEN, LINK_STATUS bit 1 and IRQ bit 1", async () => {
+  await withGpu({ devmem_size: "64K" }, async (rig) => {
+    await armRx(rig, 0x1000, 4096);
+    const frame = pattern(1500, 8);
+    await sendAndSettle(rig, frame, "deliver");
+    assert.equal(await rig.gpu.reg(R.LINK_STATUS), GPU_LINK.UP | GPU_LINK.RX_READY);
+    assert.equal(await rig.gpu.reg(R.LINK_RX_LEN), 1500);
+    assert.equal(await rig.gpu.reg(R.IRQ_STATUS), GPU_IRQ.RX_READY);
+    assert.deepEqual(await rig.gpu.devmemRead(0x1000, 1500), frame);
+  });
+});
+
+Deno.test("back-pressure: later frames wait in the socket until LINK_RX_CONSUME, which lands the next at once", async () => {
+  await withGpu({ devmem_size: "64K" }, async (rig) => {
+    await armRx(rig, 0, 4096);
+    await sendAndSettle(rig, pattern(100, 1), "deliver");
+    rig.conn!.send(pattern(200, 2));
+    rig.conn!.send(pattern(300, 3));
+    await rig.gpu.qt.sync();
+    assert.equal(await rig.gpu.reg(R.LINK_RX_LEN), 100, "the first frame is untouched");
+    assert.deepEqual(await rig.gpu.devmemRead(0, 100), pattern(100, 1));
+    await rig.gpu.setReg(R.LINK_RX_CONSUME, 1);
+    assert.equal(await rig.gpu.reg(R.LINK_RX_LEN), 200);
+    assert.deepEqual(await rig.gpu.devmemRead(0, 200), pattern(200, 2));
+    await rig.gpu.setReg(R.LINK_RX_CONSUME, 0);
+    assert.equal(await rig.gpu.reg(R.LINK_RX_LEN), 200, "writing 0 releases nothing");
+    await rig.gpu.setReg(R.LINK_RX_CONSUME, 1);
+    assert.deepEqual(await rig.gpu.devmemRead(0, 300), pattern(300, 3));
+    await rig.gpu.setReg(R.LINK_RX_CONSUME, 1);
+    assert.equal(await rig.gpu.reg(R.LINK_STATUS), GPU_LINK.UP);
+  });
+});
+
+Deno.test("a frame arriving while LINK_RX_BUF_SIZE is 0 is dropped and logged", async () => {
+  await withGpu({ devmem_size: "64K" }, async (rig) => {
+    await sendAndSettle(rig, pattern(64, 9), "drop");
+    assert.equal(await rig.gpu.reg(R.LINK_STATUS), GPU_LINK.UP);
+    await armRx(rig, 0, 4096);
+    await rig.gpu.qt.sync();
+    assert.equal(
+      await rig.gpu.reg(R.LINK_STATUS),
+      GPU_LINK.UP,
+      "arming later does not resurrect it",
+    );
+    assert.equal(await rig.gpu.reg(R.IRQ_STATUS), 0);
+  });
+});
+
+Deno.test("a frame larger than the armed buffer is dropped and logged, with no partial delivery", async () => {
+  await withGpu({ devmem_size: "64K" }, async (rig) => {
+    await armRx(rig, 0x2000, 100);
+    await sendAndSettle(rig, pattern(101, 10), "drop");
+    assert.equal(await rig.gpu.reg(R.LINK_STATUS), GPU_LINK.UP);
+    assert.deepEqual(await rig.gpu.devmemRead(0x2000, 101), new Uint8Array(101));
+    await sendAndSettle(rig, pattern(100, 11), "deliver");
+    assert.equal(await rig.gpu.reg(R.LINK_RX_LEN), 100, "a frame of exactly the armed size lands");
+  });
+});
+
+Deno.test("an armed buffer that does not lie inside BAR1 drops the frame and logs it", async () => {
+  await withGpu({ devmem_size: "64K" }, async (rig) => {
+    await armRx(rig, 65536 - 64, 128);
+    await sendAndSettle(rig, pattern(32, 12), "drop");
+    await rig.gpu.setReg(R.LINK_RX_OFFSET_HI, 1);
+    await rig.gpu.setReg(R.LINK_RX_BUF_SIZE, 64);
+    await sendAndSettle(rig, pattern(32, 13), "drop");
+    assert.equal(await rig.gpu.reg(R.LINK_STATUS), GPU_LINK.UP);
+    assert.equal(rig.gpu.guestErrorCount(), 2);
+  });
+});
+
+Deno.test("a received frame above 64 KiB is dropped and logged even with a larger buffer armed", async () => {
+  await withGpu({ devmem_size: "1M" }, async (rig) => {
+    await armRx(rig, 0, 256 * 1024);
+    await sendAndSettle(rig, pattern(65537, 14), "drop");
+    await sendAndSettle(rig, pattern(65536, 15), "deliver");
+    assert.equal(await rig.gpu.reg(R.LINK_RX_LEN), 65536);
+  });
+});
+
+Deno.test("an empty datagram from a peer that is still there is dropped and logged; the link stays up", async () => {
+  await withGpu({ devmem_size: "64K" }, async (rig) => {
+    await armRx(rig, 0, 4096);
+    await sendAndSettle(rig, new Uint8Array(0), "drop");
+    assert.equal(await rig.gpu.reg(R.LINK_STATUS), GPU_LINK.UP);
+  });
+});
+
+Deno.test("peer close tears the link down; the device reconnects 100 ms of virtual time later", async () => {
+  await withGpu({ devmem_size: "64K" }, async (rig) => {
+    rig.conn!.close();
+    rig.conn = null;
+    await eventually("link down", async () => (await rig.gpu.reg(R.LINK_STATUS)) === 0);
+    await rig.gpu.qt.clockStep(99_999_999);
+    assert.equal(rig.server!.accept(0), null, "no attempt before 100 ms");
+    await rig.gpu.qt.clockStep(1);
+    rig.conn = rig.server!.accept(1000);
+    assert.ok(rig.conn, "reconnected at 100 ms");
+    assert.equal(await rig.gpu.reg(R.LINK_STATUS), GPU_LINK.UP);
+  });
+});
+
+Deno.test("while the peer does not listen, reconnects back off 100, 200, 400, 800, 1600 then 2000 ms", async () => {
+  await withGpu({ devmem_size: "64K" }, async (rig) => {
+    rig.server!.close();
+    rig.server = null;
+    rig.conn!.close();
+    rig.conn = null;
+    await eventually("link down", async () => (await rig.gpu.reg(R.LINK_STATUS)) === 0);
+    // Failed attempts at 100, 300, 700, 1500, 3100 ms; the next at 5100 ms.
+    await rig.gpu.qt.clockStep(5_099_000_000);
+    rig.server = SeqpacketServer.listen(rig.socketPath);
+    await rig.gpu.qt.clockStep(999_999);
+    assert.equal(rig.server.accept(0), null, "nothing before 5100 ms");
+    assert.equal(await rig.gpu.reg(R.LINK_STATUS), 0);
+    await rig.gpu.qt.clockStep(1);
+    rig.conn = rig.server.accept(1000);
+    assert.ok(rig.conn, "attempt at 5100 ms");
+    assert.equal(await rig.gpu.reg(R.LINK_STATUS), GPU_LINK.UP);
+  });
+});
+
+Deno.test("a device whose first connect fails keeps working and connects when the peer appears", async () => {
+  await withGpu({ devmem_size: "64K" }, async (rig) => {
+    assert.equal(await rig.gpu.reg(R.LINK_STATUS), 0);
+    rig.server = SeqpacketServer.listen(rig.socketPath);
+    await rig.gpu.qt.clockStep(100_000_000);
+    rig.conn = rig.server.accept(1000);
+    assert.ok(rig.conn);
+    assert.equal(await rig.gpu.reg(R.LINK_STATUS), GPU_LINK.UP);
+  }, { listen: false });
+});
+
+Deno.test("a frame waiting in BAR1 keeps the socket unread, so a close is seen only after consume", async () => {
+  await withGpu({ devmem_size: "64K" }, async (rig) => {
+    await armRx(rig, 0, 4096);
+    await sendAndSettle(rig, pattern(10, 16), "deliver");
+    rig.conn!.close();
+    rig.conn = null;
+    await rig.gpu.qt.sync();
+    assert.equal(await rig.gpu.reg(R.LINK_STATUS), GPU_LINK.UP | GPU_LINK.RX_READY);
+    await rig.gpu.setReg(R.LINK_RX_CONSUME, 1);
+    assert.equal(await rig.gpu.reg(R.LINK_STATUS), 0);
+  });
+});
+
+Deno.test("a send that fails because the peer is gone tears the link down without an interrupt", async () => {
+  await withGpu({ devmem_size: "64K" }, async (rig) => {
+    await armRx(rig, 0, 4096);
+    await sendAndSettle(rig, pattern(10, 17), "deliver");
+    await rig.gpu.setReg(R.IRQ_STATUS, 3);
+    rig.conn!.close();
+    rig.conn = null;
+    await ring(rig, 0x100, 32);
+    assert.equal(
+      await rig.gpu.reg(R.LINK_STATUS),
+      GPU_LINK.RX_READY,
+      "down; the waiting frame stays",
+    );
+    assert.equal(await rig.gpu.reg(R.IRQ_STATUS), 0);
+  });
+});
+
+Deno.test("unknown offsets read 0 and writes to unknown or read-only registers are ignored, each logged", async () => {
+  await withGpu({ gpu_id: 5 }, async ({ gpu }) => {
+    assert.equal(await gpu.reg(0x300), 0);
+    await gpu.setReg(0x300, 0xdead);
+    await gpu.setReg(R.GPU_ID, 9);
+    await gpu.setReg(R.LINK_STATUS, 0);
+    assert.equal(await gpu.reg(R.GPU_ID), 5);
+    assert.equal(await gpu.reg(R.LINK_STATUS), GPU_LINK.UP);
+    assert.equal(gpu.guestErrorCount(), 4);
+  });
+});
+
+Deno.test("the write-only doorbells read 0 without a log line", async () => {
+  await withGpu({}, async ({ gpu }) => {
+    assert.equal(await gpu.reg(R.LINK_TX_DOORBELL), 0);
+    assert.equal(await gpu.reg(R.LINK_RX_CONSUME), 0);
+    assert.equal(gpu.guestErrorCount(), 0);
+  });
+});
+
+Deno.test("byte, word and unaligned accesses to BAR0 read 0 and change nothing", async () => {
+  await withGpu({ gpu_id: 0x11223344 }, async ({ gpu }) => {
+    assert.equal(await gpu.regAccess(R.GPU_ID, 1), 0n);
+    assert.equal(await gpu.regAccess(R.GPU_ID, 2), 0n);
+    assert.equal(await gpu.regAccess(R.GPU_ID + 1, 4), 0n);
+    await gpu.regAccess(R.IRQ_MASK, 1, 3);
+    await gpu.regAccess(R.IRQ_MASK + 2, 4, 3);
+    assert.equal(await gpu.reg(R.IRQ_MASK), 0);
+  });
+});
+
+Deno.test("no register value crashes the device: every BAR0 offset written with hostile values", async () => {
+  await withGpu({ devmem_size: "64K" }, async (rig) => {
+    const { gpu } = rig;
+    const values = [0xffff_ffff, 0x8000_0000, 0x1_0000 + 1];
+    const writes: Promise<void>[] = [];
+    for (let off = 0; off < 0x10000; off += 4) {
+      for (const v of values) writes.push(gpu.setReg(off, v));
+    }
+    // Doorbells with every offset/length combination that overflows.
+    for (const hi of [0, 0xffff_ffff]) {
+      writes.push(ring(rig, 0xffff_fff0, 0xffff_ffff, hi));
+    }
+    await Promise.all(writes);
+    assert.equal(gpu.qt.alive, true);
+    assert.equal(await gpu.reg(R.VENDOR_ID), 0x1af4);
+  });
+});
