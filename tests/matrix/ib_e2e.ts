@@ -4,7 +4,13 @@ import type { Row } from "../../harness/matrix/row.ts";
 export const row: Row = {
   id: "ib-e2e",
   title: "unmodified RDMA tools over the native InfiniBand link layer",
-  needs: { guests: 2, fabric: "ib", builds: ["qemu", "image", "modules", "provider", "guestprogs"], devices: { vnic: 1 } },
+  needs: {
+    guests: 2,
+    fabric: "ib",
+    builds: ["qemu", "image", "modules", "provider", "guestprogs"],
+    devices: { vnic: 1 },
+  },
   timeoutSec: 1200,
-  missReason: "native InfiniBand link layer (subnet manager, cnuas_ib link_layer=ib) has no issue done yet",
+  missReason:
+    "native InfiniBand link layer (subnet manager, cnuas_ib link_layer=ib) has no issue done yet",
 };

@@ -4,7 +4,13 @@ import type { Row } from "../../harness/matrix/row.ts";
 export const row: Row = {
   id: "ib-forwarding",
   title: "native InfiniBand link layer through the switch, LIDs from its subnet manager",
-  needs: { guests: 2, fabric: "ib", builds: ["qemu", "image", "modules", "provider"], devices: { vnic: 1 } },
+  needs: {
+    guests: 2,
+    fabric: "ib",
+    builds: ["qemu", "image", "modules", "provider"],
+    devices: { vnic: 1 },
+  },
   timeoutSec: 600,
-  missReason: "native InfiniBand link layer (subnet manager, cnuas_ib link_layer=ib) has no issue done yet",
+  missReason:
+    "native InfiniBand link layer (subnet manager, cnuas_ib link_layer=ib) has no issue done yet",
 };
