@@ -119,6 +119,9 @@ export async function cached(
         stableJson({ stage, key, inputs, at: new Date().toISOString() }),
       );
       await Deno.rename(tmp, dir);
+      await pruneStage(cacheDir, stage, KEEP_PER_STAGE, dir).catch((e) =>
+        progress("cache", `pruning ${stage} failed: ${(e as Error).message}`)
+      );
     } catch (e) {
       await removeTree(tmp).catch(() => {});
       throw e;
@@ -128,6 +131,40 @@ export async function cached(
     await lock.unlock().catch(() => {});
     lock.close();
   }
+}
+
+/** Finished entries kept per stage; older ones are removed when a new one is published. */
+export const KEEP_PER_STAGE = 3;
+
+/**
+ * Keep the `keep` newest finished entries of a stage (by the time their
+ * marker was written), never removing `protect`. Superseded guest images and
+ * root trees are gigabytes each; a long-lived runner would fill its disk.
+ */
+export async function pruneStage(
+  cacheDir: string,
+  stage: string,
+  keep: number,
+  protect?: string,
+): Promise<string[]> {
+  const stageDir = join(cacheDir, stage);
+  const entries: { dir: string; at: number }[] = [];
+  for await (const e of Deno.readDir(stageDir)) {
+    if (!e.isDirectory || !/^[0-9a-f]{64}$/.test(e.name)) continue;
+    const dir = join(stageDir, e.name);
+    try {
+      const st = await Deno.stat(join(dir, COMPLETE_MARKER));
+      entries.push({ dir, at: st.mtime?.getTime() ?? 0 });
+    } catch { /* unfinished: belongs to a build in progress or a killed one */ }
+  }
+  entries.sort((a, b) => b.at - a.at);
+  const removed: string[] = [];
+  for (const { dir } of entries.slice(keep)) {
+    if (dir === protect) continue;
+    await removeTree(dir);
+    removed.push(dir);
+  }
+  return removed;
 }
 
 /**

@@ -5,7 +5,8 @@
  *   build [--only T ...]        build stages (qemu, image, switch, modules, guestprogs)
  *   matrix [--row ID ...] [--list] [--shard i/n]
  *   test                        Deno tests, then the matrix as a gate
- *   bench                       measurements into reports/bench-<id>/bench.json
+ *   bench [--fresh]             measurements into reports/bench/<id>/bench.json
+ *                               (--fresh adds an empty-cache build + boot row)
  *   report merge DIR... --out D merge shard reports
  *   repin                       re-pin sources to what the mirror serves
  *   clean [--cache]             remove reports (and the cache)
@@ -132,6 +133,7 @@ async function main(argv: string[]): Promise<number> {
       mirror: { type: "string" },
       out: { type: "string" },
       cache: { type: "boolean" },
+      fresh: { type: "boolean" },
       help: { type: "boolean", short: "h" },
     },
   });
@@ -192,7 +194,7 @@ async function main(argv: string[]): Promise<number> {
       return failed ? 1 : 0;
     }
     case "bench": {
-      const path = await runBench(config);
+      const path = await runBench(config, { fresh: values.fresh as boolean | undefined });
       console.log(`bench written to ${path}`);
       return 0;
     }

@@ -3,6 +3,7 @@
  * `bench.json`. Speed goals are reported here, never asserted in tests.
  */
 import { join, relative } from "node:path";
+import { removeTree } from "../cache.ts";
 import type { Config } from "../config.ts";
 import { loadRows } from "../matrix/registry.ts";
 import { newRunId, projectDescribe, runMatrix } from "../matrix/run.ts";
@@ -36,6 +37,25 @@ async function benchBoot(config: Config): Promise<Record<string, Measurement>> {
   };
 }
 
+/**
+ * Fresh machine to a finished `boot` row: an empty cache (host packages are
+ * taken as installed), so every download and build stage runs. Opt-in
+ * (`bench --fresh`): it takes about ten minutes on two cores.
+ */
+async function benchFresh(config: Config): Promise<Record<string, Measurement>> {
+  const cacheDir = await Deno.makeTempDir({ dir: "/var/tmp", prefix: "cnuas-hil-fresh-" });
+  try {
+    const t0 = performance.now();
+    const r = await benchBoot({ ...config, cacheDir });
+    return {
+      freshToBootRowSec: { value: Number(((performance.now() - t0) / 1000).toFixed(1)), unit: "s" },
+      ...r,
+    };
+  } finally {
+    await removeTree(cacheDir);
+  }
+}
+
 /** Benches contributed by the other parts (device oracles, switch, RDMA checker). */
 const OPTIONAL_BENCHES: { file: string; fn: string }[] = [
   { file: "./vnic.ts", fn: "benchVnic" },
@@ -45,9 +65,10 @@ const OPTIONAL_BENCHES: { file: string; fn: string }[] = [
 ];
 
 /** Run every bench; write `reports/bench/<id>/bench.json`; return its path. */
-export async function runBench(config: Config): Promise<string> {
+export async function runBench(config: Config, opts: { fresh?: boolean } = {}): Promise<string> {
   const results: Record<string, Record<string, Measurement> | { error: string }> = {};
   const benches: Bench[] = [{ name: "boot", run: benchBoot }];
+  if (opts.fresh) benches.push({ name: "fresh", run: benchFresh });
   for (const b of OPTIONAL_BENCHES) {
     try {
       const mod = await import(b.file) as Record<string, Bench["run"]>;

@@ -26,8 +26,10 @@
  * - an empty datagram ends the link when the peer has hung up by the time
  *   the device reads it (SOCK_SEQPACKET cannot tell it from end-of-file);
  *   otherwise it is dropped with a log line;
- * - after the link goes down (or a connect fails) the device retries after
- *   100 ms of virtual time, doubling up to 2 s; a connect resets the delay;
+ * - reconnects run on the virtual clock: a failed connect doubles the delay
+ *   (100 ms at first, at most 2 s); a connection that ends after living at
+ *   least 2 s is retried after 100 ms, one that ends sooner counts as a
+ *   failed attempt (the delay doubles);
  * - a frame waiting in BAR1 stays waiting across a link teardown.
  *
  * @example
@@ -87,7 +89,12 @@ export const GPU_REGS_SIZE = 0x10000;
 export const GPU_LINK_MTU = 65536;
 
 /** Reconnect delays on the virtual clock, in nanoseconds. */
-export const GPU_RECONNECT = { minNs: 100_000_000, maxNs: 2_000_000_000 } as const;
+export const GPU_RECONNECT = {
+  minNs: 100_000_000,
+  maxNs: 2_000_000_000,
+  /** A connection that lived this long resets the delay when it ends. */
+  stableNs: 2_000_000_000,
+} as const;
 
 /** Device properties the model needs. */
 export interface GpuConfig {
@@ -173,6 +180,7 @@ export class GpuModel {
   private now = 0;
   private retryAt: number | null = null;
   private retryDelay: number = GPU_RECONNECT.minNs;
+  private connectedAt = 0;
 
   private readonly pages = new Map<number, Uint8Array>();
   private fx: GpuEffects = noEffects();
@@ -370,7 +378,7 @@ export class GpuModel {
     this.connected = true;
     this.peerOpen = true;
     this.queue = [];
-    this.retryDelay = GPU_RECONNECT.minNs;
+    this.connectedAt = this.now;
     this.fx.connects++;
     return true;
   }
@@ -381,7 +389,9 @@ export class GpuModel {
     // The device closed its socket: whatever the peer still holds is a dead end.
     this.peerOpen = false;
     this.queue = [];
-    this.retryDelay = GPU_RECONNECT.minNs;
+    this.retryDelay = this.now - this.connectedAt >= GPU_RECONNECT.stableNs
+      ? GPU_RECONNECT.minNs
+      : Math.min(this.retryDelay * 2, GPU_RECONNECT.maxNs);
     this.retryAt = this.config.linkConfigured ? this.now + this.retryDelay : null;
   }
 

@@ -33,10 +33,13 @@
  *  - SOCK_SEQPACKET returns 0 for an empty datagram and for end-of-file
  *    alike: an empty read ends the link if the peer has hung up by then,
  *    otherwise it is an empty frame, dropped and logged (as cnuas-vnic).
- *  - Reconnect: after the link is torn down (or an initial connect fails)
- *    the device retries on the virtual clock, first after 100 ms, doubling
- *    up to 2 s between attempts; a successful connect resets the delay.
- *    This is what lets a link come back when the switch re-admits the port.
+ *  - Reconnect: the device retries on the virtual clock.  A failed connect
+ *    doubles the delay (100 ms at first, at most 2 s).  A connection that
+ *    ends after living at least 2 s is retried after 100 ms; one that ends
+ *    sooner (a switch that accepts and closes at once, because the port is
+ *    down) counts as a failed attempt and doubles the delay, so a refused
+ *    device stays down instead of flapping.  This is what lets a link come
+ *    back when the switch re-admits the port.
  *  - A frame waiting in BAR1 stays waiting (LINK_STATUS bit 1) across a link
  *    teardown until the guest consumes it.
  *
@@ -79,6 +82,8 @@ OBJECT_DECLARE_SIMPLE_TYPE(CnuasGpuState, CNUASGPU)
 /* Reconnect delays on the virtual clock. */
 #define CNUASGPU_RECONNECT_MIN_NS   (100 * SCALE_MS)
 #define CNUASGPU_RECONNECT_MAX_NS   (2000 * SCALE_MS)
+/* A connection that lived this long resets the reconnect delay. */
+#define CNUASGPU_LINK_STABLE_NS     CNUASGPU_RECONNECT_MAX_NS
 /* Longest a transmit waits for socket space before the link is declared dead. */
 #define CNUASGPU_SEND_TIMEOUT_MS    1000
 /* Socket buffers are enlarged so a burst of maximum-size frames fits. */
@@ -155,6 +160,7 @@ struct CnuasGpuState {
     int link_fd;
     QEMUTimer reconnect_timer;
     int64_t reconnect_delay_ns;
+    int64_t link_up_since_ns;
     uint8_t *rx_scratch;
 };
 
@@ -215,15 +221,27 @@ static void cnuasgpu_link_schedule_retry(CnuasGpuState *s)
               qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) + s->reconnect_delay_ns);
 }
 
+static void cnuasgpu_link_backoff(CnuasGpuState *s)
+{
+    s->reconnect_delay_ns = MIN(s->reconnect_delay_ns * 2,
+                                CNUASGPU_RECONNECT_MAX_NS);
+}
+
 static void cnuasgpu_link_down(CnuasGpuState *s)
 {
+    int64_t now = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
+
     if (s->link_fd < 0) {
         return;
     }
     qemu_set_fd_handler(s->link_fd, NULL, NULL, NULL);
     close(s->link_fd);
     s->link_fd = -1;
-    s->reconnect_delay_ns = CNUASGPU_RECONNECT_MIN_NS;
+    if (now - s->link_up_since_ns >= CNUASGPU_LINK_STABLE_NS) {
+        s->reconnect_delay_ns = CNUASGPU_RECONNECT_MIN_NS;
+    } else {
+        cnuasgpu_link_backoff(s);
+    }
     cnuasgpu_link_schedule_retry(s);
 }
 
@@ -257,7 +275,7 @@ static bool cnuasgpu_link_connect(CnuasGpuState *s)
         return false;
     }
     s->link_fd = fd;
-    s->reconnect_delay_ns = CNUASGPU_RECONNECT_MIN_NS;
+    s->link_up_since_ns = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
     cnuasgpu_link_watch(s);
     return true;
 }
@@ -269,8 +287,7 @@ static void cnuasgpu_link_retry(void *opaque)
     if (s->link_fd >= 0 || cnuasgpu_link_connect(s)) {
         return;
     }
-    s->reconnect_delay_ns = MIN(s->reconnect_delay_ns * 2,
-                                CNUASGPU_RECONNECT_MAX_NS);
+    cnuasgpu_link_backoff(s);
     cnuasgpu_link_schedule_retry(s);
 }
 

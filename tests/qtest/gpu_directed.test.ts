@@ -376,8 +376,9 @@ Deno.test("an empty datagram from a peer that is still there is dropped and logg
   });
 });
 
-Deno.test("peer close tears the link down; the device reconnects 100 ms of virtual time later", async () => {
+Deno.test("peer close after 2 s of link tears it down; the device reconnects 100 ms later", async () => {
   await withGpu({ devmem_size: "64K" }, async (rig) => {
+    await rig.gpu.qt.clockStep(2_000_000_000);
     rig.conn!.close();
     rig.conn = null;
     await eventually("link down", async () => (await rig.gpu.reg(R.LINK_STATUS)) === 0);
@@ -390,22 +391,35 @@ Deno.test("peer close tears the link down; the device reconnects 100 ms of virtu
   });
 });
 
-Deno.test("while the peer does not listen, reconnects back off 100, 200, 400, 800, 1600 then 2000 ms", async () => {
+Deno.test("a connection that ends within 2 s counts as a failed attempt: the next comes 200 ms later", async () => {
+  await withGpu({ devmem_size: "64K" }, async (rig) => {
+    rig.conn!.close();
+    rig.conn = null;
+    await eventually("link down", async () => (await rig.gpu.reg(R.LINK_STATUS)) === 0);
+    await rig.gpu.qt.clockStep(199_999_999);
+    assert.equal(rig.server!.accept(0), null, "no attempt before 200 ms");
+    await rig.gpu.qt.clockStep(1);
+    rig.conn = rig.server!.accept(1000);
+    assert.ok(rig.conn, "reconnected at 200 ms");
+  });
+});
+
+Deno.test("while the peer does not listen, reconnects back off doubling up to 2 s", async () => {
   await withGpu({ devmem_size: "64K" }, async (rig) => {
     rig.server!.close();
     rig.server = null;
     rig.conn!.close();
     rig.conn = null;
     await eventually("link down", async () => (await rig.gpu.reg(R.LINK_STATUS)) === 0);
-    // Failed attempts at 100, 300, 700, 1500, 3100 ms; the next at 5100 ms.
-    await rig.gpu.qt.clockStep(5_099_000_000);
+    // Delays 200, 400, 800, 1600, 2000, 2000 ms: attempts at 200, 600, 1400, 3000, 5000, 7000.
+    await rig.gpu.qt.clockStep(5_500_000_000);
     rig.server = SeqpacketServer.listen(rig.socketPath);
-    await rig.gpu.qt.clockStep(999_999);
-    assert.equal(rig.server.accept(0), null, "nothing before 5100 ms");
+    await rig.gpu.qt.clockStep(1_499_999_999);
+    assert.equal(rig.server.accept(0), null, "nothing between 5000 and 7000 ms");
     assert.equal(await rig.gpu.reg(R.LINK_STATUS), 0);
     await rig.gpu.qt.clockStep(1);
     rig.conn = rig.server.accept(1000);
-    assert.ok(rig.conn, "attempt at 5100 ms");
+    assert.ok(rig.conn, "attempt at 7000 ms");
     assert.equal(await rig.gpu.reg(R.LINK_STATUS), GPU_LINK.UP);
   });
 });

@@ -1,6 +1,13 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { cached, COMPLETE_MARKER, hashInputs, hashTree, removeTree } from "../../harness/cache.ts";
+import {
+  cached,
+  COMPLETE_MARKER,
+  hashInputs,
+  hashTree,
+  KEEP_PER_STAGE,
+  removeTree,
+} from "../../harness/cache.ts";
 import { setQuiet } from "../../harness/progress.ts";
 
 setQuiet(true);
@@ -98,4 +105,22 @@ Deno.test("two concurrent builders of one entry build it once", async () => {
 Deno.test("removeTree refuses a tree with a mount inside", async () => {
   const fake = "/proc";
   await assert.rejects(removeTree(fake), /still mounted/);
+});
+
+Deno.test("publishing keeps only the newest entries of a stage", async () => {
+  const dir = await Deno.makeTempDir();
+  const made: string[] = [];
+  for (let v = 0; v < KEEP_PER_STAGE + 2; v++) {
+    const e = await cached(dir, "stage", { v }, async (out) => {
+      await Deno.writeTextFile(join(out, "artifact"), String(v));
+    });
+    made.push(e.dir);
+    await new Promise((r) => setTimeout(r, 15)); // distinct marker times
+  }
+  const left = [...Deno.readDirSync(join(dir, "stage"))]
+    .filter((e) => /^[0-9a-f]{64}$/.test(e.name))
+    .map((e) => join(dir, "stage", e.name))
+    .sort();
+  assert.deepEqual(left, made.slice(-KEEP_PER_STAGE).sort());
+  await Deno.remove(dir, { recursive: true });
 });
