@@ -100,9 +100,7 @@ export async function cached(
   const dir = join(stageDir, key);
   if (await isComplete(dir)) return { dir, key, built: false };
   await Deno.mkdir(stageDir, { recursive: true });
-  const lock = await Deno.open(join(stageDir, `${key}.lock`), { create: true, write: true });
-  try {
-    await lock.lock(true);
+  return await withLock(join(stageDir, `${key}.lock`), async () => {
     if (await isComplete(dir)) return { dir, key, built: false };
     // A directory without the marker is a partial entry from a killed run.
     await removeTree(dir);
@@ -127,9 +125,60 @@ export async function cached(
       throw e;
     }
     return { dir, key, built: true };
+  });
+}
+
+/**
+ * Run `fn` holding an exclusive lock on the file `path` (created if needed).
+ * The kernel drops the lock when the process dies, so a killed run never
+ * leaves a stale lock behind.
+ */
+export async function withLock<T>(path: string, fn: () => Promise<T>): Promise<T> {
+  const lock = await Deno.open(path, { create: true, write: true });
+  try {
+    await lock.lock(true);
+    return await fn();
   } finally {
     await lock.unlock().catch(() => {});
     lock.close();
+  }
+}
+
+/**
+ * A persistent work tree `<cacheDir>/<area>/<key>` for incremental builds (a
+ * configured source tree): `prepare` fills it once, and a `.prepared` marker
+ * tells a finished tree from one a killed run left half done, which is
+ * started again. `use` then runs under the same lock, so two runs never
+ * build in one tree at once.
+ */
+export async function withWorkTree<T>(
+  cacheDir: string,
+  area: string,
+  key: string,
+  prepare: (dir: string) => Promise<void>,
+  use: (dir: string) => Promise<T>,
+): Promise<T> {
+  const dir = join(cacheDir, area, key);
+  await Deno.mkdir(join(cacheDir, area), { recursive: true });
+  return await withLock(`${dir}.lock`, async () => {
+    const marker = join(dir, ".prepared");
+    if (!await exists(marker)) {
+      await removeTree(dir);
+      await Deno.mkdir(dir, { recursive: true });
+      await prepare(dir);
+      await Deno.writeTextFile(marker, new Date().toISOString());
+    }
+    return await use(dir);
+  });
+}
+
+/** Whether a path exists. */
+export async function exists(path: string): Promise<boolean> {
+  try {
+    await Deno.stat(path);
+    return true;
+  } catch {
+    return false;
   }
 }
 

@@ -174,3 +174,70 @@ export async function configureRoceAddress(
   }
   throw new RdmaGuestError(`${g.name}: no RoCE v2 GID for ${ip} on ${dev.ibdev}`);
 }
+
+/** What a server/client pair of commands did. */
+export interface PairResult {
+  serverCode: number;
+  serverOut: string;
+  clientCode: number;
+  clientOut: string;
+}
+
+/**
+ * Run `server` in the background on `sg`, wait until it listens on TCP
+ * `port`, run `client` on `cg`, then collect the server's exit code and
+ * output. Both are killed after `timeoutSec`.
+ */
+export async function runPair(
+  sg: Guest,
+  server: string,
+  cg: Guest,
+  client: string,
+  port: number,
+  timeoutSec = 120,
+): Promise<PairResult> {
+  const tag = `/tmp/pair.${port}`;
+  await sg.run(
+    `rm -f ${tag}.*; (timeout ${timeoutSec} sh -c ${shq(server)} >${tag}.out 2>&1; ` +
+      `echo $? >${tag}.rc) >/dev/null 2>&1 &\n` +
+      `for i in $(seq 100); do ss -ltn | grep -q ":${port} " && exit 0; ` +
+      `[ -f ${tag}.rc ] && exit 0; sleep 0.1; done`,
+    { timeoutSec: 60 },
+  );
+  const c = await cg.run(`timeout ${timeoutSec} sh -c ${shq(client)} 2>&1`, {
+    timeoutSec: timeoutSec + 30,
+  });
+  const s = await sg.run(
+    `for i in $(seq ${timeoutSec * 10}); do [ -f ${tag}.rc ] && break; sleep 0.1; done; ` +
+      `cat ${tag}.out; exit $(cat ${tag}.rc 2>/dev/null || echo 124)`,
+    { timeoutSec: timeoutSec + 30 },
+  );
+  return { serverCode: s.code, serverOut: s.stdout, clientCode: c.code, clientOut: c.stdout };
+}
+
+/** `ibv_rc_pingpong` figures: bytes/s and µs per iteration, or undefined. */
+export function parsePingpong(text: string): { mbitPerSec: number; usecPerIter: number } | undefined {
+  const bw = /=\s*([\d.]+)\s*Mbit\/sec/.exec(text);
+  const lat = /=\s*([\d.]+)\s*usec\/iter/.exec(text);
+  if (!bw || !lat) return undefined;
+  return { mbitPerSec: Number(bw[1]), usecPerIter: Number(lat[1]) };
+}
+
+/** One data row of a perftest report, keyed by its column headers. */
+export function parsePerftest(text: string): Record<string, number> | undefined {
+  const lines = text.split("\n");
+  const h = lines.findIndex((l) => /^\s*#bytes\s/.test(l));
+  if (h < 0) return undefined;
+  const names = lines[h].trim().split(/\s+/).filter((n) => !/^\[?[\w%/]+\]$/.test(n) || n === "#bytes");
+  const heads = lines[h].trim().replace(/\s+\[/g, "[").split(/\s+/);
+  for (const l of lines.slice(h + 1)) {
+    const vals = l.trim().split(/\s+/);
+    if (vals.length < 2 || !/^\d+$/.test(vals[0])) continue;
+    const out: Record<string, number> = {};
+    heads.forEach((k, i) => {
+      if (i < vals.length && /^[\d.]+$/.test(vals[i])) out[k] = Number(vals[i]);
+    });
+    if (names.length) return out;
+  }
+  return undefined;
+}

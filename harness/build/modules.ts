@@ -5,7 +5,7 @@
  * never written.
  */
 import { join } from "node:path";
-import { cached, hashTree } from "../cache.ts";
+import { cached, exists, hashTree } from "../cache.ts";
 import type { Config } from "../config.ts";
 import { exec } from "../exec.ts";
 import { progress } from "../progress.ts";
@@ -17,14 +17,6 @@ export const MODULE_DIRS = ["drivers/nic", "drivers/gpu"];
 
 /** Directories of guest-side C programs (each .c → one binary). */
 export const PROGRAM_DIRS = ["drivers/test", "drivers/examples"];
-
-async function hasFile(path: string): Promise<boolean> {
-  try {
-    return (await Deno.stat(path)).isFile;
-  } catch {
-    return false;
-  }
-}
 
 /** Build every module whose directory has a Kbuild; returns the directory of the .ko files. */
 export async function buildModules(config: Config): Promise<string> {
@@ -39,7 +31,7 @@ export async function buildModules(config: Config): Promise<string> {
       const work = join(out, "src");
       await Deno.mkdir(work);
       for (const d of MODULE_DIRS) {
-        if (!await hasFile(join(config.repoRoot, d, "Kbuild"))) continue;
+        if (!await exists(join(config.repoRoot, d, "Kbuild"))) continue;
         await exec(["cp", "-a", join(config.repoRoot, d), join(work, d.split("/").pop()!)]);
       }
       for await (const e of Deno.readDir(work)) {

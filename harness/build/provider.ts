@@ -6,7 +6,7 @@
  * `<cache>/rdma-work/<key>`; only the provider's files change between builds.
  */
 import { join } from "node:path";
-import { cached, hashInputs, hashTree, removeTree } from "../cache.ts";
+import { cached, exists, hashInputs, hashTree, removeTree, withWorkTree } from "../cache.ts";
 import type { Config } from "../config.ts";
 import { exec } from "../exec.ts";
 import { fetchSource, pinKey, readPins } from "../pins.ts";
@@ -30,9 +30,7 @@ const GLUE_VERSION = 1;
 
 /** Build the provider; returns a directory with libcnuas-rdmav34.so and cnuas.driver. */
 export async function buildProvider(config: Config): Promise<string> {
-  try {
-    await Deno.stat(join(config.repoRoot, "drivers/provider/CMakeLists.txt"));
-  } catch {
+  if (!await exists(join(config.repoRoot, "drivers/provider/CMakeLists.txt"))) {
     throw new NoProviderError("drivers/provider/CMakeLists.txt does not exist yet");
   }
   const root = await buildGuestRoot(config);
@@ -41,44 +39,37 @@ export async function buildProvider(config: Config): Promise<string> {
   const src = await hashTree(config.repoRoot, ["drivers/provider", "drivers/nic/uapi"]);
   const entry = await cached(config.cacheDir, "provider", { treeKey, src }, async (out, logs) => {
     const log = join(logs, "provider.log");
-    const work = join(config.cacheDir, "rdma-work", treeKey);
-    await Deno.mkdir(join(config.cacheDir, "rdma-work"), { recursive: true });
-    const lock = await Deno.open(`${work}.lock`, { create: true, write: true });
-    try {
-      await lock.lock(true);
-      if (!await exists(join(work, ".extracted"))) {
-        await removeTree(work);
-        await Deno.mkdir(join(work, "src"), { recursive: true });
-        const files = await fetchSource(config, pin);
-        progress("provider", `extracting rdma-core ${pin.version}`);
-        await exec([
-          "tar",
-          "-xzf",
-          Object.values(files)[0],
-          "-C",
-          join(work, "src"),
-          "--strip-components=1",
-        ], {
-          logPath: log,
-        });
-        const top = join(work, "src", "CMakeLists.txt");
-        const text = await Deno.readTextFile(top);
-        const anchor = "add_subdirectory(providers/rxe)";
-        if (!text.includes(anchor)) throw new Error(`${top} has no '${anchor}' to add ours after`);
-        await Deno.writeTextFile(
-          top,
-          text.replace(anchor, `${anchor}\nadd_subdirectory(providers/cnuas)`),
-        );
-        await Deno.mkdir(join(work, "build"));
-        await Deno.writeTextFile(join(work, ".extracted"), new Date().toISOString());
-      }
+    await withWorkTree(config.cacheDir, "rdma-work", treeKey, async (work) => {
+      await Deno.mkdir(join(work, "src"));
+      const files = await fetchSource(config, pin);
+      progress("provider", `extracting rdma-core ${pin.version}`);
+      await exec([
+        "tar",
+        "-xzf",
+        Object.values(files)[0],
+        "-C",
+        join(work, "src"),
+        "--strip-components=1",
+      ], {
+        logPath: log,
+      });
+      const top = join(work, "src", "CMakeLists.txt");
+      const text = await Deno.readTextFile(top);
+      const anchor = "add_subdirectory(providers/rxe)";
+      if (!text.includes(anchor)) throw new Error(`${top} has no '${anchor}' to add ours after`);
+      await Deno.writeTextFile(
+        top,
+        text.replace(anchor, `${anchor}\nadd_subdirectory(providers/cnuas)`),
+      );
+      await Deno.mkdir(join(work, "build"));
+    }, async (work) => {
       // Our sources replace providers/cnuas wholesale; the uapi headers ride along.
       const dest = join(work, "src", "providers", "cnuas");
       await removeTree(dest);
       await exec(["cp", "-a", join(config.repoRoot, "drivers/provider"), dest]);
-      try {
+      if (await exists(join(config.repoRoot, "drivers/nic/uapi"))) {
         await exec(["cp", "-a", join(config.repoRoot, "drivers/nic/uapi"), join(dest, "uapi")]);
-      } catch { /* no shared uapi headers yet */ }
+      }
       progress("provider", `cmake + ninja in rdma-core's tree (log: ${log})`);
       await inChroot(
         root.root,
@@ -94,19 +85,7 @@ export async function buildProvider(config: Config): Promise<string> {
         join(out, "libcnuas-rdmav34.so"),
       );
       await Deno.writeTextFile(join(out, "cnuas.driver"), "driver cnuas\n");
-    } finally {
-      await lock.unlock().catch(() => {});
-      lock.close();
-    }
+    });
   });
   return entry.dir;
-}
-
-async function exists(path: string): Promise<boolean> {
-  try {
-    await Deno.stat(path);
-    return true;
-  } catch {
-    return false;
-  }
 }

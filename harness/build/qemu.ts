@@ -8,7 +8,7 @@
  * `<cache>/qemu/<key of source + qemu/hw>`.
  */
 import { join } from "node:path";
-import { cached, hashInputs, hashTree, isComplete, removeTree } from "../cache.ts";
+import { cached, hashInputs, hashTree, withWorkTree } from "../cache.ts";
 import type { Config } from "../config.ts";
 import { exec } from "../exec.ts";
 import { ensureHostPackages } from "../host.ts";
@@ -64,15 +64,25 @@ export async function buildQemu(config: Config): Promise<QemuBuild> {
   const hwHash = await hashTree(config.repoRoot, ["qemu/hw"]);
   const entry = await cached(config.cacheDir, "qemu", { srcKey, hwHash }, async (out, logs) => {
     await ensureHostPackages(["qemu"], join(logs, "host-packages.log"));
-    const work = await prepareTree(config, srcKey);
-    await syncModels(config, work);
-    const log = join(work, "build.log");
-    progress("qemu", `compiling (ninja, log: ${log})`);
-    const t0 = performance.now();
-    await exec(["ninja", "-C", join(work, "build"), "qemu-system-x86_64"], { logPath: log });
-    progress("qemu", `compiled in ${((performance.now() - t0) / 1000).toFixed(0)} s`);
-    await Deno.copyFile(join(work, "build", "qemu-system-x86_64"), join(out, "qemu-system-x86_64"));
-    await Deno.chmod(join(out, "qemu-system-x86_64"), 0o755);
+    await withWorkTree(
+      config.cacheDir,
+      "qemu-work",
+      srcKey,
+      (work) => prepareTree(config, work),
+      async (work) => {
+        await syncModels(config, work);
+        const log = join(work, "build.log");
+        progress("qemu", `compiling (ninja, log: ${log})`);
+        const t0 = performance.now();
+        await exec(["ninja", "-C", join(work, "build"), "qemu-system-x86_64"], { logPath: log });
+        progress("qemu", `compiled in ${((performance.now() - t0) / 1000).toFixed(0)} s`);
+        await Deno.copyFile(
+          join(work, "build", "qemu-system-x86_64"),
+          join(out, "qemu-system-x86_64"),
+        );
+        await Deno.chmod(join(out, "qemu-system-x86_64"), 0o755);
+      },
+    );
   });
   return {
     binary: join(entry.dir, "qemu-system-x86_64"),
@@ -81,51 +91,31 @@ export async function buildQemu(config: Config): Promise<QemuBuild> {
   };
 }
 
-/**
- * Extract, patch and configure the pinned source once per source key, under a
- * lock; a tree without its marker (a killed run) is started again.
- */
-async function prepareTree(config: Config, srcKey: string): Promise<string> {
-  const work = join(config.cacheDir, "qemu-work", srcKey);
-  const marker = join(work, ".configured");
-  await Deno.mkdir(join(config.cacheDir, "qemu-work"), { recursive: true });
-  const lock = await Deno.open(`${work}.lock`, { create: true, write: true });
-  try {
-    await lock.lock(true);
-    if (await isComplete(work) || await exists(marker)) return work;
-    await removeTree(work);
-    await Deno.mkdir(work, { recursive: true });
-    const pins = await readPins(config);
-    const files = await fetchSource(config, pins.sources.qemu);
-    // dpkg-source wants the .dsc and its files side by side.
-    const dl = join(work, "dl");
-    await Deno.mkdir(dl);
-    for (const [name, path] of Object.entries(files)) await Deno.symlink(path, join(dl, name));
-    const dsc = join(dl, Object.keys(files).find((n) => n.endsWith(".dsc"))!);
-    const log = join(work, "prepare.log");
-    progress("qemu", `extracting ${pins.sources.qemu.version} (dpkg-source -x)`);
-    await exec(["dpkg-source", "--no-check", "-x", dsc, join(work, "src")], { logPath: log });
-    const src = join(work, "src");
-    await Deno.mkdir(join(src, "hw", "cnuas"), { recursive: true });
-    await Deno.writeTextFile(join(src, "hw", "meson.build"), "subdir('cnuas')\n", { append: true });
-    await Deno.writeTextFile(join(src, "hw", "Kconfig"), "source cnuas/Kconfig\n", {
-      append: true,
-    });
-    // An empty qemu/hw still has to configure: stand-in glue that adds nothing.
-    await Deno.writeTextFile(join(src, "hw", "cnuas", "meson.build"), "");
-    await Deno.writeTextFile(join(src, "hw", "cnuas", "Kconfig"), "");
-    await Deno.mkdir(join(work, "build"));
-    progress("qemu", `configuring (log: ${log})`);
-    await exec(["../src/configure", ...QEMU_CONFIGURE_FLAGS], {
-      cwd: join(work, "build"),
-      logPath: log,
-    });
-    await Deno.writeTextFile(marker, new Date().toISOString());
-    return work;
-  } finally {
-    await lock.unlock().catch(() => {});
-    lock.close();
-  }
+/** Extract the pinned source with Debian's patches, add our glue, configure. */
+async function prepareTree(config: Config, work: string): Promise<void> {
+  const pins = await readPins(config);
+  const files = await fetchSource(config, pins.sources.qemu);
+  // dpkg-source wants the .dsc and its files side by side.
+  const dl = join(work, "dl");
+  await Deno.mkdir(dl);
+  for (const [name, path] of Object.entries(files)) await Deno.symlink(path, join(dl, name));
+  const dsc = join(dl, Object.keys(files).find((n) => n.endsWith(".dsc"))!);
+  const log = join(work, "prepare.log");
+  progress("qemu", `extracting ${pins.sources.qemu.version} (dpkg-source -x)`);
+  await exec(["dpkg-source", "--no-check", "-x", dsc, join(work, "src")], { logPath: log });
+  const src = join(work, "src");
+  await Deno.mkdir(join(src, "hw", "cnuas"), { recursive: true });
+  await Deno.writeTextFile(join(src, "hw", "meson.build"), "subdir('cnuas')\n", { append: true });
+  await Deno.writeTextFile(join(src, "hw", "Kconfig"), "source cnuas/Kconfig\n", { append: true });
+  // An empty qemu/hw still has to configure: stand-in glue that adds nothing.
+  await Deno.writeTextFile(join(src, "hw", "cnuas", "meson.build"), "");
+  await Deno.writeTextFile(join(src, "hw", "cnuas", "Kconfig"), "");
+  await Deno.mkdir(join(work, "build"));
+  progress("qemu", `configuring (log: ${log})`);
+  await exec(["../src/configure", ...QEMU_CONFIGURE_FLAGS], {
+    cwd: join(work, "build"),
+    logPath: log,
+  });
 }
 
 /**
@@ -171,13 +161,4 @@ function bytesEqual(a: Uint8Array, b: Uint8Array): boolean {
   if (a.length !== b.length) return false;
   for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
   return true;
-}
-
-async function exists(path: string): Promise<boolean> {
-  try {
-    await Deno.stat(path);
-    return true;
-  } catch {
-    return false;
-  }
 }
