@@ -20,6 +20,7 @@ export {
   DownloadError,
   fetchPinned,
   type PinnedFile,
+  type PinsFile,
   readPins,
   repin,
   type SourcePin,
@@ -35,14 +36,19 @@ export { buildGuestPrograms, buildModules } from "./harness/build/modules.ts";
 /** Guests: QEMU + QMP + SSH. */
 export { BootTimeoutError, GuestDiedError, GuestVm } from "./harness/vm/guest.ts";
 /** The QMP client. */
-export { QmpClient, QmpError } from "./harness/vm/qmp.ts";
+export { QmpClient, QmpError, type QmpEvent } from "./harness/vm/qmp.ts";
 /** The interface rows use to talk to guests. */
 export { type Guest, GUEST_PATHS, type RunOptions, type RunResult } from "./harness/vm/types.ts";
 /** Accelerator choice with the KVM boot probe. */
-export { type AccelChoice, chooseAccel } from "./harness/vm/accel.ts";
+export { type AccelChoice, chooseAccel, type ProbeInputs } from "./harness/vm/accel.ts";
 /** Matrix rows and their context. */
 export {
   type BuildOutputs,
+  type BuildTarget,
+  type FabricHandle,
+  type FabricMode,
+  type GuestDevices,
+  type Measurement,
   type Row,
   type RowContext,
   RowFailure,
@@ -55,30 +61,47 @@ export { loadRows, ROW_IDS, shardRows, UnknownRowError } from "./harness/matrix/
 /** Running rows and whole matrices. */
 export { runRow } from "./harness/matrix/runner.ts";
 /** A whole matrix run and its report directory. */
-export { runMatrix } from "./harness/matrix/run.ts";
+export { type MatrixRunOptions, runMatrix } from "./harness/matrix/run.ts";
 /** The strategy layer (builds, fabric, guests for a row). */
-export { Lab, LabError } from "./harness/matrix/lab.ts";
+export { type FabricStarter, Lab, LabError, type RowSetup } from "./harness/matrix/lab.ts";
 /** The dmesg guard. */
 export { DMESG_IGNORE, dmesgViolations } from "./harness/matrix/dmesg_guard.ts";
 /** Report schema and renderings. */
 export {
   type MatrixJson,
   parseMatrixJson,
+  type Provenance,
   rollUp,
   type RowResult,
+  type StepResult,
 } from "./harness/report/schema.ts";
 /** JUnit, Markdown, HTML and compat renderings. */
-export { toCompat, toHtml, toJunit, toMarkdown } from "./harness/report/render.ts";
+export { type CompatJson, toCompat, toHtml, toJunit, toMarkdown } from "./harness/report/render.ts";
 /** Writing and merging report directories. */
 export { mergeReports, writeReport } from "./harness/report/write.ts";
 /** The fabric switch: daemon handle, control client and start-up. */
-export { Fabric, FabricControlError, startFabric } from "./harness/fabric.ts";
+export {
+  Fabric,
+  FabricControlError,
+  type FabricStats,
+  type LftEntry,
+  type PortStatus,
+  startFabric,
+} from "./harness/fabric.ts";
 /** The switch build stage. */
 export { buildSwitch } from "./harness/build/switch.ts";
 /** SEQPACKET sockets (Deno has none of its own). */
-export { SeqpacketServer, SeqpacketSocket } from "./harness/seqpacket.ts";
+export { type SeqpacketOptions, SeqpacketServer, SeqpacketSocket } from "./harness/seqpacket.ts";
 /** Reference model of the switch's forwarding decisions. */
-export { SwitchModel } from "./harness/models/switch.ts";
+export {
+  type Decision,
+  DROP_REASONS,
+  type DropReason,
+  type PortCounters,
+  type PortState,
+  type SwitchMode,
+  SwitchModel,
+} from "./harness/models/switch.ts";
 /** RDMA wire codecs, ICRC/VCRC and the conformance checker. */
 export * as rdma from "./harness/models/rdma/mod.ts";
 /** pcapng reader and writer. */
@@ -91,7 +114,62 @@ export {
 } from "./harness/pcapng.ts";
 /** Checking a whole capture file against the RDMA wire rules. */
 export { checkPcapngFile, type PcapngCheckSummary } from "./harness/rdma_check.ts";
+/** The checker's options and result, which the capture check takes and extends. */
+export {
+  type CheckOptions,
+  type CheckResult,
+  type RuleId,
+  type Violation,
+} from "./harness/models/rdma/checker.ts";
 /** Seeded pseudo-random numbers for reproducible tests. */
 export { prng, randBytes, randInt, randU64 } from "./harness/prng.ts";
 /** The provider build stage. */
 export { buildProvider } from "./harness/build/provider.ts";
+/** The qtest client (device models driven through their registers). */
+export { QtestError, QtestMachine, type QtestReply } from "./harness/qtest.ts";
+/** The cnuas-vnic differential oracle. */
+export {
+  type Divergence,
+  formatFailure,
+  type OpSource,
+  runVnicDiff,
+  runVnicSequence,
+  type SequenceResult,
+  type VnicDiffFailure,
+  type VnicDiffOptions,
+  type VnicDiffReport,
+  type VnicDiffSetup,
+  type VnicOp,
+} from "./harness/qtest_vnic_diff.ts";
+/** Access sizes of the MMIO operations in a vnic sequence. */
+export { type AccessSize } from "./harness/qtest_vnic_ops.ts";
+/** How the vnic rig starts the device's socket. */
+export { type VnicSocketMode } from "./harness/qtest_vnic.ts";
+/** The cnuasgpu differential oracle. */
+export {
+  formatGpuFailure,
+  type GpuMismatch,
+  type GpuOp,
+  type GpuOracleEnv,
+  type GpuRunResult,
+  type GpuSeedOptions,
+  runGpuSeed,
+} from "./harness/oracle_gpu.ts";
+/** Shrinking a failing operation sequence to a short reproduction. */
+export { shrinkOps, type ShrinkOptions, type ShrinkResult } from "./harness/shrink.ts";
+/** Reference model of cnuas-vnic. */
+export {
+  type PeerSendResult,
+  VNIC_REG,
+  type VnicCounters,
+  VnicModel,
+  type VnicRegisters,
+} from "./harness/models/vnic.ts";
+/** Reference model of cnuasgpu. */
+export {
+  GPU_REG,
+  type GpuConfig,
+  type GpuEffects,
+  GpuModel,
+  type GpuRead,
+} from "./harness/models/gpu.ts";

@@ -26,7 +26,9 @@ export class FabricStartError extends Error {
 
 /** A control request got `ok: false`; `reply.error` says what to fix. */
 export class FabricControlError extends Error {
+  /** Error name, shown in messages and logs. */
   override name = "FabricControlError";
+  /** Keeps the failed request and the daemon's reply for the caller to inspect. */
   constructor(readonly request: Record<string, unknown>, readonly reply: Record<string, unknown>) {
     super(`switch control ${String(request.op)}: ${String(reply.error)}`);
   }
@@ -39,35 +41,55 @@ export class FabricProtocolError extends Error {
 
 /** Per-port counters as the daemon reports them. */
 export interface PortStatus {
+  /** Port number (from 1). */
   port: number;
+  /** `up` with a device connected, `down` after `linkDown` (slot reserved). */
   state: "up" | "down";
+  /** Frames queued for sending to the port's device. */
   queueLen: number;
   /** CnuasLink mode: the gpu_id learned on this port. */
   gpuId?: number;
+  /** Frames received from the port's device. */
   rxFrames: number;
+  /** Bytes received from the port's device. */
   rxBytes: number;
+  /** Frames sent to the port's device. */
   txFrames: number;
+  /** Bytes sent to the port's device. */
   txBytes: number;
+  /** Dropped frames by reason. */
   drops: Record<DropReason, number>;
 }
 
 /** Whole-switch statistics (`stats` op). */
 export interface FabricStats {
+  /** The mode the daemon runs in. */
   mode: FabricMode;
+  /** Ports with a device connected now. */
   portsUp: number;
+  /** Device connections accepted since start. */
   connections: number;
+  /** Device connections refused because every port was taken or down. */
   refused: number;
+  /** Frames received since start, over all ports (closed connections included). */
   rxFrames: number;
+  /** Bytes received since start, over all ports (closed connections included). */
   rxBytes: number;
+  /** Frames sent since start, over all ports (closed connections included). */
   txFrames: number;
+  /** Bytes sent since start, over all ports (closed connections included). */
   txBytes: number;
+  /** Dropped frames by reason since start, over all ports (closed connections included). */
   drops: Record<DropReason, number>;
+  /** Capture state: file and packet count while active, the last error if any. */
   capture: { active: boolean; path?: string; packets?: number; error?: string };
 }
 
 /** One LFT entry; `port: null` clears it, port 0 is the switch itself. */
 export interface LftEntry {
+  /** Destination LID. */
   lid: number;
+  /** Output port, or `null` to clear the entry. */
   port: number | null;
 }
 

@@ -46,7 +46,9 @@ export type GpuOp =
 
 /** Where QEMU is. */
 export interface GpuOracleEnv {
+  /** Path of `qemu-system-x86_64` with the cnuasgpu device. */
   binary: string;
+  /** Firmware search directories for `-L`. */
   firmware?: string[];
   /** Keep QEMU's work directory (log, stderr) of failing runs. */
   keepFailed?: boolean;
@@ -56,20 +58,29 @@ export interface GpuOracleEnv {
 export interface GpuMismatch {
   /** Index of the operation after which it showed. */
   index: number;
+  /** That operation; null when the difference showed before the first or after the last. */
   op: GpuOp | null;
+  /** What was compared. */
   what: string;
+  /** What the model says. */
   expected: string;
+  /** What the device did. */
   actual: string;
 }
 
 /** Result of one sequence. */
 export interface GpuRunResult {
+  /** The seed the sequence and configuration came from. */
   seed: number;
+  /** The device properties the seed chose. */
   config: GpuConfig;
   /** Operations executed and checked (skipped ones not counted). */
   opsChecked: number;
+  /** Wall time of the unshrunk run, in milliseconds. */
   durationMs: number;
+  /** The whole generated sequence. */
   ops: GpuOp[];
+  /** The first difference, when there was one. */
   mismatch?: GpuMismatch;
   /** The shrunk reproduction, when a mismatch was found and shrinking ran. */
   shrunk?: { ops: GpuOp[]; mismatch: GpuMismatch; runs: number };

@@ -11,37 +11,49 @@ import { progress } from "./progress.ts";
 
 /** One pinned file. */
 export interface PinnedFile {
+  /** File name; the download is stored under this name in the cache. */
   name: string;
   /** Path below the mirror root. */
   path: string;
+  /** Size in bytes, as the Sources index gives it. */
   size: number;
+  /** Expected sha256 (hex); a download with another sum is refused. */
   sha256: string;
 }
 
 /** One pinned source package. */
 export interface SourcePin {
+  /** Debian source package name. */
   package: string;
+  /** Debian suite whose Sources index `repin` reads. */
   suite: string;
+  /** Debian version of the pinned source. */
   version: string;
   /** Only the upstream tarball is used (no Debian packaging). */
   origOnly?: boolean;
+  /** The pinned files of the source package. */
   files: PinnedFile[];
 }
 
 /** The whole lock file. */
 export interface PinsFile {
+  /** Free text for humans reading the lock file. */
   comment?: string;
+  /** Pinned sources by key (e.g. `qemu`, `rdma-core`). */
   sources: Record<string, SourcePin>;
+  /** The debootstrap suite and variant of the guest root. */
   guest: { suite: string; variant: string };
 }
 
 /** A download failed its checksum. */
 export class ChecksumError extends Error {
+  /** Error name, shown in messages and logs. */
   override name = "ChecksumError";
 }
 
 /** A pinned URL could not be fetched. */
 export class DownloadError extends Error {
+  /** Error name, shown in messages and logs. */
   override name = "DownloadError";
 }
 

@@ -46,6 +46,7 @@ export interface QtestOptions {
 
 /** QEMU failed to start, died, or answered a command with FAIL/ERR. */
 export class QtestError extends Error {
+  /** Error name, shown in messages and logs. */
   override name = "QtestError";
 }
 

@@ -72,8 +72,11 @@ export interface SequenceResult {
 
 /** A failing seed with its shrunk reproduction. */
 export interface VnicDiffFailure {
+  /** The failing seed. */
   seed: number;
+  /** How that seed's machine started. */
   setup: VnicDiffSetup;
+  /** The first difference of the unshrunk sequence. */
   divergence: Divergence;
   /** Operations up to the failing one. */
   opsToFailure: number;
@@ -83,11 +86,15 @@ export interface VnicDiffFailure {
 
 /** What a differential run did. */
 export interface VnicDiffReport {
+  /** The seeds asked for (the run stops at the first failing one). */
   seeds: number[];
   /** Operations checked on both sides (guard-skipped ones excluded). */
   opsChecked: number;
+  /** Wall time of the whole run, shrinking included, in milliseconds. */
   elapsedMs: number;
+  /** `opsChecked` per second of `elapsedMs`. */
   opsPerSec: number;
+  /** The first failing seed, or null when every seed agreed. */
   failure: VnicDiffFailure | null;
   /** Summed coverage of every seed. */
   coverage: Record<string, number>;
@@ -95,9 +102,13 @@ export interface VnicDiffReport {
 
 /** Options of `runVnicDiff`. */
 export interface VnicDiffOptions {
+  /** Path of `qemu-system-x86_64` with the cnuas-vnic device. */
   binary: string;
+  /** Firmware search directories for `-L`. */
   firmware?: string[];
+  /** Seeds to run, in order. */
   seeds: number[];
+  /** Operations generated per seed. */
   opsPerSeed: number;
   /** Shrink a failure (default true). */
   shrink?: boolean;

@@ -48,8 +48,11 @@ export type VnicOp =
 
 /** How a seed's machine starts. */
 export interface VnicDiffSetup {
+  /** How the device's socket starts. */
   socket: VnicSocketMode;
+  /** Interrupt delivery the driver sets up: INTx or MSI. */
   irq: "intx" | "msi";
+  /** The `mac` property, 6 bytes. */
   mac: number[];
 }
 

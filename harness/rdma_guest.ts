@@ -223,13 +223,15 @@ export function parsePingpong(text: string): { mbitPerSec: number; usecPerIter: 
   return { mbitPerSec: Number(bw[1]), usecPerIter: Number(lat[1]) };
 }
 
-/** One data row of a perftest report, keyed by its column headers. */
+/**
+ * The first data row of a perftest report, keyed by its column headers
+ * (`#bytes`, `BW average[MB/sec]`, `MsgRate[Mpps]`, `t_avg[usec]`, ...).
+ */
 export function parsePerftest(text: string): Record<string, number> | undefined {
   const lines = text.split("\n");
   const h = lines.findIndex((l) => /^\s*#bytes\s/.test(l));
   if (h < 0) return undefined;
-  const names = lines[h].trim().split(/\s+/).filter((n) => !/^\[?[\w%/]+\]$/.test(n) || n === "#bytes");
-  const heads = lines[h].trim().replace(/\s+\[/g, "[").split(/\s+/);
+  const heads = lines[h].match(/#\w+|(?:[\w.%]+ )?[\w.%]+\[[^\]]+\]|\S+/g) ?? [];
   for (const l of lines.slice(h + 1)) {
     const vals = l.trim().split(/\s+/);
     if (vals.length < 2 || !/^\d+$/.test(vals[0])) continue;
@@ -237,7 +239,7 @@ export function parsePerftest(text: string): Record<string, number> | undefined 
     heads.forEach((k, i) => {
       if (i < vals.length && /^[\d.]+$/.test(vals[i])) out[k] = Number(vals[i]);
     });
-    if (names.length) return out;
+    return out;
   }
   return undefined;
 }

@@ -157,7 +157,7 @@ function setBuffers(fd: number, bytes: number): void {
   }
 }
 
-/** Options of `SeqpacketSocket.connect`. */
+/** Options of `SeqpacketSocket.connect` and `SeqpacketServer.accept`. */
 export interface SeqpacketOptions {
   /** SO_SNDBUF/SO_RCVBUF in bytes (default 4 MiB, so bursts of frames fit). */
   bufferBytes?: number;
@@ -315,6 +315,7 @@ export class SeqpacketSocket {
 /** A listening SEQPACKET socket: the switch end of a device's wire. */
 export class SeqpacketServer {
   #fd: number;
+  /** The socket file's path. */
   readonly path: string;
 
   private constructor(fd: number, path: string) {

@@ -201,7 +201,7 @@ static void cnuasgpu_alloc_free(struct cnuasgpu_dev *gdev,
 }
 
 static struct cnuasgpu_mem *cnuasgpu_lookup(struct cnuasgpu_file *cf,
-					      u32 handle)
+					    u32 handle)
 {
 	struct cnuasgpu_mem *a;
 
@@ -409,12 +409,18 @@ static void cnuasgpu_link_arm_rx(struct cnuasgpu_dev *gdev)
 	cnuasgpu_wr(gdev, REG_LINK_RX_BUF_SIZE, CNUASGPU_LINK_MTU);
 }
 
+static bool cnuasgpu_tx_settled(struct cnuasgpu_dev *gdev, int seq)
+{
+	return atomic_read(&gdev->tx_done) != seq || READ_ONCE(gdev->dead);
+}
+
 /* Ring the doorbell for a frame already in the TX buffer and wait for it. */
 static int cnuasgpu_link_xmit(struct cnuasgpu_dev *gdev, u32 frame_len,
 			      u32 timeout_ms)
 {
 	unsigned long deadline = jiffies + msecs_to_jiffies(timeout_ms);
 	int seq = atomic_read(&gdev->tx_done);
+	unsigned long slice = msecs_to_jiffies(CNUASGPU_LINK_POLL_MS);
 	long ret;
 
 	cnuasgpu_wr(gdev, REG_LINK_TX_OFFSET_LO, lower_32_bits(gdev->link_tx_off));
@@ -424,9 +430,8 @@ static int cnuasgpu_link_xmit(struct cnuasgpu_dev *gdev, u32 frame_len,
 
 	for (;;) {
 		ret = wait_event_interruptible_timeout(gdev->wq,
-				atomic_read(&gdev->tx_done) != seq ||
-				READ_ONCE(gdev->dead),
-				msecs_to_jiffies(CNUASGPU_LINK_POLL_MS));
+						       cnuasgpu_tx_settled(gdev, seq),
+						       slice);
 		if (ret < 0)
 			return -EINTR;
 		if (atomic_read(&gdev->tx_done) != seq)

@@ -19,10 +19,11 @@
  *   cnuas_ib_opcode.c  the opcode table (cnuas_ib_hdr.h: header layouts)
  *
  * Concurrency: everything a QP's transport does (sending, receiving,
- * completing, retrying) runs in that QP's work item with qp->lock held, so
- * the transport state has one writer.  post_send/post_recv only append to
- * the queues under their own locks and kick the work item; the receive
- * path (softirq) only queues frames and kicks it.
+ * completing, retrying) runs in that QP's engine with qp->lock held, so
+ * the transport state has one writer.  post_send/post_recv append to the
+ * queues under their own locks; the receive path (softirq) queues frames.
+ * Both then run the engine inline when they can (cnuas_ib_qp_run), else
+ * kick the QP's work item, which timers and transmit wake-ups use too.
  */
 #ifndef CNUAS_IB_H
 #define CNUAS_IB_H
@@ -532,6 +533,7 @@ int cnuas_ib_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 int cnuas_ib_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 		       const struct ib_recv_wr **bad);
 void cnuas_ib_qp_kick(struct cnuas_ib_qp *qp);
+void cnuas_ib_qp_run(struct cnuas_ib_qp *qp);
 void cnuas_ib_qp_error(struct cnuas_ib_qp *qp);
 void cnuas_ib_qp_event(struct cnuas_ib_qp *qp, enum ib_event_type type);
 void cnuas_ib_complete_swqe(struct cnuas_ib_qp *qp, struct cnuas_ib_swqe *wqe);

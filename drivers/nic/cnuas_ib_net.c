@@ -311,7 +311,7 @@ void cnuas_ib_rx(void *ctx, struct sk_buff *skb)
 	if (skb_queue_len(q) >= CNUAS_IB_RXQ_MAX)
 		goto unlock_drop;
 	skb_queue_tail(q, skb);
-	cnuas_ib_qp_kick(qp);
+	cnuas_ib_qp_run(qp);
 	rcu_read_unlock();
 	return;
 

@@ -149,19 +149,18 @@ static bool cnuas_ib_qp_can_recv(struct cnuas_ib_qp *qp)
 
 /*
  * The engine: everything the transport of this QP does happens here, with
- * qp->lock held.  A run handles at most CNUAS_IB_BUDGET packets, then
- * queues itself again so one busy QP cannot starve the others.
+ * qp->lock held and bottom halves off.  A run handles at most
+ * CNUAS_IB_BUDGET packets, then queues the work item so one busy QP cannot
+ * starve the others.
  */
-static void cnuas_ib_qp_work(struct work_struct *work)
+static void cnuas_ib_qp_engine(struct cnuas_ib_qp *qp)
 {
-	struct cnuas_ib_qp *qp = container_of(work, struct cnuas_ib_qp, work);
 	int budget = CNUAS_IB_BUDGET;
 	struct sk_buff *skb;
 	bool more;
 
-	spin_lock_bh(&qp->lock);
 	if (qp->dying)
-		goto out;
+		return;
 	do {
 		more = false;
 		if (qp->state == IB_QPS_ERR) {
@@ -207,8 +206,42 @@ static void cnuas_ib_qp_work(struct work_struct *work)
 
 	if (budget <= 0)
 		cnuas_ib_qp_kick(qp);
-out:
+}
+
+static void cnuas_ib_qp_work(struct work_struct *work)
+{
+	struct cnuas_ib_qp *qp = container_of(work, struct cnuas_ib_qp, work);
+
+	spin_lock_bh(&qp->lock);
+	cnuas_ib_qp_engine(qp);
 	spin_unlock_bh(&qp->lock);
+}
+
+/**
+ * cnuas_ib_qp_run - run the engine now, in the caller's context
+ * @qp: the QP
+ *
+ * Posting and receiving run the engine inline, as the hardware would act
+ * at once: deferring to the work item would leave a packet waiting for a
+ * scheduler tick whenever a process busy-polls its CQ on the same CPU.
+ * Where that cannot be done (hard interrupt context, interrupts off, or
+ * the engine already running: a completion handler that posts again) the
+ * work item takes over.
+ */
+void cnuas_ib_qp_run(struct cnuas_ib_qp *qp)
+{
+	if (in_hardirq() || irqs_disabled()) {
+		cnuas_ib_qp_kick(qp);
+		return;
+	}
+	local_bh_disable();
+	if (spin_trylock(&qp->lock)) {
+		cnuas_ib_qp_engine(qp);
+		spin_unlock(&qp->lock);
+	} else {
+		cnuas_ib_qp_kick(qp);
+	}
+	local_bh_enable();
 }
 
 static int cnuas_ib_qp_check_cap(struct ib_qp_init_attr *init)
@@ -745,7 +778,7 @@ int cnuas_ib_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 	}
 	if (err)
 		*bad = wr;
-	cnuas_ib_qp_kick(qp);
+	cnuas_ib_qp_run(qp);
 	return err;
 }
 

@@ -482,8 +482,10 @@ static irqreturn_t cnuas_irq(int irq, void *data)
 	struct cnuas_net *net = data;
 	u32 enabled = READ_ONCE(net->irq_enabled);
 
+	if (!enabled)
+		return IRQ_NONE;
 	/* INTx may be shared: only claim it when one of our causes is up. */
-	if (!enabled || !(cnuas_rd(net, CNUAS_REG_IRQ_STATUS) & enabled))
+	if (!net->msi && !(cnuas_rd(net, CNUAS_REG_IRQ_STATUS) & enabled))
 		return IRQ_NONE;
 	WRITE_ONCE(net->irq_enabled, 0);
 	cnuas_wr(net, CNUAS_REG_IRQ_MASK, 0);

@@ -16,18 +16,29 @@
  *       skips broadcast frames (the "hello" that teaches the switch a gpu_id).
  *   cnuasgpu_smoke link-down DEV DST_GPU_ID
  *       a send must fail with ENOLINK.
+ *   cnuasgpu_smoke bench-copy DEV SECONDS
+ *       MiB/s of copies to and from a 16 MiB allocation through the copy
+ *       ioctls and through memcpy() on its mapping, at 4 KiB, 1 MiB and
+ *       16 MiB, each point about SECONDS long.
+ *   cnuasgpu_smoke bench-link TX_DEV RX_DEV DST_GPU_ID SIZE SECONDS
+ *       frames/s and MiB/s of SIZE-byte payloads sent for about SECONDS
+ *       from TX_DEV to DST_GPU_ID and received (length and order checked)
+ *       on RX_DEV by a child process.
+ *   The bench modes print one "bench NAME VALUE UNIT" line per number.
  *
  * Exits 0 when every check passed, 1 on a mismatch, 2 on usage errors.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -340,11 +351,24 @@ static const uint32_t link_sizes[] = {
 };
 #define N_LINK_SIZES (sizeof(link_sizes) / sizeof(link_sizes[0]))
 
-static uint32_t link_size(uint32_t seq, uint32_t max)
-{
-	uint32_t s = link_sizes[seq % N_LINK_SIZES];
+/* Sequence number of the frame that ends a timed run (never a real one). */
+#define LINK_END_SEQ	0xffffffffu
 
-	return s > max ? max : s;
+/* Which payload sizes a run sends and how much of each frame is checked. */
+struct link_plan {
+	uint32_t fixed;		/* every payload this long; 0: cycle link_sizes */
+	uint32_t max;		/* cap on the cycled sizes */
+	int every_byte;		/* check the whole pattern, not just length and seq */
+};
+
+static uint32_t link_size(const struct link_plan *p, uint32_t seq)
+{
+	uint32_t s;
+
+	if (p->fixed)
+		return p->fixed;
+	s = link_sizes[seq % N_LINK_SIZES];
+	return s > p->max ? p->max : s;
 }
 
 /* Payload of frame @seq: its sequence number first, then a pattern. */
@@ -363,8 +387,74 @@ static double now_sec(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+static int link_send_frame(int fd, uint32_t dst, const void *buf, uint32_t len)
+{
+	struct cnuasgpu_link_send s = {
+		.user_ptr = (uintptr_t)buf,
+		.len = len,
+		.dst_gpu_id = dst,
+		.timeout_ms = 10000,
+	};
+
+	if (ioctl(fd, CNUASGPU_IOC_LINK_SEND, &s)) {
+		fprintf(stderr, "FAIL send of %u bytes: %s\n", len, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * Next frame not addressed to everyone: broadcast "hello" frames only teach
+ * the switch a gpu_id.  Returns the payload length, or -1.
+ */
+static int64_t link_recv_frame(int fd, uint8_t *buf)
+{
+	struct cnuasgpu_link_recv r;
+
+	do {
+		memset(&r, 0, sizeof(r));
+		r.user_ptr = (uintptr_t)buf;
+		r.buf_size = CNUASGPU_LINK_MAX_PAYLOAD;
+		r.timeout_ms = 30000;
+		if (ioctl(fd, CNUASGPU_IOC_LINK_RECV, &r)) {
+			fprintf(stderr, "FAIL recv: %s\n", strerror(errno));
+			return -1;
+		}
+	} while (r.dst_gpu_id == CNUASGPU_LINK_BROADCAST);
+	return r.len;
+}
+
+static uint32_t link_seq_of(const uint8_t *buf, uint32_t len)
+{
+	uint32_t seq = 0;
+
+	if (len >= 4)
+		memcpy(&seq, buf, 4);
+	return seq;
+}
+
+/* 0 when @buf (@len bytes) is frame @seq of plan @p; @want is scratch. */
+static int link_check(const struct link_plan *p, const uint8_t *buf,
+		      uint32_t len, uint32_t seq, uint8_t *want)
+{
+	uint32_t expect = link_size(p, seq);
+	int ok = len == expect;
+
+	if (ok && p->every_byte) {
+		link_fill(want, expect, seq);
+		ok = !memcmp(buf, want, expect);
+	} else if (ok) {
+		ok = link_seq_of(buf, len) == seq;
+	}
+	if (!ok)
+		fprintf(stderr, "FAIL frame %u: %u bytes (seq %u), expected %u bytes\n",
+			seq, len, link_seq_of(buf, len), expect);
+	return !ok;
+}
+
 static int link_send(const char *path, uint32_t dst, long count, uint32_t max)
 {
+	const struct link_plan plan = { .max = max, .every_byte = 1 };
 	uint8_t *buf = malloc(CNUASGPU_LINK_MAX_PAYLOAD);
 	double t0 = now_sec(), dt;
 	uint64_t bytes = 0;
@@ -374,20 +464,14 @@ static int link_send(const char *path, uint32_t dst, long count, uint32_t max)
 	if (!buf)
 		return 1;
 	for (i = 0; i < count; i++) {
-		struct cnuasgpu_link_send s = {
-			.user_ptr = (uintptr_t)buf,
-			.len = link_size(i, max),
-			.dst_gpu_id = dst,
-			.timeout_ms = 10000,
-		};
+		uint32_t len = link_size(&plan, i);
 
-		link_fill(buf, s.len, i);
-		if (ioctl(fd, CNUASGPU_IOC_LINK_SEND, &s)) {
-			fprintf(stderr, "FAIL send %ld (%u bytes): %s\n", i, s.len,
-				strerror(errno));
+		link_fill(buf, len, i);
+		if (link_send_frame(fd, dst, buf, len)) {
+			fprintf(stderr, "FAIL send %ld\n", i);
 			return 1;
 		}
-		bytes += s.len;
+		bytes += len;
 	}
 	dt = now_sec() - t0;
 	printf("sent_frames=%ld\nsent_bytes=%" PRIu64 "\nsend_sec=%.3f\n",
@@ -399,6 +483,7 @@ static int link_send(const char *path, uint32_t dst, long count, uint32_t max)
 
 static int link_recv(const char *path, long count, uint32_t max)
 {
+	const struct link_plan plan = { .max = max, .every_byte = 1 };
 	uint8_t *buf = malloc(CNUASGPU_LINK_MAX_PAYLOAD);
 	uint8_t *want = malloc(CNUASGPU_LINK_MAX_PAYLOAD);
 	double t0 = 0, dt;
@@ -409,35 +494,15 @@ static int link_recv(const char *path, long count, uint32_t max)
 	if (!buf || !want)
 		return 1;
 	for (i = 0; i < count; i++) {
-		struct cnuasgpu_link_recv r = {
-			.user_ptr = (uintptr_t)buf,
-			.buf_size = CNUASGPU_LINK_MAX_PAYLOAD,
-			.timeout_ms = 30000,
-		};
-		uint32_t len = link_size(i, max);
+		int64_t len = link_recv_frame(fd, buf);
 
-		if (ioctl(fd, CNUASGPU_IOC_LINK_RECV, &r)) {
-			fprintf(stderr, "FAIL recv %ld: %s\n", i, strerror(errno));
+		if (len < 0)
 			return 1;
-		}
-		/* Broadcast "hello" frames only teach the switch a gpu_id. */
-		if (r.dst_gpu_id == CNUASGPU_LINK_BROADCAST) {
-			i--;
-			continue;
-		}
 		if (i == 0)
 			t0 = now_sec();
-		link_fill(want, len, i);
-		if (r.len != len || memcmp(buf, want, len)) {
-			uint32_t got_seq = 0;
-
-			if (r.len >= 4)
-				memcpy(&got_seq, buf, 4);
-			fprintf(stderr, "FAIL frame %ld: %u bytes (seq %u), expected %u bytes\n",
-				i, r.len, got_seq, len);
+		if (link_check(&plan, buf, len, i, want))
 			return 1;
-		}
-		bytes += r.len;
+		bytes += len;
 	}
 	dt = now_sec() - t0;
 	printf("recv_frames=%ld\nrecv_bytes=%" PRIu64 "\nrecv_sec=%.3f\n",
@@ -466,12 +531,237 @@ static int link_down(const char *path, uint32_t dst)
 	return failures ? 1 : 0;
 }
 
+/* ---- bench ------------------------------------------------------------------ */
+
+/*
+ * Numbers for `deno task bench`, one "bench NAME VALUE UNIT" line each.
+ * Every point repeats its operation for about SECONDS after one untimed
+ * warm-up (page faults, first touch of the BAR).
+ */
+
+static void bench_line(const char *what, const char *label, double value,
+		       const char *unit)
+{
+	printf("bench %s%s %.2f %s\n", what, label, value, unit);
+}
+
+static const struct {
+	uint64_t size;
+	const char *label;
+} copy_sizes[] = {
+	{ 4096, "4KiB" }, { 1u << 20, "1MiB" }, { 16u << 20, "16MiB" },
+};
+#define N_COPY_SIZES (sizeof(copy_sizes) / sizeof(copy_sizes[0]))
+#define COPY_MAX (16u << 20)
+
+enum copy_path { TO_DEV_IOCTL, FROM_DEV_IOCTL, TO_DEV_MMAP, FROM_DEV_MMAP, N_PATHS };
+
+static const char *const copy_names[N_PATHS] = {
+	[TO_DEV_IOCTL] = "gpuCopyToDevIoctlMiBPerSec",
+	[FROM_DEV_IOCTL] = "gpuCopyFromDevIoctlMiBPerSec",
+	[TO_DEV_MMAP] = "gpuCopyToDevMmapMiBPerSec",
+	[FROM_DEV_MMAP] = "gpuCopyFromDevMmapMiBPerSec",
+};
+
+/* One allocation of COPY_MAX bytes, its mapping and a host buffer. */
+struct copy_rig {
+	int fd;
+	uint32_t handle;
+	uint8_t *map;
+	uint8_t *host;
+};
+
+static int copy_once(const struct copy_rig *r, enum copy_path path, uint64_t size)
+{
+	switch (path) {
+	case TO_DEV_IOCTL:
+		return copy(r->fd, 1, r->handle, 0, r->host, size);
+	case FROM_DEV_IOCTL:
+		return copy(r->fd, 0, r->handle, 0, r->host, size);
+	case TO_DEV_MMAP:
+		memcpy(r->map, r->host, size);
+		return 0;
+	default:
+		memcpy(r->host, r->map, size);
+		return 0;
+	}
+}
+
+/* MiB/s of @path at @size over about @seconds, or -1 when a copy failed. */
+static double copy_rate(const struct copy_rig *r, enum copy_path path,
+			uint64_t size, double seconds)
+{
+	double t0, dt;
+	long n = 0;
+
+	if (copy_once(r, path, size))
+		return -1;
+	t0 = now_sec();
+	do {
+		if (copy_once(r, path, size))
+			return -1;
+		n++;
+		dt = now_sec() - t0;
+	} while (dt < seconds);
+	return (double)n * size / 1048576.0 / dt;
+}
+
+/* Both paths move the right bytes, so the numbers below mean something. */
+static void copy_verify(const struct copy_rig *r, uint8_t *check)
+{
+	fill(r->host, COPY_MAX, 5);
+	CHECK(copy_once(r, TO_DEV_IOCTL, COPY_MAX) == 0, "COPY_TO_DEV: %s",
+	      strerror(errno));
+	CHECK(memcmp(r->map, r->host, COPY_MAX) == 0, "the mapping sees the ioctl copy");
+	fill(r->host, COPY_MAX, 6);
+	copy_once(r, TO_DEV_MMAP, COPY_MAX);
+	memset(check, 0, COPY_MAX);
+	CHECK(copy(r->fd, 0, r->handle, 0, check, COPY_MAX) == 0 &&
+	      memcmp(check, r->host, COPY_MAX) == 0, "the ioctl sees the mmap writes");
+}
+
+static int bench_copy(const char *path, double seconds)
+{
+	struct cnuasgpu_alloc a;
+	struct copy_rig r = { .fd = open_dev(path) };
+	uint8_t *check = malloc(COPY_MAX);
+
+	r.host = malloc(COPY_MAX);
+	if (!r.host || !check)
+		return 1;
+	if (alloc(r.fd, COPY_MAX, 0, &a)) {
+		fprintf(stderr, "ALLOC %u bytes: %s\n", COPY_MAX, strerror(errno));
+		return 1;
+	}
+	r.handle = a.handle;
+	r.map = mmap(NULL, COPY_MAX, PROT_READ | PROT_WRITE, MAP_SHARED, r.fd, a.offset);
+	if (r.map == MAP_FAILED) {
+		fprintf(stderr, "mmap: %s\n", strerror(errno));
+		return 1;
+	}
+	copy_verify(&r, check);
+	for (int p = 0; p < N_PATHS && !failures; p++) {
+		for (size_t s = 0; s < N_COPY_SIZES; s++) {
+			double mibps = copy_rate(&r, p, copy_sizes[s].size, seconds);
+
+			CHECK(mibps >= 0, "%s%s: %s", copy_names[p],
+			      copy_sizes[s].label, strerror(errno));
+			if (mibps >= 0)
+				bench_line(copy_names[p], copy_sizes[s].label, mibps, "MiB/s");
+			fflush(stdout);
+		}
+	}
+	munmap(r.map, COPY_MAX);
+	free_handle(r.fd, r.handle);
+	close(r.fd);
+	free(r.host);
+	free(check);
+	return failures ? 1 : 0;
+}
+
+/*
+ * Receiving side of bench-link: frames in order until the end frame; the
+ * clock runs from the first frame to the end frame.
+ */
+static int bench_link_rx(const char *path, const struct link_plan *plan)
+{
+	uint8_t *buf = malloc(CNUASGPU_LINK_MAX_PAYLOAD);
+	double t0 = 0, dt;
+	char label[32];
+	int fd = open_dev(path);
+	uint32_t i;
+
+	if (!buf)
+		return 1;
+	for (i = 0;; i++) {
+		int64_t len = link_recv_frame(fd, buf);
+
+		if (len < 0)
+			return 1;
+		if (i == 0)
+			t0 = now_sec();
+		if (len == plan->fixed && link_seq_of(buf, len) == LINK_END_SEQ)
+			break;
+		if (link_check(plan, buf, len, i, NULL))
+			return 1;
+	}
+	dt = now_sec() - t0;
+	/* i frames and the end frame arrived: i intervals after the first. */
+	snprintf(label, sizeof(label), "%uB", plan->fixed);
+	printf("recv_frames=%u\n", i);
+	if (i < 2 || dt <= 0) {
+		fprintf(stderr, "FAIL only %u frames arrived: nothing to time\n", i);
+		return 1;
+	}
+	bench_line("gpuLinkFramesPerSec", label, i / dt, "frames/s");
+	bench_line("gpuLinkMiBPerSec", label, (double)i * plan->fixed / 1048576.0 / dt,
+		   "MiB/s");
+	free(buf);
+	close(fd);
+	return 0;
+}
+
+/*
+ * SIZE-byte frames from TX_DEV to DST for about SECONDS, received on RX_DEV
+ * by a child process; the end frame tells the receiver to stop.  The switch
+ * must already know DST's port (a broadcast from RX_DEV beforehand).
+ */
+static int bench_link(const char *tx_path, const char *rx_path, uint32_t dst,
+		      uint32_t size, double seconds)
+{
+	const struct link_plan plan = { .fixed = size };
+	uint8_t *buf = malloc(size);
+	int fd, status, ret = 0;
+	double t0;
+	uint32_t i, end = LINK_END_SEQ;
+	pid_t rx;
+
+	if (!buf)
+		return 1;
+	fd = open_dev(tx_path);
+	fflush(stdout);
+	rx = fork();
+	if (rx < 0) {
+		fprintf(stderr, "fork: %s\n", strerror(errno));
+		return 1;
+	}
+	if (rx == 0) {
+		ret = bench_link_rx(rx_path, &plan);
+		fflush(stdout);	/* _exit() leaves stdio buffers alone */
+		_exit(ret);
+	}
+	fill(buf, size, 0);
+	t0 = now_sec();
+	for (i = 0; now_sec() - t0 < seconds; i++) {
+		memcpy(buf, &i, 4);
+		if (link_send_frame(fd, dst, buf, size)) {
+			ret = 1;
+			break;
+		}
+	}
+	memcpy(buf, &end, 4);
+	if (ret || link_send_frame(fd, dst, buf, size)) {
+		kill(rx, SIGTERM);
+		ret = 1;
+	}
+	if (waitpid(rx, &status, 0) != rx || !WIFEXITED(status) ||
+	    WEXITSTATUS(status) != 0) {
+		fprintf(stderr, "FAIL the receiver on %s did not finish cleanly\n", rx_path);
+		ret = 1;
+	}
+	printf("sent_frames=%u\n", i);
+	free(buf);
+	close(fd);
+	return ret;
+}
+
 static int usage(void)
 {
 	fprintf(stderr,
 		"usage: cnuasgpu_smoke smoke DEV | fuzz DEV CALLS SEED |\n"
 		"       link-send DEV DST COUNT [MAX] | link-recv DEV COUNT [MAX] |\n"
-		"       link-down DEV DST\n");
+		"       link-down DEV DST | bench-copy DEV SECONDS |\n"
+		"       bench-link TX_DEV RX_DEV DST SIZE SECONDS\n");
 	return 2;
 }
 
@@ -499,5 +789,19 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "link-down") && argc == 4)
 		return link_down(argv[2], strtoul(argv[3], NULL, 0));
+	if (!strcmp(argv[1], "bench-copy") && argc == 4) {
+		double sec = strtod(argv[3], NULL);
+
+		return sec > 0 && sec <= 60 ? bench_copy(argv[2], sec) : usage();
+	}
+	if (!strcmp(argv[1], "bench-link") && argc == 7) {
+		unsigned long size = strtoul(argv[5], NULL, 0);
+		double sec = strtod(argv[6], NULL);
+
+		/* The sequence number takes the first 4 bytes of every payload. */
+		if (size < 4 || size > CNUASGPU_LINK_MAX_PAYLOAD || !(sec > 0 && sec <= 60))
+			return usage();
+		return bench_link(argv[2], argv[3], strtoul(argv[4], NULL, 0), size, sec);
+	}
 	return usage();
 }

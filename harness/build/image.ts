@@ -16,8 +16,11 @@ import { buildGuestRoot } from "./guest_root.ts";
 export interface GuestImage {
   /** Entry directory. */
   dir: string;
+  /** Path of the guest kernel (`vmlinuz`). */
   kernel: string;
+  /** Path of the guest initrd (`initrd.img`). */
   initrd: string;
+  /** Path of the ext4 root file system image (`rootfs.img`). */
   rootfs: string;
   /** Private key the harness logs in with (root). */
   sshKey: string;

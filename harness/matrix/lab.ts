@@ -19,6 +19,7 @@ import type { BuildOutputs, BuildTarget, FabricHandle, FabricMode, Row } from ".
 
 /** Bringing a row's state up failed (a build, the fabric, a boot). */
 export class LabError extends Error {
+  /** Error name, shown in messages and logs. */
   override name = "LabError";
 }
 
@@ -34,8 +35,11 @@ export type FabricStarter = (
 
 /** What `bringUp` hands back. */
 export interface RowSetup {
+  /** The booted guests, SSH answering and artifacts installed. */
   guests: GuestVm[];
+  /** The row's fabric, when it asked for one. */
   fabric?: FabricHandle;
+  /** Paths of the builds the row (and its guests) needed. */
   builds: BuildOutputs;
   /** Tear down; returns artifact paths produced (captures, logs). */
   close(): Promise<string[]>;
@@ -43,10 +47,15 @@ export interface RowSetup {
 
 /** Shared across the rows of one run: memoised builds and the accelerator choice. */
 export class Lab {
+  /** Run configuration. */
   readonly config: Config;
+  /** The accelerator guests run under, once the first guest row chose it. */
   accel?: Accel;
+  /** Why that accelerator was chosen (for the report's provenance). */
   accelReason?: string;
+  /** The QEMU build, once a row needed it. */
   qemu?: QemuBuild;
+  /** The guest image, once a row needed it. */
   image?: GuestImage;
   /** Extra kernel command line words for every guest (fault injection in tests). */
   bootAppend: string[] = [];
@@ -54,6 +63,7 @@ export class Lab {
   #fabricStarter?: FabricStarter;
   #accelChoice?: Promise<AccelChoice>;
 
+  /** Without a fabric starter, rows that need a fabric fail with LabError. */
   constructor(config: Config, fabricStarter?: FabricStarter) {
     this.config = config;
     this.#fabricStarter = fabricStarter;

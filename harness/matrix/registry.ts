@@ -26,6 +26,7 @@ export const ROW_IDS = [
 
 /** An unknown row id was asked for. */
 export class UnknownRowError extends Error {
+  /** Error name, shown in messages and logs. */
   override name = "UnknownRowError";
 }
 

@@ -53,7 +53,9 @@ export interface FabricHandle {
 
 /** A number with its unit. */
 export interface Measurement {
+  /** The measured value. */
   value: number;
+  /** Its unit, e.g. `s`, `MB/s`. */
   unit: string;
 }
 
@@ -77,6 +79,7 @@ export interface BuildOutputs {
 
 /** A failed expectation: the row's status becomes FAIL (anything else thrown is ERROR). */
 export class RowFailure extends Error {
+  /** Error name, shown in messages and logs. */
   override name = "RowFailure";
 }
 

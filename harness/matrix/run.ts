@@ -28,7 +28,9 @@ export async function projectDescribe(repoRoot: string): Promise<string> {
 
 /** Options of `runMatrix`. */
 export interface MatrixRunOptions {
+  /** This run's shard (`i/n`), recorded in the report's provenance. */
   shard?: string;
+  /** Starts fabrics for rows that need one (`startFabric`). */
   fabricStarter?: FabricStarter;
 }
 

@@ -98,9 +98,13 @@ export const GPU_RECONNECT = {
 
 /** Device properties the model needs. */
 export interface GpuConfig {
+  /** `gpu_id` property, read back from GPU_ID. */
   gpuId: number;
+  /** `sm_count` property, read back from SM_COUNT. */
   smCount: number;
+  /** `lanes_per_sm` property, read back from LANES_PER_SM. */
   lanesPerSm: number;
+  /** `tensor_size` property, read back from TENSOR_SIZE. */
   tensorSize: number;
   /** BAR1 size in bytes, a power of two. */
   devmemSize: number;
@@ -132,6 +136,7 @@ export interface GpuEffects {
 
 /** A register read and its effects. */
 export interface GpuRead extends GpuEffects {
+  /** The value the read returned. */
   value: number;
 }
 
@@ -151,6 +156,7 @@ export class GpuModelUsageError extends Error {
 
 /** The cnuasgpu reference model. */
 export class GpuModel {
+  /** The device properties this model was built with. */
   readonly config: GpuConfig;
 
   private irqStatus = 0;
@@ -344,16 +350,19 @@ export class GpuModel {
 
   // ---- internals -------------------------------------------------------------
 
+  /** Hand over the effects gathered so far and start a fresh set. */
   private take(): GpuEffects {
     const fx = this.fx;
     this.fx = noEffects();
     return fx;
   }
 
+  /** Record a guest-error log line. */
   private log(reason: string): void {
     this.fx.logs.push(reason);
   }
 
+  /** Refuse BAR1 accesses past device memory: the guest cannot make them. */
   private checkMemRange(offset: number, len: number): void {
     if (offset < 0 || len < 0 || offset + len > this.config.devmemSize) {
       throw new GpuModelUsageError(
@@ -362,17 +371,20 @@ export class GpuModel {
     }
   }
 
+  /** Recompute the asserted causes; with MSI enabled, a newly asserted one sends an MSI. */
   private updateIrq(): void {
     const pending = this.irqStatus & this.irqMask;
     if (this.msiEnabled && (pending & ~this.asserted) !== 0) this.fx.msi++;
     this.asserted = pending;
   }
 
+  /** Set an interrupt cause in IRQ_STATUS. */
   private raise(cause: number): void {
     this.irqStatus |= cause;
     this.updateIrq();
   }
 
+  /** Connect to the peer if it is listening; false when it is not. */
   private tryConnect(): boolean {
     if (!this.listening) return false;
     this.connected = true;
@@ -383,6 +395,7 @@ export class GpuModel {
     return true;
   }
 
+  /** Drop the connection and schedule the next reconnect with backoff. */
   private linkDown(): void {
     if (!this.connected) return;
     this.connected = false;
@@ -411,6 +424,7 @@ export class GpuModel {
     }
   }
 
+  /** Land a received frame in the armed buffer, or log why it cannot. */
   private deliver(frame: Uint8Array): void {
     const offset = (BigInt(this.rxOffHi) << 32n) | BigInt(this.rxOffLo);
     const size = BigInt(this.config.devmemSize);
@@ -426,6 +440,7 @@ export class GpuModel {
     this.raise(GPU_IRQ.RX_READY);
   }
 
+  /** LINK_TX_DOORBELL: send the transmit range to the peer, or log why not. */
   private doorbell(): void {
     if (!this.connected) return;
     if (this.txLen === 0 || this.txLen > GPU_LINK_MTU) {
@@ -445,6 +460,7 @@ export class GpuModel {
     this.raise(GPU_IRQ.TX_DONE);
   }
 
+  /** A BAR0 register's value; unknown offsets log and read 0. */
   private readReg(offset: number): number {
     const c = this.config;
     switch (offset) {
@@ -497,6 +513,7 @@ export class GpuModel {
     }
   }
 
+  /** A BAR0 register write and what it sets off. */
   private writeReg(offset: number, value: number): void {
     switch (offset) {
       case GPU_REG.IRQ_STATUS:

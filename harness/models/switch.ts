@@ -57,10 +57,15 @@ export const GPU_ID_ALL = 0xffffffff;
 
 /** Counters of one port, as the daemon keeps them. */
 export interface PortCounters {
+  /** Frames received on the port. */
   rxFrames: number;
+  /** Bytes received on the port. */
   rxBytes: number;
+  /** Frames sent out of the port. */
   txFrames: number;
+  /** Bytes sent out of the port. */
   txBytes: number;
+  /** Dropped frames by reason. */
   drops: Record<DropReason, number>;
 }
 
@@ -109,8 +114,11 @@ function u32le(f: Uint8Array, off: number): number {
 
 /** The model. Mutable state, deterministic transitions. */
 export class SwitchModel {
+  /** The mode the switch runs in. */
   readonly mode: SwitchMode;
+  /** Number of port slots (ports 1..maxPorts). */
   readonly maxPorts: number;
+  /** MAC aging time in nanoseconds, 0 = never. */
   readonly agingNs: bigint;
   #now = 0n;
   #state: PortState[];
@@ -121,6 +129,7 @@ export class SwitchModel {
   #lft = new Map<number, number>();
   #mcast = new Map<number, Set<number>>();
 
+  /** A switch with every port slot free and empty tables. */
   constructor(opts: SwitchModelOptions) {
     this.mode = opts.mode;
     this.maxPorts = opts.maxPorts ?? 64;

@@ -113,29 +113,49 @@ export interface VnicModelOptions {
 
 /** The register file, for generators and failure messages. */
 export interface VnicRegisters {
+  /** TX_ADDR_LO: low half of the transmit source address. */
   txAddrLo: number;
+  /** TX_ADDR_HI: high half of the transmit source address. */
   txAddrHi: number;
+  /** TX_LEN: bytes the next doorbell sends. */
   txLen: number;
+  /** RX_ADDR_LO: low half of the receive landing address. */
   rxAddrLo: number;
+  /** RX_ADDR_HI: high half of the receive landing address. */
   rxAddrHi: number;
+  /** RX_LEN: length of the last delivered frame. */
   rxLen: number;
+  /** RX_STATUS: 1 while a delivered frame waits to be released. */
   rxStatus: number;
+  /** IRQ_STATUS: pending interrupt causes (write 1 to clear). */
   irqStatus: number;
+  /** IRQ_MASK: enabled interrupt causes. */
   irqMask: number;
 }
 
 /** What happened so far, by outcome (for coverage reports). */
 export interface VnicCounters {
+  /** Frames sent to the peer. */
   txSent: number;
+  /** Valid doorbells whose frame was dropped: link down, or the peer had hung up. */
   txDroppedLinkDown: number;
+  /** Doorbells rejected: bad TX_LEN or a source range DMA cannot read. */
   txRejected: number;
+  /** Datagrams landed in guest memory. */
   rxDelivered: number;
+  /** Datagrams dropped because RX_ADDR was 0. */
   rxDroppedUnarmed: number;
+  /** Datagrams dropped because the landing range was not writable in full. */
   rxDroppedDma: number;
+  /** Datagrams dropped for their size (empty or above 9216 bytes). */
   rxDroppedSize: number;
+  /** Times the connection was lost. */
   linkLost: number;
+  /** Reconnect attempts that succeeded. */
   linkUp: number;
+  /** Reconnect attempts that found nothing listening. */
   reconnectFailed: number;
+  /** Device resets. */
   resets: number;
 }
 
@@ -177,6 +197,7 @@ export class VnicModel {
   };
   #lastDelivery: { addr: bigint; len: number } | null = null;
 
+  /** The device just realized: one connection attempt, a reconnect scheduled if it failed. */
   constructor(opts: VnicModelOptions) {
     if (opts.mac.length !== 6) throw new VnicModelError("mac must have 6 bytes");
     this.#mac = Uint8Array.from(opts.mac);

@@ -113,8 +113,11 @@ export function toHtml(m: MatrixJson): string {
 
 /** Module versions of ours validated against a kernel (from the rows that loaded them). */
 export interface CompatJson {
+  /** The guest kernel release the modules ran on. */
   guestKernel?: string;
+  /** The run this comes from. */
   runId: string;
+  /** Per module: its version, the rows that ran it (`id:STATUS`) and their roll-up. */
   modules: { name: string; version: string; rows: string[]; status: string }[];
 }
 

@@ -5,42 +5,65 @@ import { type Measurement, type Status, STATUS_PRIORITY } from "../matrix/row.ts
 
 /** One step of a row's transcript. */
 export interface StepResult {
+  /** The name the row gave `ctx.step`. */
   name: string;
+  /** PASS, or how the step failed. */
   status: Status;
+  /** Wall time of the step in seconds. */
   durationSec: number;
+  /** Why the step failed, when it did. */
   error?: string;
 }
 
 /** One row of a run. */
 export interface RowResult {
+  /** The row's id. */
   id: string;
+  /** The row's one-line title. */
   title: string;
+  /** How the row ended. */
   status: Status;
+  /** Wall time of the row in seconds. */
   durationSec: number;
+  /** Why the row did not pass (or why it is missing). */
   reason?: string;
+  /** Measurements by name. */
   measurements: Record<string, Measurement>;
   /** Paths relative to the run directory. */
   artifacts: string[];
+  /** The row's steps in order. */
   steps: StepResult[];
 }
 
 /** Where a run's inputs came from. */
 export interface Provenance {
+  /** The run's id (`merged-…` for merged shard reports). */
   runId: string;
+  /** Start time, ISO 8601. */
   startedAt: string;
+  /** `git describe` of the project (`unknown` outside git). */
   project: string;
+  /** Guest kernel release, when a guest image was built. */
   guestKernel?: string;
+  /** Pinned QEMU source version. */
   qemu?: string;
+  /** Pinned rdma-core source version. */
   rdmaCore?: string;
+  /** The accelerator guests ran under, when a row booted one. */
   accel?: string;
+  /** Why that accelerator was chosen. */
   accelReason?: string;
+  /** The host the run ran on. */
   host: { kernel: string; hostname: string; cpus: number };
+  /** This run's shard (`i/n`), when sharded. */
   shard?: string;
 }
 
 /** The whole report. */
 export interface MatrixJson {
+  /** Where the run's inputs came from. */
   provenance: Provenance;
+  /** One result per row. */
   rows: RowResult[];
 }
 

@@ -19,16 +19,23 @@ export const INIT_MARKER = "CNUAS-INIT-REACHED";
 
 /** Inputs of a probe. */
 export interface ProbeInputs {
+  /** Path of the QEMU binary the probe guest runs under. */
   qemu: string;
+  /** Firmware search directories for `-L`. */
   firmware: string[];
+  /** Guest kernel path. */
   kernel: string;
+  /** Guest initrd path. */
   initrd: string;
+  /** Guest root file system image path. */
   rootfs: string;
+  /** Cache key of the image; part of the key the verdict is kept under. */
   imageKey: string;
 }
 
 /** Outcome of choosing an accelerator. */
 export interface AccelChoice {
+  /** The accelerator guests will use. */
   accel: Accel;
   /** Why (shown once, recorded in the report). */
   reason: string;

@@ -24,11 +24,13 @@ export async function consoleSummary(path: string): Promise<string> {
 
 /** The guest's QEMU exited while it was needed (panic, crash). */
 export class GuestDiedError extends Error {
+  /** Error name, shown in messages and logs. */
   override name = "GuestDiedError";
 }
 
 /** The guest never answered SSH within its deadline. */
 export class BootTimeoutError extends Error {
+  /** Error name, shown in messages and logs. */
   override name = "BootTimeoutError";
 }
 
@@ -48,8 +50,9 @@ export interface BootOptions {
 export class GuestVm implements Guest {
   readonly name: string;
   readonly consoleLog: string;
+  /** Path of the host-side log of QEMU's command line, stdout and stderr. */
   readonly qemuLog: string;
-  bootToSshSec = NaN;
+  bootToSshSec: number = NaN;
   #child: Deno.ChildProcess;
   #qmp!: QmpClient;
   #ssh?: SshSession;

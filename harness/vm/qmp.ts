@@ -5,13 +5,17 @@
 
 /** QMP answered a command with an error. */
 export class QmpError extends Error {
+  /** Error name, shown in messages and logs. */
   override name = "QmpError";
 }
 
 /** One QMP event. */
 export interface QmpEvent {
+  /** Event name, e.g. `SHUTDOWN`. */
   event: string;
+  /** The event's payload, as QEMU sent it. */
   data?: unknown;
+  /** When QEMU emitted it (host time). */
   timestamp?: { seconds: number; microseconds: number };
 }
 

@@ -7,7 +7,9 @@
 export interface RunResult {
   /** Exit status (non-zero when killed by a signal or the timeout). */
   code: number;
+  /** The command's standard output. */
   stdout: string;
+  /** The command's standard error. */
   stderr: string;
   /** Wall-clock seconds the command took. */
   durationSec: number;

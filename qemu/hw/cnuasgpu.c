@@ -84,7 +84,7 @@ OBJECT_DECLARE_SIMPLE_TYPE(CnuasGpuState, CNUASGPU)
 #define CNUASGPU_RECONNECT_MAX_NS   (2000 * SCALE_MS)
 /* A connection that lived this long resets the reconnect delay. */
 #define CNUASGPU_LINK_STABLE_NS     CNUASGPU_RECONNECT_MAX_NS
-/* Longest a transmit waits for socket space before the link is declared dead. */
+/* Longest a transmit waits for socket room before the link is dropped. */
 #define CNUASGPU_SEND_TIMEOUT_MS    1000
 /* Socket buffers are enlarged so a burst of maximum-size frames fits. */
 #define CNUASGPU_SOCK_BUF           (4 * MiB)

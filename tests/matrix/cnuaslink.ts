@@ -3,12 +3,18 @@
  * switch in link mode. Frames with payloads of 1 byte .. 64 KiB - 8 go each
  * way and arrive intact and in order; a link taken down at the switch reads
  * as link_up 0 and sends fail with ENOLINK; after link up the device
- * reconnects and traffic resumes.
+ * reconnects (it retries on its own, backing off while refused) and traffic
+ * resumes.
  *
  * The switch forwards by learned gpu_id, so each device first sends one
  * broadcast "hello" (receivers skip broadcast frames).
  */
-import { type Row, type RowContext, RowFailure } from "../../harness/matrix/row.ts";
+import {
+  type FabricHandle,
+  type Row,
+  type RowContext,
+  RowFailure,
+} from "../../harness/matrix/row.ts";
 import type { Guest } from "../../harness/vm/types.ts";
 import {
   CNUASGPU_SMOKE,
@@ -61,6 +67,12 @@ async function transfer(
     if (m) kv[m[1]] = m[2];
   }
   return kv;
+}
+
+/** A control request that must succeed. */
+async function control(fabric: FabricHandle, req: Record<string, unknown>): Promise<void> {
+  const reply = await fabric.control(req);
+  if (reply.ok !== true) throw new RowFailure(`switch ${String(req.op)}: ${JSON.stringify(reply)}`);
 }
 
 async function hello(g: Guest, names: string[]): Promise<void> {
@@ -118,10 +130,18 @@ async function run(ctx: RowContext): Promise<void> {
     throw new RowFailure(`the switch learned no port for gpu_id 1: ${JSON.stringify(ports)}`);
   }
 
+  // A device whose port is down reconnects into the lowest free slot; reserving every free slot
+  // keeps it out (the switch refuses it) until its own port comes back.
+  const stats = await fabric.control({ op: "stats" }) as { max_ports?: number };
+  const taken = new Set((ports.ports ?? []).map((p) => p.port));
+  const reserved: number[] = [];
+  for (let p = 1; p <= (stats.max_ports ?? 0); p++) if (!taken.has(p)) reserved.push(p);
+
   await ctx.step(
     `link down at the switch (port ${portB}): link_up 0, sends fail cleanly`,
     async () => {
-      await fabric.control({ op: "link_down", port: portB });
+      for (const p of reserved) await control(fabric, { op: "link_down", port: p });
+      await control(fabric, { op: "link_down", port: portB });
       await waitLink(g, b, 0, 10);
       const r = await runSmoke(g, ["link-down", `/dev/${b}`, "0"]);
       ctx.expect(
@@ -134,7 +154,8 @@ async function run(ctx: RowContext): Promise<void> {
   );
 
   await ctx.step("link up again: the device reconnects and traffic resumes both ways", async () => {
-    await fabric.control({ op: "link_up", port: portB });
+    await control(fabric, { op: "link_up", port: portB });
+    for (const p of reserved) await control(fabric, { op: "link_up", port: p });
     await waitLink(g, b, 1, 20);
     await hello(g, [b]);
     await transfer(g, a, b, 1, RESUME_FRAMES);

@@ -6,7 +6,12 @@
  * to ones, remainder complemented and sent highest power first).
  */
 import assert from "node:assert/strict";
-import { crc32 as zlibCrc32 } from "node:zlib";
+import * as zlib from "node:zlib";
+
+// zlib's CRC-32 is the independent reference. Deno has it at run time, but
+// the Node 18 typings that @types/ssh2 pulls into a shared type check lack
+// it, so it is typed here.
+const zlibCrc32 = (zlib as unknown as { crc32(data: Uint8Array): number }).crc32;
 import { crc16Vcrc, crc32, CRC32_INIT, crc32Update } from "../../harness/models/rdma/crc.ts";
 import { prng, randBytes, randInt } from "../../harness/prng.ts";
 

@@ -8,7 +8,12 @@
  * ours) over it.
  */
 import assert from "node:assert/strict";
-import { crc32 as zlibCrc32 } from "node:zlib";
+import * as zlib from "node:zlib";
+
+// zlib's CRC-32 is the independent reference. Deno has it at run time, but
+// the Node 18 typings that @types/ssh2 pulls into a shared type check lack
+// it, so it is typed here.
+const zlibCrc32 = (zlib as unknown as { crc32(data: Uint8Array): number }).crc32;
 import * as r from "../../harness/models/rdma/mod.ts";
 import { prng, randBytes } from "../../harness/prng.ts";
 

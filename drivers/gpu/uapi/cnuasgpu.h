@@ -100,7 +100,7 @@ struct cnuasgpu_link_send {
 };
 
 /* CNUASGPU_LINK_RECV flags */
-#define CNUASGPU_LINK_RECV_NONBLOCK	(1u << 0)	/* EAGAIN instead of waiting */
+#define CNUASGPU_LINK_RECV_NONBLOCK	0x1u	/* EAGAIN instead of waiting */
 
 /*
  * CNUASGPU_IOC_LINK_RECV: wait up to @timeout_ms for a frame and copy its

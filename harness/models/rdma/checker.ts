@@ -53,7 +53,9 @@ export interface Violation {
   frameIndex: number;
   /** Human-readable flow, e.g. `10.0.0.1 → 10.0.0.2 QP 0x000012 (RC requests)`. */
   flow: string;
+  /** The rule broken. */
   rule: RuleId;
+  /** What was wrong, in words. */
   message: string;
 }
 

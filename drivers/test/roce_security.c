@@ -1,0 +1,311 @@
+// SPDX-License-Identifier: (GPL-2.0 OR MIT)
+/*
+ * roce_security: the responder's memory protection, seen from both ends.
+ * The client aims RDMA operations at the server's memory regions in ways
+ * the keys must refuse; each must complete at the client with a remote
+ * access error and change no byte at the server.  A control case proves
+ * the setup itself works.  Every case uses a fresh pair of QPs (an error
+ * moves both ends to the error state).
+ *
+ *   server:  roce_security -d dev -g gid_index -p tcp_port
+ *   client:  roce_security -d dev -g gid_index -p tcp_port SERVER_IP
+ *
+ * Prints one line per case and PASS at the end; exits 1 on any mismatch.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <netdb.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <infiniband/verbs.h>
+
+#define DIE(...) do { fprintf(stderr, "FAIL: " __VA_ARGS__); fprintf(stderr, "\n"); exit(1); } while (0)
+
+#define MR_LEN 4096
+
+enum target { T_RW, T_RO, T_OTHER_PD };
+
+struct test_case {
+	const char *name;
+	enum ibv_wr_opcode op;
+	enum target target;
+	int64_t offset;			/* from the start of the target MR */
+	uint32_t len;
+	int bad_rkey;
+	enum ibv_wc_status want;
+};
+
+static const struct test_case cases[] = {
+	{ "control: write inside a REMOTE_WRITE MR", IBV_WR_RDMA_WRITE, T_RW, 0, 64, 0,
+	  IBV_WC_SUCCESS },
+	{ "write to an MR without REMOTE_WRITE", IBV_WR_RDMA_WRITE, T_RO, 0, 64, 0,
+	  IBV_WC_REM_ACCESS_ERR },
+	{ "write with the rkey of an MR of another PD", IBV_WR_RDMA_WRITE, T_OTHER_PD, 0, 64, 0,
+	  IBV_WC_REM_ACCESS_ERR },
+	{ "write past the end of the MR", IBV_WR_RDMA_WRITE, T_RW, MR_LEN - 8, 16, 0,
+	  IBV_WC_REM_ACCESS_ERR },
+	{ "write before the start of the MR", IBV_WR_RDMA_WRITE, T_RW, -8, 16, 0,
+	  IBV_WC_REM_ACCESS_ERR },
+	{ "read past the end of the MR", IBV_WR_RDMA_READ, T_RW, MR_LEN - 8, 16, 0,
+	  IBV_WC_REM_ACCESS_ERR },
+	{ "atomic on an MR without REMOTE_ATOMIC", IBV_WR_ATOMIC_FETCH_AND_ADD, T_RW, 0, 8, 0,
+	  IBV_WC_REM_ACCESS_ERR },
+	{ "write with an rkey that does not exist", IBV_WR_RDMA_WRITE, T_RW, 0, 64, 1,
+	  IBV_WC_REM_ACCESS_ERR },
+	{ "control: read inside the MR", IBV_WR_RDMA_READ, T_RO, 0, 64, 0,
+	  IBV_WC_SUCCESS },
+};
+
+struct msg {
+	uint32_t qpn, psn;
+	uint8_t gid[16];
+	uint64_t addr;
+	uint32_t rkey, len;
+	int32_t status;
+};
+
+static int tcp(const char *server, int port)
+{
+	struct addrinfo hints = { .ai_family = AF_INET, .ai_socktype = SOCK_STREAM };
+	struct addrinfo *res;
+	char service[16];
+	int fd, lfd, one = 1;
+
+	snprintf(service, sizeof(service), "%d", port);
+	if (!server)
+		hints.ai_flags = AI_PASSIVE;
+	if (getaddrinfo(server, service, &hints, &res))
+		DIE("getaddrinfo");
+	if (server) {
+		fd = socket(res->ai_family, res->ai_socktype, 0);
+		if (fd < 0 || connect(fd, res->ai_addr, res->ai_addrlen))
+			DIE("connect: %s", strerror(errno));
+	} else {
+		lfd = socket(res->ai_family, res->ai_socktype, 0);
+		setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+		if (lfd < 0 || bind(lfd, res->ai_addr, res->ai_addrlen) || listen(lfd, 1))
+			DIE("listen: %s", strerror(errno));
+		fd = accept(lfd, NULL, NULL);
+		close(lfd);
+	}
+	freeaddrinfo(res);
+	return fd;
+}
+
+static void xfer(int fd, const void *out, void *in, size_t len)
+{
+	if (write(fd, out, len) != (ssize_t)len)
+		DIE("tcp write");
+	for (size_t got = 0; got < len;) {
+		ssize_t n = read(fd, (char *)in + got, len - got);
+
+		if (n <= 0)
+			DIE("tcp read");
+		got += n;
+	}
+}
+
+static struct ibv_qp *make_qp(struct ibv_pd *pd, struct ibv_cq *cq, int access)
+{
+	struct ibv_qp_init_attr init = {
+		.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1 },
+	};
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
+				 .qp_access_flags = access };
+	struct ibv_qp *qp = ibv_create_qp(pd, &init);
+
+	if (!qp || ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+				 IBV_QP_ACCESS_FLAGS))
+		DIE("create QP");
+	return qp;
+}
+
+static void connect_qp(struct ibv_qp *qp, const struct msg *me, const struct msg *peer,
+		       int gid_index, enum ibv_mtu mtu)
+{
+	struct ibv_qp_attr a = {
+		.qp_state = IBV_QPS_RTR, .path_mtu = mtu, .dest_qp_num = peer->qpn,
+		.rq_psn = peer->psn, .max_dest_rd_atomic = 4, .min_rnr_timer = 12,
+		.ah_attr = { .is_global = 1, .port_num = 1,
+			     .grh = { .sgid_index = gid_index, .hop_limit = 64 } },
+	};
+
+	memcpy(a.ah_attr.grh.dgid.raw, peer->gid, 16);
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+			  IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
+		DIE("RTR");
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	a.sq_psn = me->psn;
+	a.timeout = 14;
+	a.retry_cnt = 7;
+	a.rnr_retry = 7;
+	a.max_rd_atomic = 4;
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT |
+			  IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC))
+		DIE("RTS");
+}
+
+static int pattern_intact(const unsigned char *p, unsigned char v)
+{
+	for (int i = 0; i < MR_LEN; i++)
+		if (p[i] != v)
+			return 0;
+	return 1;
+}
+
+int main(int argc, char **argv)
+{
+	const char *dev_name = NULL, *server = NULL;
+	int gid_index = 0, port = 18800, opt, failures = 0;
+
+	while ((opt = getopt(argc, argv, "d:g:p:")) != -1) {
+		if (opt == 'd')
+			dev_name = optarg;
+		else if (opt == 'g')
+			gid_index = atoi(optarg);
+		else if (opt == 'p')
+			port = atoi(optarg);
+		else
+			return 2;
+	}
+	if (optind < argc)
+		server = argv[optind];
+	int client = server != NULL;
+
+	struct ibv_device **list = ibv_get_device_list(NULL);
+	struct ibv_device *dev = NULL;
+
+	for (int i = 0; list && list[i]; i++)
+		if (!dev_name || !strcmp(ibv_get_device_name(list[i]), dev_name))
+			dev = list[i];
+	if (!dev)
+		DIE("no device %s", dev_name ? dev_name : "");
+	struct ibv_context *ctx = ibv_open_device(dev);
+	struct ibv_port_attr pa;
+	union ibv_gid gid;
+
+	if (!ctx || ibv_query_port(ctx, 1, &pa) || ibv_query_gid(ctx, 1, gid_index, &gid))
+		DIE("open/query");
+	struct ibv_pd *pd = ibv_alloc_pd(ctx), *pd2 = ibv_alloc_pd(ctx);
+	struct ibv_cq *cq = ibv_create_cq(ctx, 8, NULL, NULL, 0);
+	unsigned char *rw = aligned_alloc(4096, MR_LEN), *ro = aligned_alloc(4096, MR_LEN);
+	unsigned char *other = aligned_alloc(4096, MR_LEN), *local = aligned_alloc(4096, MR_LEN);
+
+	if (!pd || !pd2 || !cq || !rw || !ro || !other || !local)
+		DIE("resources");
+	/* server: three targets; client: one local buffer */
+	struct ibv_mr *mr_rw = ibv_reg_mr(pd, rw, MR_LEN, IBV_ACCESS_LOCAL_WRITE |
+					  IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
+	struct ibv_mr *mr_ro = ibv_reg_mr(pd, ro, MR_LEN, IBV_ACCESS_LOCAL_WRITE |
+					  IBV_ACCESS_REMOTE_READ);
+	struct ibv_mr *mr_other = ibv_reg_mr(pd2, other, MR_LEN, IBV_ACCESS_LOCAL_WRITE |
+					     IBV_ACCESS_REMOTE_WRITE);
+	struct ibv_mr *mr_local = ibv_reg_mr(pd, local, MR_LEN, IBV_ACCESS_LOCAL_WRITE);
+
+	if (!mr_rw || !mr_ro || !mr_other || !mr_local)
+		DIE("ibv_reg_mr");
+	int fd = tcp(server, port);
+
+	for (unsigned int c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		const struct test_case *t = &cases[c];
+		struct msg me = { .psn = (c * 0x10101 + 7) & 0xffffff }, peer;
+		struct ibv_qp *qp;
+
+		memset(rw, 0xaa, MR_LEN);
+		memset(ro, 0xbb, MR_LEN);
+		memset(other, 0xcc, MR_LEN);
+		memset(local, 0x5a, MR_LEN);
+		qp = make_qp(pd, cq, client ? 0 : IBV_ACCESS_REMOTE_WRITE |
+			     IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC);
+		me.qpn = qp->qp_num;
+		memcpy(me.gid, gid.raw, 16);
+		if (!client) {
+			struct ibv_mr *m = t->target == T_RW ? mr_rw :
+					   t->target == T_RO ? mr_ro : mr_other;
+
+			me.addr = (uintptr_t)m->addr + t->offset;
+			me.rkey = t->bad_rkey ? m->rkey ^ 0x5a5a00 : m->rkey;
+		}
+		xfer(fd, &me, &peer, sizeof(me));
+		connect_qp(qp, &me, &peer, gid_index, pa.active_mtu);
+		xfer(fd, &me, &peer, sizeof(me));	/* both ready */
+
+		if (client) {
+			struct ibv_sge sge = { .addr = (uintptr_t)local, .length = t->len,
+					       .lkey = mr_local->lkey };
+			struct ibv_send_wr wr = { .sg_list = &sge, .num_sge = 1, .opcode = t->op,
+						  .send_flags = IBV_SEND_SIGNALED }, *bad;
+			struct ibv_wc wc;
+			int n;
+
+			if (t->op == IBV_WR_ATOMIC_FETCH_AND_ADD) {
+				wr.wr.atomic.remote_addr = peer.addr;
+				wr.wr.atomic.rkey = peer.rkey;
+				wr.wr.atomic.compare_add = 1;
+			} else {
+				wr.wr.rdma.remote_addr = peer.addr;
+				wr.wr.rdma.rkey = peer.rkey;
+			}
+			if (ibv_post_send(qp, &wr, &bad))
+				DIE("ibv_post_send");
+			do {
+				n = ibv_poll_cq(cq, 1, &wc);
+			} while (n == 0);
+			me.status = n < 0 ? -1 : (int32_t)wc.status;
+			if (t->op == IBV_WR_RDMA_READ && wc.status == IBV_WC_SUCCESS &&
+			    local[0] != 0xbb)
+				me.status = -2;	/* read returned the wrong bytes */
+			xfer(fd, &me, &peer, sizeof(me));
+			int ok = me.status == (int32_t)t->want && peer.status == 0;
+
+			printf("case %u %s: completion %s, server memory %s: %s\n", c, t->name,
+			       me.status >= 0 ? ibv_wc_status_str(me.status) : "bad",
+			       peer.status == 0 ? "as expected" : "WRONG", ok ? "ok" : "MISMATCH");
+			failures += !ok;
+		} else {
+			xfer(fd, &me, &peer, sizeof(me));
+			/* wait for the responder's side to settle before looking */
+			int intact_rw = pattern_intact(rw, 0xaa);
+			int good = pattern_intact(ro, 0xbb) && pattern_intact(other, 0xcc);
+
+			if (t->want == IBV_WC_SUCCESS && t->op == IBV_WR_RDMA_WRITE)
+				good = good && rw[0] == 0x5a && rw[63] == 0x5a && rw[64] == 0xaa;
+			else
+				good = good && intact_rw;
+			me.status = good ? 0 : 1;
+			xfer(fd, &me, &peer, sizeof(me));
+			printf("case %u %s: memory %s\n", c, t->name, good ? "as expected" : "WRONG");
+			failures += !good;
+		}
+		/* drain anything the error flushed, then start afresh */
+		struct ibv_wc wc;
+
+		while (ibv_poll_cq(cq, 1, &wc) > 0)
+			;
+		if (ibv_destroy_qp(qp))
+			DIE("ibv_destroy_qp");
+	}
+	close(fd);
+	ibv_dereg_mr(mr_rw);
+	ibv_dereg_mr(mr_ro);
+	ibv_dereg_mr(mr_other);
+	ibv_dereg_mr(mr_local);
+	ibv_destroy_cq(cq);
+	ibv_dealloc_pd(pd2);
+	ibv_dealloc_pd(pd);
+	ibv_close_device(ctx);
+	ibv_free_device_list(list);
+	if (failures) {
+		printf("FAIL: %d case(s)\n", failures);
+		return 1;
+	}
+	printf("PASS: %zu cases\n", sizeof(cases) / sizeof(cases[0]));
+	return 0;
+}
