@@ -185,8 +185,9 @@ export interface PairResult {
 
 /**
  * Run `server` in the background on `sg`, wait until it listens on TCP
- * `port`, run `client` on `cg`, then collect the server's exit code and
- * output. Both are killed after `timeoutSec`.
+ * `port` (port 0: a server that does not listen on TCP, e.g. rdma_cm's;
+ * give it two seconds), run `client` on `cg`, then collect the server's
+ * exit code and output. Both are killed after `timeoutSec`.
  */
 export async function runPair(
   sg: Guest,
@@ -196,12 +197,14 @@ export async function runPair(
   port: number,
   timeoutSec = 120,
 ): Promise<PairResult> {
-  const tag = `/tmp/pair.${port}`;
+  const tag = `/tmp/pair.${port || "nolisten"}`;
+  const ready = port
+    ? `for i in $(seq 100); do ss -ltn | grep -q ":${port} " && exit 0; ` +
+      `[ -f ${tag}.rc ] && exit 0; sleep 0.1; done`
+    : "sleep 2";
   await sg.run(
     `rm -f ${tag}.*; (timeout ${timeoutSec} sh -c ${shq(server)} >${tag}.out 2>&1; ` +
-      `echo $? >${tag}.rc) >/dev/null 2>&1 &\n` +
-      `for i in $(seq 100); do ss -ltn | grep -q ":${port} " && exit 0; ` +
-      `[ -f ${tag}.rc ] && exit 0; sleep 0.1; done`,
+      `echo $? >${tag}.rc) >/dev/null 2>&1 &\n${ready}`,
     { timeoutSec: 60 },
   );
   const c = await cg.run(`timeout ${timeoutSec} sh -c ${shq(client)} 2>&1`, {
@@ -216,7 +219,9 @@ export async function runPair(
 }
 
 /** `ibv_rc_pingpong` figures: bytes/s and µs per iteration, or undefined. */
-export function parsePingpong(text: string): { mbitPerSec: number; usecPerIter: number } | undefined {
+export function parsePingpong(
+  text: string,
+): { mbitPerSec: number; usecPerIter: number } | undefined {
   const bw = /=\s*([\d.]+)\s*Mbit\/sec/.exec(text);
   const lat = /=\s*([\d.]+)\s*usec\/iter/.exec(text);
   if (!bw || !lat) return undefined;

@@ -99,10 +99,18 @@ int main(int argc, char **argv)
 
 	while ((opt = getopt(argc, argv, "d:g:p:s:")) != -1) {
 		switch (opt) {
-		case 'd': dev_name = optarg; break;
-		case 'g': gid_index = atoi(optarg); break;
-		case 'p': port = atoi(optarg); break;
-		case 's': size = strtoul(optarg, NULL, 0); break;
+		case 'd':
+			dev_name = optarg;
+			break;
+		case 'g':
+			gid_index = atoi(optarg);
+			break;
+		case 'p':
+			port = atoi(optarg);
+			break;
+		case 's':
+			size = strtoul(optarg, NULL, 0);
+			break;
 		default:
 			fprintf(stderr, "usage: %s [-d dev] [-g gid] [-p port] [-s size] [server]\n",
 				argv[0]);
@@ -111,7 +119,9 @@ int main(int argc, char **argv)
 	}
 	if (optind < argc)
 		server = argv[optind];
-	int client = server != NULL;	/* given a server address: we connect */
+	/* given a server address we connect to it, else we wait for a peer */
+	int client = server != NULL;
+
 	if (size < 16)
 		size = 16;
 	printf("roce_rdma_write as %s\n", client ? "client" : "server");

@@ -48,6 +48,7 @@ void cnuas_ib_comp_retire(struct cnuas_ib_qp *qp)
 		    qp->req.rd_out)
 			qp->req.rd_out--;
 		cnuas_ib_complete_swqe(qp, wqe);
+		/* the slot is free for post_send only after we are done with it */
 		smp_store_release(&qp->sq_comp, qp->sq_comp + 1);
 	}
 	if (skb_queue_empty(&qp->retx_q))
@@ -199,8 +200,9 @@ static void cnuas_ib_comp_ack(struct cnuas_ib_qp *qp, struct sk_buff *skb)
 		qp->req.rnr_wait = true;
 		cnuas_ib_req_rewind(qp, psn);
 		del_timer(&qp->retx_timer);
-		mod_timer(&qp->rnr_timer, jiffies + usecs_to_jiffies(
-			  cnuas_rnr_usec[syn & CNUAS_AETH_CODE_MASK]));
+		mod_timer(&qp->rnr_timer,
+			  jiffies + usecs_to_jiffies(cnuas_rnr_usec[syn &
+						     CNUAS_AETH_CODE_MASK]));
 		return;
 	case CNUAS_AETH_NAK:
 		break;
@@ -238,6 +240,7 @@ static void cnuas_ib_comp_ack(struct cnuas_ib_qp *qp, struct sk_buff *skb)
 static struct cnuas_ib_swqe *cnuas_ib_comp_rd_wqe(struct cnuas_ib_qp *qp,
 						  u32 psn, bool atomic)
 {
+	bool is_read;
 	u32 idx;
 
 	for (idx = qp->sq_comp; idx != qp->sq_req; idx++) {
@@ -247,7 +250,8 @@ static struct cnuas_ib_swqe *cnuas_ib_comp_rd_wqe(struct cnuas_ib_qp *qp,
 			continue;
 		if (!cnuas_wqe_is_rd(wqe))
 			continue;	/* implicitly acked below */
-		if (atomic != (wqe->opcode != IB_WR_RDMA_READ))
+		is_read = wqe->opcode == IB_WR_RDMA_READ;
+		if (atomic == is_read)
 			return NULL;
 		return wqe;
 	}
@@ -278,7 +282,7 @@ static void cnuas_ib_comp_read(struct cnuas_ib_qp *qp, struct sk_buff *skb)
 	}
 	first = pkt->mask & CNUAS_OP_FIRST;
 	last = pkt->mask & CNUAS_OP_LAST;
-	if (first != (wqe->resp_off == 0) ||
+	if (first != !wqe->resp_off ||
 	    (!last && pkt->paylen != qp->pmtu) ||
 	    (last && pkt->paylen != wqe->length - wqe->resp_off) ||
 	    pkt->paylen > wqe->length - wqe->resp_off) {

@@ -16,6 +16,17 @@
 /* Frames waiting in one QP queue before the receive path drops. */
 #define CNUAS_IB_RXQ_MAX	4096
 
+/*
+ * Fault injection for tests of the recovery paths: drop every Nth frame
+ * the transport sends (requests, ACKs, responses alike), as a lossy wire
+ * would.  0, the default, drops nothing.
+ */
+static unsigned int tx_drop_every;
+module_param(tx_drop_every, uint, 0644);
+MODULE_PARM_DESC(tx_drop_every,
+		 "Test only: drop every Nth transmitted frame (0: none)");
+static atomic_t tx_drop_count = ATOMIC_INIT(0);
+
 static unsigned int cnuas_ip_len(int family)
 {
 	return family == AF_INET ? sizeof(struct iphdr) :
@@ -133,10 +144,18 @@ void cnuas_ib_frame_finish(struct cnuas_ib_qp *qp, struct sk_buff *skb)
 int cnuas_ib_xmit(struct cnuas_ib_qp *qp, struct sk_buff *skb)
 {
 	struct cnuas_ib_dev *dev = qp->dev;
+	unsigned int drop_every;
 	unsigned long flags;
 	u32 gen;
 	int err;
 
+	drop_every = READ_ONCE(tx_drop_every);
+	if (unlikely(drop_every) &&
+	    (u32)atomic_inc_return(&tx_drop_count) % drop_every == 0) {
+		cnuas_stat_inc(dev, CNUAS_STAT_TX_DROP_INJECTED);
+		kfree_skb(skb);
+		return 0;
+	}
 	gen = READ_ONCE(dev->tx_gen);
 	err = cnuas_net_xmit(dev->net, skb);
 	if (likely(!err)) {

@@ -14,7 +14,8 @@
 #define P_WRITE	(CNUAS_OP_WRITE | CNUAS_OP_PAYLOAD)
 #define P_RDRESP	(CNUAS_OP_READ | CNUAS_OP_PAYLOAD)
 
-#define OP(_code, _mask) [_code] = { .name = #_code, .mask = (_mask) }
+#define OP(_code, _mask)						\
+	[_code] = { .name = #_code, .mask = (_mask) }
 
 struct cnuas_opcode_info cnuas_ib_opcode[256] __ro_after_init = {
 	OP(IB_OPCODE_RC_SEND_FIRST, RC_REQ | P_SEND | CNUAS_OP_FIRST),

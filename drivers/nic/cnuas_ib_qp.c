@@ -103,6 +103,7 @@ static void cnuas_ib_qp_flush(struct cnuas_ib_qp *qp)
 	u32 head;
 
 	cnuas_ib_comp_retire(qp);
+	/* pairs with post_send's release: the slots up to head are filled */
 	head = smp_load_acquire(&qp->sq_head);
 	while (qp->sq_comp != head) {
 		struct cnuas_ib_swqe *wqe = cnuas_swqe(qp, qp->sq_comp);
@@ -773,6 +774,7 @@ int cnuas_ib_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 		}
 		cnuas_ib_fill_swqe(qp, cnuas_swqe(qp, qp->sq_head), wr, len,
 				   inl);
+		/* the engine reads the slot only after it sees the new head */
 		smp_store_release(&qp->sq_head, qp->sq_head + 1);
 		spin_unlock_irqrestore(&qp->sq_lock, flags);
 	}

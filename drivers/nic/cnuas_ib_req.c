@@ -369,6 +369,7 @@ bool cnuas_ib_requester(struct cnuas_ib_qp *qp, int *budget)
 	}
 
 	while (*budget > 0) {
+		/* pairs with post_send's release: slots below head are filled */
 		u32 head = smp_load_acquire(&qp->sq_head);
 		struct cnuas_ib_swqe *wqe;
 

@@ -405,9 +405,10 @@ static int link_send_frame(int fd, uint32_t dst, const void *buf, uint32_t len)
 
 /*
  * Next frame not addressed to everyone: broadcast "hello" frames only teach
- * the switch a gpu_id.  Returns the payload length, or -1.
+ * the switch a gpu_id.  Returns the payload length (and the sender in @src
+ * unless NULL), or -1.
  */
-static int64_t link_recv_frame(int fd, uint8_t *buf)
+static int64_t link_recv_frame(int fd, uint8_t *buf, uint32_t *src)
 {
 	struct cnuasgpu_link_recv r;
 
@@ -421,6 +422,8 @@ static int64_t link_recv_frame(int fd, uint8_t *buf)
 			return -1;
 		}
 	} while (r.dst_gpu_id == CNUASGPU_LINK_BROADCAST);
+	if (src)
+		*src = r.src_gpu_id;
 	return r.len;
 }
 
@@ -494,7 +497,7 @@ static int link_recv(const char *path, long count, uint32_t max)
 	if (!buf || !want)
 		return 1;
 	for (i = 0; i < count; i++) {
-		int64_t len = link_recv_frame(fd, buf);
+		int64_t len = link_recv_frame(fd, buf, NULL);
 
 		if (len < 0)
 			return 1;
@@ -542,7 +545,7 @@ static int link_down(const char *path, uint32_t dst)
 static void bench_line(const char *what, const char *label, double value,
 		       const char *unit)
 {
-	printf("bench %s%s %.2f %s\n", what, label, value, unit);
+	printf("bench %s%s %.3f %s\n", what, label, value, unit);
 }
 
 static const struct {
@@ -660,21 +663,70 @@ static int bench_copy(const char *path, double seconds)
 }
 
 /*
- * Receiving side of bench-link: frames in order until the end frame; the
- * clock runs from the first frame to the end frame.
+ * bench-link flow control.  The switch drops what a port's egress queue
+ * cannot hold (queue_full), so a sender that outruns its receiver loses
+ * frames.  The receiver grants credit with small acknowledgement frames back
+ * over the link; the sender keeps at most link_window() frames unacknowledged,
+ * well inside the switch's queue.  Each ack carries the run's nonce so a late
+ * ack of an earlier run is not mistaken for credit.
  */
-static int bench_link_rx(const char *path, const struct link_plan *plan)
+#define LINK_ACK_MAGIC	0x4b434121u	/* "!ACK" */
+
+struct link_ack {
+	uint32_t magic;
+	uint32_t nonce;
+	uint32_t frames;	/* received so far */
+};
+
+static uint32_t link_window(uint32_t size)
 {
+	uint32_t w = (1u << 20) / size;
+
+	return w > 128 ? 128 : w < 8 ? 8 : w;
+}
+
+/* Wait for acks until fewer than @window of @sent frames are unacknowledged. */
+static int link_await_credit(int fd, uint8_t *buf, uint32_t nonce, uint32_t sent,
+			     uint32_t *acked, uint32_t window)
+{
+	while (sent - *acked >= window) {
+		int64_t len = link_recv_frame(fd, buf, NULL);
+		struct link_ack ack;
+
+		if (len < 0)
+			return -1;
+		if (len != sizeof(ack)) {
+			fprintf(stderr, "FAIL a %" PRId64 "-byte frame where an ack was due\n", len);
+			return -1;
+		}
+		memcpy(&ack, buf, sizeof(ack));
+		if (ack.magic != LINK_ACK_MAGIC) {
+			fprintf(stderr, "FAIL a frame that is no ack where an ack was due\n");
+			return -1;
+		}
+		if (ack.nonce == nonce && ack.frames > *acked)
+			*acked = ack.frames;
+	}
+	return 0;
+}
+
+/*
+ * Receiving side of bench-link: frames in order until the end frame, an ack
+ * every half window; the clock runs from the first frame to the end frame.
+ */
+static int bench_link_rx(const char *path, const struct link_plan *plan, uint32_t nonce)
+{
+	const uint32_t ack_every = link_window(plan->fixed) / 2;
 	uint8_t *buf = malloc(CNUASGPU_LINK_MAX_PAYLOAD);
 	double t0 = 0, dt;
 	char label[32];
 	int fd = open_dev(path);
-	uint32_t i;
+	uint32_t i, src = 0;
 
 	if (!buf)
 		return 1;
 	for (i = 0;; i++) {
-		int64_t len = link_recv_frame(fd, buf);
+		int64_t len = link_recv_frame(fd, buf, &src);
 
 		if (len < 0)
 			return 1;
@@ -684,15 +736,21 @@ static int bench_link_rx(const char *path, const struct link_plan *plan)
 			break;
 		if (link_check(plan, buf, len, i, NULL))
 			return 1;
+		if ((i + 1) % ack_every == 0) {
+			struct link_ack ack = { LINK_ACK_MAGIC, nonce, i + 1 };
+
+			if (link_send_frame(fd, src, &ack, sizeof(ack)))
+				return 1;
+		}
 	}
 	dt = now_sec() - t0;
-	/* i frames and the end frame arrived: i intervals after the first. */
-	snprintf(label, sizeof(label), "%uB", plan->fixed);
 	printf("recv_frames=%u\n", i);
 	if (i < 2 || dt <= 0) {
 		fprintf(stderr, "FAIL only %u frames arrived: nothing to time\n", i);
 		return 1;
 	}
+	/* i frames and the end frame arrived: i intervals after the first. */
+	snprintf(label, sizeof(label), "%uB", plan->fixed);
 	bench_line("gpuLinkFramesPerSec", label, i / dt, "frames/s");
 	bench_line("gpuLinkMiBPerSec", label, (double)i * plan->fixed / 1048576.0 / dt,
 		   "MiB/s");
@@ -704,19 +762,20 @@ static int bench_link_rx(const char *path, const struct link_plan *plan)
 /*
  * SIZE-byte frames from TX_DEV to DST for about SECONDS, received on RX_DEV
  * by a child process; the end frame tells the receiver to stop.  The switch
- * must already know DST's port (a broadcast from RX_DEV beforehand).
+ * must already know both ports (a broadcast from each device beforehand).
  */
 static int bench_link(const char *tx_path, const char *rx_path, uint32_t dst,
 		      uint32_t size, double seconds)
 {
 	const struct link_plan plan = { .fixed = size };
-	uint8_t *buf = malloc(size);
+	const uint32_t window = link_window(size), nonce = (uint32_t)getpid();
+	uint8_t *buf = malloc(size), *ackbuf = malloc(CNUASGPU_LINK_MAX_PAYLOAD);
+	uint32_t i, acked = 0, end = LINK_END_SEQ;
 	int fd, status, ret = 0;
 	double t0;
-	uint32_t i, end = LINK_END_SEQ;
 	pid_t rx;
 
-	if (!buf)
+	if (!buf || !ackbuf)
 		return 1;
 	fd = open_dev(tx_path);
 	fflush(stdout);
@@ -726,7 +785,7 @@ static int bench_link(const char *tx_path, const char *rx_path, uint32_t dst,
 		return 1;
 	}
 	if (rx == 0) {
-		ret = bench_link_rx(rx_path, &plan);
+		ret = bench_link_rx(rx_path, &plan, nonce);
 		fflush(stdout);	/* _exit() leaves stdio buffers alone */
 		_exit(ret);
 	}
@@ -734,13 +793,15 @@ static int bench_link(const char *tx_path, const char *rx_path, uint32_t dst,
 	t0 = now_sec();
 	for (i = 0; now_sec() - t0 < seconds; i++) {
 		memcpy(buf, &i, 4);
-		if (link_send_frame(fd, dst, buf, size)) {
+		if (link_await_credit(fd, ackbuf, nonce, i, &acked, window) ||
+		    link_send_frame(fd, dst, buf, size)) {
 			ret = 1;
 			break;
 		}
 	}
 	memcpy(buf, &end, 4);
-	if (ret || link_send_frame(fd, dst, buf, size)) {
+	if (ret || link_await_credit(fd, ackbuf, nonce, i, &acked, window) ||
+	    link_send_frame(fd, dst, buf, size)) {
 		kill(rx, SIGTERM);
 		ret = 1;
 	}
@@ -749,8 +810,9 @@ static int bench_link(const char *tx_path, const char *rx_path, uint32_t dst,
 		fprintf(stderr, "FAIL the receiver on %s did not finish cleanly\n", rx_path);
 		ret = 1;
 	}
-	printf("sent_frames=%u\n", i);
+	printf("sent_frames=%u\nwindow_frames=%u\n", i, window);
 	free(buf);
+	free(ackbuf);
 	close(fd);
 	return ret;
 }

@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: (GPL-2.0 OR MIT)
 /*
- * roce_security: the responder's memory protection, seen from both ends.
- * The client aims RDMA operations at the server's memory regions in ways
- * the keys must refuse; each must complete at the client with a remote
- * access error and change no byte at the server.  A control case proves
- * the setup itself works.  Every case uses a fresh pair of QPs (an error
- * moves both ends to the error state).
+ * roce_security: the responder's memory protection and receive-not-ready
+ * handling, seen from both ends.  The client aims RDMA operations at the
+ * server's memory regions in ways the keys must refuse; each must complete
+ * at the client with a remote access error and change no byte at the
+ * server.  Control cases prove the setup itself works.  Two SEND cases
+ * exercise RNR: a receive posted late (RNR NAKs, retried until it is
+ * there) and none at all with rnr_retry 0 (the send fails with an RNR
+ * retry error).  Every case uses a fresh pair of QPs (an error moves both
+ * ends to the error state).
  *
  *   server:  roce_security -d dev -g gid_index -p tcp_port
  *   client:  roce_security -d dev -g gid_index -p tcp_port SERVER_IP
@@ -27,6 +30,7 @@
 #define DIE(...) do { fprintf(stderr, "FAIL: " __VA_ARGS__); fprintf(stderr, "\n"); exit(1); } while (0)
 
 #define MR_LEN 4096
+#define NUM_CASES (sizeof(cases) / sizeof(cases[0]))
 
 enum target { T_RW, T_RO, T_OTHER_PD };
 
@@ -38,27 +42,33 @@ struct test_case {
 	uint32_t len;
 	int bad_rkey;
 	enum ibv_wc_status want;
+	int no_rnr_retry;	/* SEND: the client's rnr_retry is 0, not 7 */
+	int recv_delay_ms;	/* SEND: server posts its receive this late; <0 never */
 };
 
 static const struct test_case cases[] = {
 	{ "control: write inside a REMOTE_WRITE MR", IBV_WR_RDMA_WRITE, T_RW, 0, 64, 0,
-	  IBV_WC_SUCCESS },
+	  IBV_WC_SUCCESS, 0, 0 },
 	{ "write to an MR without REMOTE_WRITE", IBV_WR_RDMA_WRITE, T_RO, 0, 64, 0,
-	  IBV_WC_REM_ACCESS_ERR },
+	  IBV_WC_REM_ACCESS_ERR, 0, 0 },
 	{ "write with the rkey of an MR of another PD", IBV_WR_RDMA_WRITE, T_OTHER_PD, 0, 64, 0,
-	  IBV_WC_REM_ACCESS_ERR },
+	  IBV_WC_REM_ACCESS_ERR, 0, 0 },
 	{ "write past the end of the MR", IBV_WR_RDMA_WRITE, T_RW, MR_LEN - 8, 16, 0,
-	  IBV_WC_REM_ACCESS_ERR },
+	  IBV_WC_REM_ACCESS_ERR, 0, 0 },
 	{ "write before the start of the MR", IBV_WR_RDMA_WRITE, T_RW, -8, 16, 0,
-	  IBV_WC_REM_ACCESS_ERR },
+	  IBV_WC_REM_ACCESS_ERR, 0, 0 },
 	{ "read past the end of the MR", IBV_WR_RDMA_READ, T_RW, MR_LEN - 8, 16, 0,
-	  IBV_WC_REM_ACCESS_ERR },
+	  IBV_WC_REM_ACCESS_ERR, 0, 0 },
 	{ "atomic on an MR without REMOTE_ATOMIC", IBV_WR_ATOMIC_FETCH_AND_ADD, T_RW, 0, 8, 0,
-	  IBV_WC_REM_ACCESS_ERR },
+	  IBV_WC_REM_ACCESS_ERR, 0, 0 },
 	{ "write with an rkey that does not exist", IBV_WR_RDMA_WRITE, T_RW, 0, 64, 1,
-	  IBV_WC_REM_ACCESS_ERR },
+	  IBV_WC_REM_ACCESS_ERR, 0, 0 },
 	{ "control: read inside the MR", IBV_WR_RDMA_READ, T_RO, 0, 64, 0,
-	  IBV_WC_SUCCESS },
+	  IBV_WC_SUCCESS, 0, 0 },
+	{ "send before the receive is posted: RNR NAKs, then delivered", IBV_WR_SEND, T_RW, 0,
+	  64, 0, IBV_WC_SUCCESS, 0, 300 },
+	{ "send with no receive ever and rnr_retry 0", IBV_WR_SEND, T_RW, 0, 64, 0,
+	  IBV_WC_RNR_RETRY_EXC_ERR, 1, -1 },
 };
 
 struct msg {
@@ -127,11 +137,12 @@ static struct ibv_qp *make_qp(struct ibv_pd *pd, struct ibv_cq *cq, int access)
 }
 
 static void connect_qp(struct ibv_qp *qp, const struct msg *me, const struct msg *peer,
-		       int gid_index, enum ibv_mtu mtu)
+		       int gid_index, enum ibv_mtu mtu, int rnr_retry)
 {
+	/* min_rnr_timer 20: a sender told "not ready" waits 10.24 ms */
 	struct ibv_qp_attr a = {
 		.qp_state = IBV_QPS_RTR, .path_mtu = mtu, .dest_qp_num = peer->qpn,
-		.rq_psn = peer->psn, .max_dest_rd_atomic = 4, .min_rnr_timer = 12,
+		.rq_psn = peer->psn, .max_dest_rd_atomic = 4, .min_rnr_timer = 20,
 		.ah_attr = { .is_global = 1, .port_num = 1,
 			     .grh = { .sgid_index = gid_index, .hop_limit = 64 } },
 	};
@@ -145,7 +156,7 @@ static void connect_qp(struct ibv_qp *qp, const struct msg *me, const struct msg
 	a.sq_psn = me->psn;
 	a.timeout = 14;
 	a.retry_cnt = 7;
-	a.rnr_retry = 7;
+	a.rnr_retry = rnr_retry;
 	a.max_rd_atomic = 4;
 	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT |
 			  IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC))
@@ -213,7 +224,7 @@ int main(int argc, char **argv)
 		DIE("ibv_reg_mr");
 	int fd = tcp(server, port);
 
-	for (unsigned int c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+	for (unsigned int c = 0; c < NUM_CASES; c++) {
 		const struct test_case *t = &cases[c];
 		struct msg me = { .psn = (c * 0x10101 + 7) & 0xffffff }, peer;
 		struct ibv_qp *qp;
@@ -234,7 +245,8 @@ int main(int argc, char **argv)
 			me.rkey = t->bad_rkey ? m->rkey ^ 0x5a5a00 : m->rkey;
 		}
 		xfer(fd, &me, &peer, sizeof(me));
-		connect_qp(qp, &me, &peer, gid_index, pa.active_mtu);
+		connect_qp(qp, &me, &peer, gid_index, pa.active_mtu,
+			   client && t->no_rnr_retry ? 0 : 7);
 		xfer(fd, &me, &peer, sizeof(me));	/* both ready */
 
 		if (client) {
@@ -245,7 +257,9 @@ int main(int argc, char **argv)
 			struct ibv_wc wc;
 			int n;
 
-			if (t->op == IBV_WR_ATOMIC_FETCH_AND_ADD) {
+			if (t->op == IBV_WR_SEND) {
+				/* nothing remote to name */
+			} else if (t->op == IBV_WR_ATOMIC_FETCH_AND_ADD) {
 				wr.wr.atomic.remote_addr = peer.addr;
 				wr.wr.atomic.rkey = peer.rkey;
 				wr.wr.atomic.compare_add = 1;
@@ -262,6 +276,8 @@ int main(int argc, char **argv)
 			if (t->op == IBV_WR_RDMA_READ && wc.status == IBV_WC_SUCCESS &&
 			    local[0] != 0xbb)
 				me.status = -2;	/* read returned the wrong bytes */
+			/* our completion to the server, then its look at memory */
+			xfer(fd, &me, &peer, sizeof(me));
 			xfer(fd, &me, &peer, sizeof(me));
 			int ok = me.status == (int32_t)t->want && peer.status == 0;
 
@@ -270,12 +286,31 @@ int main(int argc, char **argv)
 			       peer.status == 0 ? "as expected" : "WRONG", ok ? "ok" : "MISMATCH");
 			failures += !ok;
 		} else {
+			if (t->op == IBV_WR_SEND && t->recv_delay_ms >= 0) {
+				struct ibv_sge sge = { .addr = (uintptr_t)rw, .length = MR_LEN,
+						       .lkey = mr_rw->lkey };
+				struct ibv_recv_wr rwr = { .sg_list = &sge, .num_sge = 1 }, *bad;
+				struct ibv_wc wc;
+				int n, spins = 0;
+
+				usleep(t->recv_delay_ms * 1000);
+				if (ibv_post_recv(qp, &rwr, &bad))
+					DIE("ibv_post_recv");
+				do {
+					n = ibv_poll_cq(cq, 1, &wc);
+					if (!n)
+						usleep(1000);
+				} while (n == 0 && ++spins < 10000);
+				if (n != 1 || wc.status != IBV_WC_SUCCESS || wc.byte_len != t->len)
+					DIE("the late receive did not complete with the message");
+			}
+			/* the client's completion is in: the responder is done */
 			xfer(fd, &me, &peer, sizeof(me));
-			/* wait for the responder's side to settle before looking */
 			int intact_rw = pattern_intact(rw, 0xaa);
 			int good = pattern_intact(ro, 0xbb) && pattern_intact(other, 0xcc);
 
-			if (t->want == IBV_WC_SUCCESS && t->op == IBV_WR_RDMA_WRITE)
+			if (t->want == IBV_WC_SUCCESS &&
+			    (t->op == IBV_WR_RDMA_WRITE || t->op == IBV_WR_SEND))
 				good = good && rw[0] == 0x5a && rw[63] == 0x5a && rw[64] == 0xaa;
 			else
 				good = good && intact_rw;
@@ -306,6 +341,6 @@ int main(int argc, char **argv)
 		printf("FAIL: %d case(s)\n", failures);
 		return 1;
 	}
-	printf("PASS: %zu cases\n", sizeof(cases) / sizeof(cases[0]));
+	printf("PASS: %zu cases\n", NUM_CASES);
 	return 0;
 }

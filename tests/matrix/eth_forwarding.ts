@@ -25,7 +25,7 @@ const IPS = ["10.77.0.1", "10.77.0.2"];
 /** The big transfer of the issue: 256 MiB. */
 const BIG_BYTES = 256 * 1024 * 1024;
 /** The transfer a switch restart interrupts. */
-const RESTART_BYTES = 64 * 1024 * 1024;
+const RESTART_BYTES = 128 * 1024 * 1024;
 /** Random frames injected towards g1 (seeded: a failure reproduces). */
 const GARBAGE_FRAMES = 120;
 const GARBAGE_SEED = 0x5eed_0005;
@@ -356,7 +356,17 @@ async function rmmodUnderTraffic(ctx: RowContext, nodes: Node[], mtu: number): P
       // Both directions busy: the peer floods n, n floods the peer.
       await sh(peer.g, `setsid ping -q -f -c 100000 -s 1400 ${n.ip} </dev/null >/dev/null 2>&1 &`);
       await sh(n.g, `setsid ping -q -f -c 100000 -s 1400 ${peer.ip} </dev/null >/dev/null 2>&1 &`);
-      await sh(n.g, `sleep 2; rmmod ${CNUAS_NET}; pkill -x ping; true`, 60);
+      const cnt = (dir: string) =>
+        `$(ethtool -S ${shq(n.iface)} | awk '$1 == "${dir}_packets:" {print $2}')`;
+      const moved = await sh(
+        n.g,
+        `t0=${cnt("tx")}; r0=${cnt("rx")}; sleep 2; t1=${cnt("tx")}; r1=${cnt("rx")}; ` +
+          `rmmod ${CNUAS_NET}; pkill -x ping; echo $((t1 - t0)) $((r1 - r0))`,
+        60,
+      );
+      const [tx, rx] = moved.trim().split(/\s+/).map(Number);
+      ctx.log(`${n.g.name}: ${tx} frames out, ${rx} in during the 2 s before rmmod`);
+      ctx.expect(tx > 0 && rx > 0, `${n.g.name} had no traffic in flight when rmmod ran`);
       await sh(peer.g, "pkill -x ping; true");
       const [nic] = await loadCnuasNet(n.g, 1);
       n.iface = nic.iface;
@@ -373,7 +383,14 @@ async function restartUnderTraffic(ctx: RowContext, nodes: Node[]): Promise<void
     const before = await Promise.all(nodes.map((n) => ethtoolStats(n.g, n.iface)));
     await startReceiver(nodes[1], 5002);
     await startSender(nodes[0], nodes[1], 5002, RESTART_BYTES);
-    await new Promise((r) => setTimeout(r, 3000));
+    // Restart as soon as data flows, and prove the transfer was still running.
+    await sh(
+      nodes[1].g,
+      `for i in $(seq 200); do ss -Htn state established '( sport = :5002 )' | grep -q . && ` +
+        `exit 0; sleep 0.1; done; exit 1`,
+    );
+    const early = await nodes[0].g.run("cat /tmp/tx.done 2>/dev/null; true");
+    ctx.expect(early.stdout.trim() === "", "the transfer ended before the restart; enlarge it");
     await fabric.restart();
     ctx.log("switch restarted");
     for (const n of nodes) {

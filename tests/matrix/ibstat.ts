@@ -25,35 +25,191 @@ interface Expected {
 
 /** Datasheet table 4.1, RoCE mode, in the words of ibv_devinfo -v and ibstat. */
 export const TABLE_4_1: Expected[] = [
-  { attribute: "Firmware version", tool: "ibv_devinfo", where: "device", field: "fw_ver", want: "0.1.0" },
-  { attribute: "Firmware version", tool: "ibstat", where: "device", field: "Firmware version", want: "0.1.0" },
-  { attribute: "Hardware version", tool: "ibv_devinfo", where: "device", field: "hw_ver", want: "0x1" },
-  { attribute: "Hardware version", tool: "ibstat", where: "device", field: "Hardware version", want: "1" },
-  { attribute: "Maximum queue pairs", tool: "ibv_devinfo", where: "device", field: "max_qp", want: "256" },
-  { attribute: "Maximum work requests per queue pair", tool: "ibv_devinfo", where: "device", field: "max_qp_wr", want: "4096" },
-  { attribute: "Maximum completion queues", tool: "ibv_devinfo", where: "device", field: "max_cq", want: "256" },
-  { attribute: "Maximum completion queue entries", tool: "ibv_devinfo", where: "device", field: "max_cqe", want: "4096" },
-  { attribute: "Maximum memory regions", tool: "ibv_devinfo", where: "device", field: "max_mr", want: "256" },
-  { attribute: "Maximum protection domains", tool: "ibv_devinfo", where: "device", field: "max_pd", want: "64" },
-  { attribute: "Maximum scatter gather entries", tool: "ibv_devinfo", where: "device", field: "max_sge", want: "16" },
-  { attribute: "Outstanding read and atomic operations", tool: "ibv_devinfo", where: "device", field: "max_qp_rd_atom", want: "16" },
-  { attribute: "Outstanding read and atomic operations", tool: "ibv_devinfo", where: "device", field: "max_qp_init_rd_atom", want: "16" },
-  { attribute: "Atomic capability", tool: "ibv_devinfo", where: "device", field: "atomic_cap", want: "ATOMIC_HCA (1)" },
-  { attribute: "Partition keys", tool: "ibv_devinfo", where: "device", field: "max_pkeys", want: "1" },
-  { attribute: "Partition keys", tool: "ibv_devinfo", where: "port", field: "pkey_tbl_len", want: "1" },
-  { attribute: "Multicast groups", tool: "ibv_devinfo", where: "device", field: "max_mcast_grp", want: "256" },
-  { attribute: "Queue pairs per multicast group", tool: "ibv_devinfo", where: "device", field: "max_mcast_qp_attach", want: "256" },
-  { attribute: "GID table length", tool: "ibv_devinfo", where: "port", field: "gid_tbl_len", want: "1024" },
+  {
+    attribute: "Firmware version",
+    tool: "ibv_devinfo",
+    where: "device",
+    field: "fw_ver",
+    want: "0.1.0",
+  },
+  {
+    attribute: "Firmware version",
+    tool: "ibstat",
+    where: "device",
+    field: "Firmware version",
+    want: "0.1.0",
+  },
+  {
+    attribute: "Hardware version",
+    tool: "ibv_devinfo",
+    where: "device",
+    field: "hw_ver",
+    want: "0x1",
+  },
+  {
+    attribute: "Hardware version",
+    tool: "ibstat",
+    where: "device",
+    field: "Hardware version",
+    want: "1",
+  },
+  {
+    attribute: "Maximum queue pairs",
+    tool: "ibv_devinfo",
+    where: "device",
+    field: "max_qp",
+    want: "256",
+  },
+  {
+    attribute: "Maximum work requests per queue pair",
+    tool: "ibv_devinfo",
+    where: "device",
+    field: "max_qp_wr",
+    want: "4096",
+  },
+  {
+    attribute: "Maximum completion queues",
+    tool: "ibv_devinfo",
+    where: "device",
+    field: "max_cq",
+    want: "256",
+  },
+  {
+    attribute: "Maximum completion queue entries",
+    tool: "ibv_devinfo",
+    where: "device",
+    field: "max_cqe",
+    want: "4096",
+  },
+  {
+    attribute: "Maximum memory regions",
+    tool: "ibv_devinfo",
+    where: "device",
+    field: "max_mr",
+    want: "256",
+  },
+  {
+    attribute: "Maximum protection domains",
+    tool: "ibv_devinfo",
+    where: "device",
+    field: "max_pd",
+    want: "64",
+  },
+  {
+    attribute: "Maximum scatter gather entries",
+    tool: "ibv_devinfo",
+    where: "device",
+    field: "max_sge",
+    want: "16",
+  },
+  {
+    attribute: "Outstanding read and atomic operations",
+    tool: "ibv_devinfo",
+    where: "device",
+    field: "max_qp_rd_atom",
+    want: "16",
+  },
+  {
+    attribute: "Outstanding read and atomic operations",
+    tool: "ibv_devinfo",
+    where: "device",
+    field: "max_qp_init_rd_atom",
+    want: "16",
+  },
+  {
+    attribute: "Atomic capability",
+    tool: "ibv_devinfo",
+    where: "device",
+    field: "atomic_cap",
+    want: "ATOMIC_HCA (1)",
+  },
+  {
+    attribute: "Partition keys",
+    tool: "ibv_devinfo",
+    where: "device",
+    field: "max_pkeys",
+    want: "1",
+  },
+  {
+    attribute: "Partition keys",
+    tool: "ibv_devinfo",
+    where: "port",
+    field: "pkey_tbl_len",
+    want: "1",
+  },
+  {
+    attribute: "Multicast groups",
+    tool: "ibv_devinfo",
+    where: "device",
+    field: "max_mcast_grp",
+    want: "256",
+  },
+  {
+    attribute: "Queue pairs per multicast group",
+    tool: "ibv_devinfo",
+    where: "device",
+    field: "max_mcast_qp_attach",
+    want: "256",
+  },
+  {
+    attribute: "GID table length",
+    tool: "ibv_devinfo",
+    where: "port",
+    field: "gid_tbl_len",
+    want: "1024",
+  },
   { attribute: "Path MTU", tool: "ibv_devinfo", where: "port", field: "max_mtu", want: "4096 (5)" },
-  { attribute: "Maximum message size", tool: "ibv_devinfo", where: "port", field: "max_msg_sz", want: "0x7fffffff" },
-  { attribute: "Reported speed and width", tool: "ibv_devinfo", where: "port", field: "active_width", want: "4X (2)" },
-  { attribute: "Reported speed and width", tool: "ibv_devinfo", where: "port", field: "active_speed", want: "25.0 Gbps (32)" },
-  { attribute: "Reported speed and width", tool: "ibstat", where: "port", field: "Rate", want: "100" },
-  { attribute: "PCI identity", tool: "ibv_devinfo", where: "device", field: "vendor_id", want: "0x1af4" },
-  { attribute: "PCI identity", tool: "ibv_devinfo", where: "device", field: "vendor_part_id", want: "4336" },
+  {
+    attribute: "Maximum message size",
+    tool: "ibv_devinfo",
+    where: "port",
+    field: "max_msg_sz",
+    want: "0x7fffffff",
+  },
+  {
+    attribute: "Reported speed and width",
+    tool: "ibv_devinfo",
+    where: "port",
+    field: "active_width",
+    want: "4X (2)",
+  },
+  {
+    attribute: "Reported speed and width",
+    tool: "ibv_devinfo",
+    where: "port",
+    field: "active_speed",
+    want: "25.0 Gbps (32)",
+  },
+  {
+    attribute: "Reported speed and width",
+    tool: "ibstat",
+    where: "port",
+    field: "Rate",
+    want: "100",
+  },
+  {
+    attribute: "PCI identity",
+    tool: "ibv_devinfo",
+    where: "device",
+    field: "vendor_id",
+    want: "0x1af4",
+  },
+  {
+    attribute: "PCI identity",
+    tool: "ibv_devinfo",
+    where: "device",
+    field: "vendor_part_id",
+    want: "4336",
+  },
   { attribute: "Ports", tool: "ibv_devinfo", where: "device", field: "phys_port_cnt", want: "1" },
   { attribute: "Ports", tool: "ibstat", where: "device", field: "Number of ports", want: "1" },
-  { attribute: "Link layer", tool: "ibv_devinfo", where: "port", field: "link_layer", want: "Ethernet" },
+  {
+    attribute: "Link layer",
+    tool: "ibv_devinfo",
+    where: "port",
+    field: "link_layer",
+    want: "Ethernet",
+  },
   { attribute: "Link layer", tool: "ibstat", where: "port", field: "Link layer", want: "Ethernet" },
 ];
 
@@ -118,22 +274,27 @@ function expectedPortState(carrier: boolean) {
 }
 
 async function checkPort(ctx: RowContext, g: Guest, dev: CnuasIbDev): Promise<void> {
-  await ctx.step("rdma link show: the port sits on the cnuas_net netdev, state follows carrier", async () => {
-    const carrier = (await sh(g, `cat /sys/class/net/${dev.iface}/carrier 2>/dev/null || echo 0`)).trim() === "1";
-    const want = expectedPortState(carrier);
-    const links = JSON.parse(await sh(g, "rdma -j link show")) as Record<string, unknown>[];
-    const l = links.find((x) => x.ifname === dev.ibdev && x.port === 1);
-    ctx.expect(l !== undefined, `rdma link show lacks ${dev.ibdev}/1: ${JSON.stringify(links)}`);
-    ctx.expect(l!.netdev === dev.iface, `rdma link netdev ${l!.netdev}, want ${dev.iface}`);
-    ctx.expect(l!.state === want.rdma, `rdma link state ${l!.state}, want ${want.rdma}`);
-    ctx.expect(
-      l!.physical_state === want.rphys,
-      `rdma link physical_state ${l!.physical_state}, want ${want.rphys}`,
-    );
-    const port = (await devinfo(g, dev)).ports[0];
-    ctx.expect(port.get("state") === want.devinfo, `ibv_devinfo state ${port.get("state")}`);
-    ctx.expect(port.get("phys_state") === want.phys, `phys_state ${port.get("phys_state")}`);
-  });
+  await ctx.step(
+    "rdma link show: the port sits on the cnuas_net netdev, state follows carrier",
+    async () => {
+      const carrier =
+        (await sh(g, `cat /sys/class/net/${dev.iface}/carrier 2>/dev/null || echo 0`)).trim() ===
+          "1";
+      const want = expectedPortState(carrier);
+      const links = JSON.parse(await sh(g, "rdma -j link show")) as Record<string, unknown>[];
+      const l = links.find((x) => x.ifname === dev.ibdev && x.port === 1);
+      ctx.expect(l !== undefined, `rdma link show lacks ${dev.ibdev}/1: ${JSON.stringify(links)}`);
+      ctx.expect(l!.netdev === dev.iface, `rdma link netdev ${l!.netdev}, want ${dev.iface}`);
+      ctx.expect(l!.state === want.rdma, `rdma link state ${l!.state}, want ${want.rdma}`);
+      ctx.expect(
+        l!.physical_state === want.rphys,
+        `rdma link physical_state ${l!.physical_state}, want ${want.rphys}`,
+      );
+      const port = (await devinfo(g, dev)).ports[0];
+      ctx.expect(port.get("state") === want.devinfo, `ibv_devinfo state ${port.get("state")}`);
+      ctx.expect(port.get("phys_state") === want.phys, `phys_state ${port.get("phys_state")}`);
+    },
+  );
   await ctx.step("the GID table gets the RoCE v2 GID of the interface's IPv4 address", async () => {
     const idx = await configureRoceAddress(g, dev, "192.168.77.10/24");
     ctx.log(`RoCE v2 GID of 192.168.77.10 at index ${idx}`);

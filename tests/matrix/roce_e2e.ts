@@ -43,29 +43,50 @@ interface Node {
 async function setup(ctx: RowContext): Promise<Node[]> {
   const nodes: Node[] = [];
   for (const [i, g] of ctx.guests.entries()) {
-    const dev = await ctx.step(`${g.name}: load cnuas_net and cnuas_ib`, () => loadCnuasIb(g));
-    const gid = await ctx.step(`${g.name}: ${IPS[i]} on ${dev.iface}, its RoCE v2 GID`, () =>
-      configureRoceAddress(g, dev, `${IPS[i]}/24`));
+    const dev = await ctx.step(
+      `${g.name}: load cnuas_net and cnuas_ib`,
+      () => loadCnuasIb(g),
+    );
+    const gid = await ctx.step(
+      `${g.name}: ${IPS[i]} on ${dev.iface}, its RoCE v2 GID`,
+      () => configureRoceAddress(g, dev, `${IPS[i]}/24`),
+    );
     ctx.log(`${g.name}: ${dev.ibdev} on ${dev.iface}, GID index ${gid}`);
     nodes.push({ g, dev, ip: IPS[i], gid });
   }
-  await ctx.step("both ports come up and the guests reach each other", async () => {
-    for (const n of nodes) {
-      ctx.expect(await waitCarrier(n.g, n.dev.iface, true), `${n.g.name}: no carrier`);
-    }
-    const r = await nodes[1].g.run(`ping -c 3 -W 5 ${nodes[0].ip}`, { timeoutSec: 60 });
-    ctx.expect(r.code === 0, `ping ${nodes[0].ip} from ${nodes[1].g.name}: ${r.stdout}`);
-    for (const n of nodes) {
-      const st = await n.g.run(`ibv_devinfo -d ${n.dev.ibdev} | grep state:`, { timeoutSec: 30 });
-      ctx.expect(/PORT_ACTIVE/.test(st.stdout), `${n.g.name} port: ${st.stdout}`);
-    }
-  });
+  await ctx.step(
+    "both ports come up and the guests reach each other",
+    async () => {
+      for (const n of nodes) {
+        ctx.expect(
+          await waitCarrier(n.g, n.dev.iface, true),
+          `${n.g.name}: no carrier`,
+        );
+      }
+      const r = await nodes[1].g.run(`ping -c 3 -W 5 ${nodes[0].ip}`, {
+        timeoutSec: 60,
+      });
+      ctx.expect(
+        r.code === 0,
+        `ping ${nodes[0].ip} from ${nodes[1].g.name}: ${r.stdout}`,
+      );
+      for (const n of nodes) {
+        const st = await n.g.run(
+          `ibv_devinfo -d ${n.dev.ibdev} | grep state:`,
+          { timeoutSec: 30 },
+        );
+        ctx.expect(
+          /PORT_ACTIVE/.test(st.stdout),
+          `${n.g.name} port: ${st.stdout}`,
+        );
+      }
+    },
+  );
   return nodes;
 }
 
 /** Run a server/client pair and fail the row unless both exit 0. */
 async function pair(
-  ctx: RowContext,
   what: string,
   [s, c]: Node[],
   server: string,
@@ -83,23 +104,36 @@ async function pair(
   return r.clientOut;
 }
 
-async function pingpongs(ctx: RowContext, nodes: Node[]): Promise<void> {
+/** One ibv_rc_pingpong pair run, its figures recorded under `key`. */
+async function pingpong(
+  ctx: RowContext,
+  nodes: Node[],
+  opts: { size: number; iters: number; events: boolean; mtu: number },
+): Promise<void> {
   const [s, c] = nodes;
-  for (const events of [false, true]) {
-    for (const size of PINGPONG_SIZES) {
-      const name = `ibv_rc_pingpong -s ${size}${events ? " -e" : ""}`;
-      await ctx.step(`${name} -n ${PINGPONG_ITERS}`, async () => {
-        const args = (n: Node) =>
-          `ibv_rc_pingpong -d ${n.dev.ibdev} -g ${n.gid} -s ${size} -n ${PINGPONG_ITERS}` +
-          (events ? " -e" : "");
-        const out = await pair(ctx, name, nodes, args(s), `${args(c)} ${s.ip}`, 18515);
-        const f = parsePingpong(out);
-        ctx.expect(f !== undefined, `${name}: no figures in its output: ${out}`);
-        const key = `pingpong.${events ? "events." : ""}${size}`;
-        ctx.measure(`${key}.usecPerIter`, f!.usecPerIter, "us");
-        ctx.measure(`${key}.mbitPerSec`, f!.mbitPerSec, "Mbit/s");
-      });
-    }
+  const flags = `-s ${opts.size} -n ${opts.iters} -m ${opts.mtu}${opts.events ? " -e" : ""}`;
+  await ctx.step(`ibv_rc_pingpong ${flags}`, async () => {
+    const args = (n: Node) => `ibv_rc_pingpong -d ${n.dev.ibdev} -g ${n.gid} ${flags}`;
+    const out = await pair(
+      `ibv_rc_pingpong ${flags}`,
+      nodes,
+      args(s),
+      `${args(c)} ${s.ip}`,
+      18515,
+      900,
+    );
+    const f = parsePingpong(out);
+    ctx.expect(f !== undefined, `ibv_rc_pingpong ${flags}: no figures in its output: ${out}`);
+    const key = `pingpong.mtu${opts.mtu}.${opts.events ? "events." : ""}${opts.size}`;
+    ctx.measure(`${key}.usecPerIter`, f!.usecPerIter, "us");
+    ctx.measure(`${key}.mbitPerSec`, f!.mbitPerSec, "Mbit/s");
+  });
+}
+
+/** Set the netdev MTU of both guests (the port's active MTU follows it). */
+async function setMtu(nodes: Node[], mtu: number): Promise<void> {
+  for (const n of nodes) {
+    await n.g.run(`ip link set dev ${n.dev.iface} mtu ${mtu}`, { check: true, timeoutSec: 30 });
   }
 }
 
@@ -109,16 +143,110 @@ async function perftests(ctx: RowContext, nodes: Node[]): Promise<void> {
     await ctx.step(`${prog} -x <gid>`, async () => {
       const port = 18600 + i;
       const args = (n: Node) => `${prog} -d ${n.dev.ibdev} -x ${n.gid} -p ${port} -F`;
-      const out = await pair(ctx, prog, nodes, args(s), `${args(c)} ${s.ip}`, port);
+      const out = await pair(prog, nodes, args(s), `${args(c)} ${s.ip}`, port);
       const row = parsePerftest(out);
-      ctx.expect(row !== undefined, `${prog}: no result row in its output: ${out}`);
+      ctx.expect(
+        row !== undefined,
+        `${prog}: no result row in its output: ${out}`,
+      );
       for (const [k, v] of Object.entries(row!)) {
         if (k.startsWith("#")) continue;
         const unit = /\[(.*)\]/.exec(k)?.[1] ?? "";
-        ctx.measure(`perftest.${prog}.${k.replace(/\[.*\]/, "").replace(/\s+/g, "_")}`, v, unit);
+        ctx.measure(
+          `perftest.${prog}.${k.replace(/\[.*\]/, "").replace(/\s+/g, "_")}`,
+          v,
+          unit,
+        );
       }
     });
   }
+}
+
+/** Every Nth frame either guest's cnuas_ib sends is dropped in the loss step. */
+export const LOSS_EVERY = 13;
+
+async function counters(n: Node): Promise<Record<string, number>> {
+  const d = `/sys/class/infiniband/${n.dev.ibdev}/ports/1/hw_counters`;
+  const r = await n.g.run(`cd ${d} && grep -H . *`, { timeoutSec: 30 });
+  const out: Record<string, number> = {};
+  for (const line of r.stdout.split("\n")) {
+    const m = /^(\w+):(\d+)$/.exec(line.trim());
+    if (m) out[m[1]] = Number(m[2]);
+  }
+  return out;
+}
+
+async function setLoss(nodes: Node[], every: number): Promise<void> {
+  for (const n of nodes) {
+    await n.g.run(
+      `echo ${every} >/sys/module/cnuas_ib/parameters/tx_drop_every`,
+      {
+        check: true,
+        timeoutSec: 30,
+      },
+    );
+  }
+}
+
+/** The recovery paths: sequence NAKs, timeouts, duplicates, lost read responses. */
+async function lossRecovery(ctx: RowContext, nodes: Node[]): Promise<void> {
+  const [s, c] = nodes;
+  const before = await Promise.all(nodes.map(counters));
+  await setLoss(nodes, LOSS_EVERY);
+  try {
+    const runs: [string, (n: Node) => string, number][] = [
+      [
+        "ibv_rc_pingpong -s 65536 -n 100",
+        (n) => `ibv_rc_pingpong -d ${n.dev.ibdev} -g ${n.gid} -s 65536 -n 100`,
+        18515,
+      ],
+      [
+        "ib_write_bw -s 65536 -n 200",
+        (n) => `ib_write_bw -d ${n.dev.ibdev} -x ${n.gid} -p 18900 -s 65536 -n 200 -F`,
+        18900,
+      ],
+      [
+        "ib_read_bw -s 65536 -n 200",
+        (n) => `ib_read_bw -d ${n.dev.ibdev} -x ${n.gid} -p 18901 -s 65536 -n 200 -F`,
+        18901,
+      ],
+      [
+        "ib_atomic_bw -n 500",
+        (n) => `ib_atomic_bw -d ${n.dev.ibdev} -x ${n.gid} -p 18902 -n 500 -F`,
+        18902,
+      ],
+    ];
+    for (const [name, cmd, port] of runs) {
+      await ctx.step(`loss 1/${LOSS_EVERY}: ${name}`, async () => {
+        await pair(`${name} with loss`, nodes, cmd(s), `${cmd(c)} ${s.ip}`, port);
+      });
+    }
+  } finally {
+    await setLoss(nodes, 0);
+  }
+  const after = await Promise.all(nodes.map(counters));
+  const delta = (k: string) =>
+    after.reduce((sum, a, i) => sum + (a[k] ?? 0) - (before[i][k] ?? 0), 0);
+  for (
+    const k of [
+      "tx_drop_injected",
+      "retransmits",
+      "send_seq_nak",
+      "rcvd_seq_nak",
+      "duplicate_request",
+    ]
+  ) {
+    ctx.measure(`loss.${k}`, delta(k), "count");
+  }
+  ctx.expect(
+    delta("tx_drop_injected") > 0,
+    "no frame was dropped: the loss knob did nothing",
+  );
+  ctx.expect(
+    delta("retransmits") > 0,
+    "frames were lost but nothing was retransmitted",
+  );
+  ctx.expect(delta("send_seq_nak") > 0, "no sequence NAK was sent for a gap");
 }
 
 async function examples(ctx: RowContext, nodes: Node[]): Promise<void> {
@@ -128,31 +256,86 @@ async function examples(ctx: RowContext, nodes: Node[]): Promise<void> {
       const port = 18700 + i;
       const bin = `${GUEST_PATHS.bin}/${ex}`;
       const out = await pair(
-        ctx,
         ex,
         nodes,
         `${bin} -d ${s.dev.ibdev} -g ${s.gid} -p ${port}`,
         `${bin} -d ${c.dev.ibdev} -g ${c.gid} -p ${port} ${s.ip}`,
         port,
       );
-      ctx.expect(/PASS/.test(out), `${ex} did not report PASS: ${out.slice(-1500)}`);
+      ctx.expect(
+        /PASS/.test(out),
+        `${ex} did not report PASS: ${out.slice(-1500)}`,
+      );
     });
   }
+}
+
+/** rdma_cm over RoCEv2: address and route resolution, CM MADs on QP1, then RC traffic. */
+async function rping(ctx: RowContext, nodes: Node[]): Promise<void> {
+  const s = nodes[0];
+  await ctx.step("rping (rdma_cm: CM over the GSI QP, then RDMA READ/WRITE)", async () => {
+    const out = await pair(
+      "rping",
+      nodes,
+      `rping -s -a ${s.ip} -p 18850 -C 20 -S 1024 -v`,
+      `rping -c -a ${s.ip} -p 18850 -C 20 -S 1024 -v`,
+      0,
+    );
+    const pings = out.split("\n").filter((l) => /ping data:/.test(l)).length;
+    ctx.expect(pings === 20, `rping printed ${pings} of 20 pings: ${out.slice(-800)}`);
+  });
 }
 
 async function security(ctx: RowContext, nodes: Node[]): Promise<void> {
   const [s, c] = nodes;
   const bin = `${GUEST_PATHS.bin}/roce_security`;
-  await ctx.step("security: access flags, foreign PD, bounds", async () => {
-    const out = await pair(
-      ctx,
-      "roce_security",
-      nodes,
-      `${bin} -d ${s.dev.ibdev} -g ${s.gid} -p 18800`,
-      `${bin} -d ${c.dev.ibdev} -g ${c.gid} -p 18800 ${s.ip}`,
-      18800,
+  await ctx.step(
+    "security and RNR: access flags, foreign PD, bounds, receive not ready",
+    async () => {
+      const out = await pair(
+        "roce_security",
+        nodes,
+        `${bin} -d ${s.dev.ibdev} -g ${s.gid} -p 18800`,
+        `${bin} -d ${c.dev.ibdev} -g ${c.gid} -p 18800 ${s.ip}`,
+        18800,
+      );
+      ctx.log(out);
+    },
+  );
+}
+
+/**
+ * Run `fn` with the switch capturing every frame into `<name>.pcapng`, then
+ * run the capture through the RDMA wire oracle: any violation fails the
+ * row. A clean capture is deleted (its `.violations.json` summary stays as
+ * the proof the check ran); one with violations is kept for inspection.
+ */
+async function captured(ctx: RowContext, name: string, fn: () => Promise<void>): Promise<void> {
+  const path = join(ctx.dir, `${name}.pcapng`);
+  const start = await ctx.fabric!.control({ op: "capture_start", path });
+  if (start.ok !== true) throw new RowFailure(`capture_start: ${String(start.error)}`);
+  try {
+    await fn();
+  } finally {
+    const stop = await ctx.fabric!.control({ op: "capture_stop" });
+    if (stop.ok !== true) ctx.log(`capture_stop: ${String(stop.error)}`);
+  }
+  await ctx.step(`${name}: the capture passes the RDMA wire oracle`, async () => {
+    const r = await checkPcapngFile(path);
+    ctx.artifact(r.reportPath);
+    ctx.measure(`oracle.${name}.framesChecked`, r.framesChecked, "frames");
+    ctx.measure(`oracle.${name}.rdmaFrames`, r.rdmaFrames, "frames");
+    if (r.violationCount === 0) {
+      await Deno.remove(path);
+    } else {
+      ctx.artifact(path);
+    }
+    ctx.expect(
+      r.violationCount === 0,
+      `${name}: ${r.violationCount} wire violations (${
+        JSON.stringify(r.byRule)
+      }), see ${r.reportPath}`,
     );
-    ctx.log(out);
   });
 }
 
@@ -169,28 +352,51 @@ export const row: Row = {
   timeoutSec: 1200,
   async run(ctx) {
     if (!ctx.fabric) throw new RowFailure("roce-e2e needs the eth fabric and got none");
-    const capture = join(ctx.dir, "fabric.pcapng");
-    const start = await ctx.fabric.control({ op: "capture_start", path: capture });
-    if (start.ok !== true) throw new RowFailure(`capture_start: ${String(start.error)}`);
     const nodes = await setup(ctx);
-    try {
-      await pingpongs(ctx, nodes);
-      await perftests(ctx, nodes);
+    const small = PINGPONG_SIZES.filter((n) => n < 1048576);
+    await captured(ctx, "pingpong", async () => {
+      for (const events of [false, true]) {
+        for (const size of small) {
+          await pingpong(ctx, nodes, { size, iters: PINGPONG_ITERS, events, mtu: 1024 });
+        }
+      }
+      // segmentation at the smallest path MTU
+      await pingpong(ctx, nodes, { size: 65536, iters: 100, events: false, mtu: 256 });
+    });
+    // larger path MTUs need a larger netdev MTU (the port's active MTU follows it)
+    await setMtu(nodes, 9000);
+    await captured(ctx, "pingpong-mtu", async () => {
+      for (const mtu of [2048, 4096]) {
+        await pingpong(ctx, nodes, { size: 65536, iters: 100, events: false, mtu });
+      }
+    });
+    // 1 MiB messages at path MTU 4096: a quarter of the frames of 1024
+    for (const events of [] as boolean[]) {
+      await captured(
+        ctx,
+        `pingpong-1MiB${events ? "-events" : ""}`,
+        () => pingpong(ctx, nodes, { size: 1048576, iters: PINGPONG_ITERS, events, mtu: 4096 }),
+      );
+    }
+    await setMtu(nodes, 1500);
+    await captured(ctx, "perftest", () => perftests(ctx, nodes));
+    await captured(ctx, "examples-security-rping", async () => {
       await examples(ctx, nodes);
       await security(ctx, nodes);
-    } finally {
-      await ctx.fabric.control({ op: "capture_stop" });
-      ctx.artifact(capture);
-    }
-    await ctx.step("the capture passes the RDMA wire oracle", async () => {
-      const r = await checkPcapngFile(capture);
-      ctx.artifact(r.reportPath);
-      ctx.measure("oracle.framesChecked", r.framesChecked, "frames");
-      ctx.measure("oracle.rdmaFrames", r.rdmaFrames, "frames");
-      ctx.expect(
-        r.violationCount === 0,
-        `${r.violationCount} wire violations (${JSON.stringify(r.byRule)}), see ${r.reportPath}`,
-      );
+      await rping(ctx, nodes);
+    });
+    await captured(ctx, "loss", () => lossRecovery(ctx, nodes));
+    await ctx.step("port counters", async () => {
+      for (const n of nodes) {
+        const d = `/sys/class/infiniband/${n.dev.ibdev}/ports/1/hw_counters`;
+        const r = await n.g.run(`cd ${d} && grep -H . *`, { timeoutSec: 30 });
+        for (const line of r.stdout.split("\n")) {
+          const m = /^(\w+):(\d+)$/.exec(line.trim());
+          if (m) {
+            ctx.measure(`counters.${n.g.name}.${m[1]}`, Number(m[2]), "count");
+          }
+        }
+      }
     });
   },
 };

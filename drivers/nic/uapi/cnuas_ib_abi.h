@@ -32,9 +32,9 @@ struct cnuas_ib_cq_ring_hdr {
 };
 
 /* cnuas_ib_cqe.flags, the uverbs (user) values of ibv_wc_flags */
-#define CNUAS_IB_CQE_GRH		(1U << 0)
-#define CNUAS_IB_CQE_WITH_IMM		(1U << 1)
-#define CNUAS_IB_CQE_WITH_INV		(1U << 3)
+#define CNUAS_IB_CQE_GRH		0x1U
+#define CNUAS_IB_CQE_WITH_IMM		0x2U
+#define CNUAS_IB_CQE_WITH_INV		0x8U
 
 /* cnuas_ib_cqe.net_type: what the 40-byte GRH area of a UD receive holds */
 #define CNUAS_IB_CQE_NET_IB		0
