@@ -101,7 +101,12 @@ function benchRow(opts: Required<BenchNetOptions>): Row {
   return {
     id: "bench-net",
     title: "TCP throughput: cnuas_net through the switch vs virtio-net over -netdev socket",
-    needs: { guests: 2, fabric: "eth", builds: ["qemu", "image", "modules"], devices: { vnic: 1 } },
+    needs: {
+      guests: 2,
+      fabric: "eth",
+      builds: ["qemu", "image", "modules"],
+      devices: { vnic: 1, virtioSocketNet: true },
+    },
     timeoutSec: 900,
     async run(ctx: RowContext) {
       const guests = ctx.guests;

@@ -62,6 +62,7 @@ const OPTIONAL_BENCHES: { file: string; fn: string }[] = [
   { file: "./gpu.ts", fn: "benchGpu" },
   { file: "./switch.ts", fn: "benchSwitch" },
   { file: "./rdma.ts", fn: "benchRdmaChecker" },
+  { file: "./net.ts", fn: "benchNet" },
 ];
 
 /** Run every bench; write `reports/bench/<id>/bench.json`; return its path. */

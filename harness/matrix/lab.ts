@@ -154,11 +154,20 @@ export class Lab {
         const img = this.image!;
         const q = this.qemu!;
         const scale = accel === "kvm" ? 1 : 4;
+        const virtioPort = freePort();
         const specs = Array.from({ length: n }, (_, i) => {
           const name = `g${i}`;
           const devices: GuestDevice[] = [];
           for (let v = 0; v < (row.needs.devices?.vnic ?? 0); v++) {
             devices.push({ kind: "vnic", mac: vnicMac(i, v), socketPath: fabric?.socketPath });
+          }
+          if (row.needs.devices?.virtioSocketNet) {
+            devices.push({
+              kind: "virtio-socket",
+              mode: i === 0 ? "listen" : "connect",
+              port: virtioPort,
+              mac: vnicMac(i, 0x80),
+            });
           }
           for (let k = 0; k < (row.needs.devices?.gpu ?? 0); k++) {
             devices.push({

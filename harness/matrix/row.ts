@@ -37,6 +37,12 @@ export interface GuestDevices {
   vnic?: number;
   /** Number of cnuasgpu functions per guest (gpu_id = guest*16 + index). */
   gpu?: number;
+  /**
+   * A second virtio-net NIC per guest, the guests joined by QEMU's own
+   * `-netdev socket` (guest 0 listens, the others connect): the baseline
+   * that cnuas_net's throughput is compared with.
+   */
+  virtioSocketNet?: boolean;
 }
 
 /** Control handle of a row's running fabric. */

@@ -34,7 +34,8 @@ export async function runRow(row: Row, lab: Lab, runDir: string): Promise<RowRes
   const dir = join(runDir, "rows", row.id);
   await Deno.mkdir(dir, { recursive: true });
   const transcriptPath = join(dir, "transcript.log");
-  const transcript: string[] = [];
+  // Written line by line, so a long row can be followed with `tail -f`.
+  await Deno.writeTextFile(transcriptPath, "");
   const artifacts = new Set<string>([relative(runDir, transcriptPath)]);
   const measurements: Record<string, Measurement> = {};
   const steps: StepResult[] = [];
@@ -49,12 +50,14 @@ export async function runRow(row: Row, lab: Lab, runDir: string): Promise<RowRes
     steps,
   });
   const log = (line: string) =>
-    transcript.push(`[${((performance.now() - t0) / 1000).toFixed(1)}s] ${line}`);
-  const flush = () => Deno.writeTextFile(transcriptPath, transcript.join("\n") + "\n");
+    Deno.writeTextFileSync(
+      transcriptPath,
+      `[${((performance.now() - t0) / 1000).toFixed(1)}s] ${line}\n`,
+      { append: true },
+    );
 
   if (!row.run) {
     log(`MISS: ${row.missReason ?? "not implemented"}`);
-    await flush();
     return result("MISS", row.missReason ?? "not implemented");
   }
 
@@ -109,7 +112,6 @@ export async function runRow(row: Row, lab: Lab, runDir: string): Promise<RowRes
     }
     for (const a of await setup.close()) artifacts.add(relative(runDir, a));
   }
-  await flush();
   const r = result(status, reason);
   if (status === "PASS" || status === "DONE") {
     progress(row.id, `${status} in ${r.durationSec.toFixed(1)} s`);

@@ -6,6 +6,7 @@ import type { Accel } from "../config.ts";
 /** One of our devices on a guest's PCI bus. */
 export type GuestDevice =
   | { kind: "vnic"; socketPath?: string; mac: string }
+  | { kind: "virtio-socket"; mode: "listen" | "connect"; port: number; mac: string }
   | { kind: "gpu"; gpuId: number; linkSocket?: string; devmemMb?: number };
 
 /** Everything that decides a guest's QEMU argv. */
@@ -89,8 +90,15 @@ export function qemuArgs(spec: GuestSpec): string[] {
     `unix:${spec.qmpSocket},server=on,wait=off`,
   ];
   for (const dir of spec.firmware) args.push("-L", dir);
-  for (const d of spec.devices) {
-    if (d.kind === "vnic") {
+  for (const [i, d] of spec.devices.entries()) {
+    if (d.kind === "virtio-socket") {
+      args.push(
+        "-netdev",
+        `socket,id=sock${i},${d.mode}=127.0.0.1:${d.port}`,
+        "-device",
+        `virtio-net-pci,netdev=sock${i},mac=${d.mac},romfile=`,
+      );
+    } else if (d.kind === "vnic") {
       args.push(
         "-device",
         [
