@@ -8,6 +8,7 @@
 #include <linux/etherdevice.h>
 #include <linux/ip.h>
 #include <linux/ipv6.h>
+#include <linux/random.h>
 #include <linux/udp.h>
 #include <net/ip.h>
 
@@ -17,15 +18,15 @@
 #define CNUAS_IB_RXQ_MAX	4096
 
 /*
- * Fault injection for tests of the recovery paths: drop every Nth frame
- * the transport sends (requests, ACKs, responses alike), as a lossy wire
- * would.  0, the default, drops nothing.
+ * Fault injection for tests of the recovery paths: drop each frame the
+ * transport sends (requests, ACKs, responses alike) with probability 1/N,
+ * as a lossy wire would.  Random, not every Nth: a periodic loss can hit
+ * the same packet of every go-back-N resend.  0, the default, drops none.
  */
-static unsigned int tx_drop_every;
-module_param(tx_drop_every, uint, 0644);
-MODULE_PARM_DESC(tx_drop_every,
-		 "Test only: drop every Nth transmitted frame (0: none)");
-static atomic_t tx_drop_count = ATOMIC_INIT(0);
+static unsigned int tx_drop_one_in;
+module_param(tx_drop_one_in, uint, 0644);
+MODULE_PARM_DESC(tx_drop_one_in,
+		 "Test only: drop transmitted frames with probability 1/N (0: none)");
 
 static unsigned int cnuas_ip_len(int family)
 {
@@ -144,14 +145,13 @@ void cnuas_ib_frame_finish(struct cnuas_ib_qp *qp, struct sk_buff *skb)
 int cnuas_ib_xmit(struct cnuas_ib_qp *qp, struct sk_buff *skb)
 {
 	struct cnuas_ib_dev *dev = qp->dev;
-	unsigned int drop_every;
+	unsigned int drop_one_in;
 	unsigned long flags;
 	u32 gen;
 	int err;
 
-	drop_every = READ_ONCE(tx_drop_every);
-	if (unlikely(drop_every) &&
-	    (u32)atomic_inc_return(&tx_drop_count) % drop_every == 0) {
+	drop_one_in = READ_ONCE(tx_drop_one_in);
+	if (unlikely(drop_one_in) && !get_random_u32_below(drop_one_in)) {
 		cnuas_stat_inc(dev, CNUAS_STAT_TX_DROP_INJECTED);
 		kfree_skb(skb);
 		return 0;

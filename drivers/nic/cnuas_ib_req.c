@@ -291,9 +291,16 @@ static int cnuas_ib_req_ud(struct cnuas_ib_qp *qp, struct cnuas_ib_swqe *wqe)
 		return err;
 	}
 	deth = (void *)cnuas_bth_hdr(bth, CNUAS_HDR_DETH);
-	/* a Q_Key with the high bit set means "use the QP's own" */
-	qkey = (wqe->remote_qkey & 0x80000000U) && qp->type != IB_QPT_GSI ?
-	       qp->attr.qkey : wqe->remote_qkey;
+	/*
+	 * QP1 always sends the well-known GSI Q_Key; elsewhere a Q_Key with
+	 * the high bit set means "use the QP's own" (ib_mad sends with that).
+	 */
+	if (qp->type == IB_QPT_GSI)
+		qkey = CNUAS_GSI_QKEY;
+	else if (wqe->remote_qkey & 0x80000000U)
+		qkey = qp->attr.qkey;
+	else
+		qkey = wqe->remote_qkey;
 	deth->qkey = cpu_to_be32(qkey);
 	deth->sqp = cpu_to_be32(qp->ibqp.qp_num & CNUAS_QPN_MASK);
 	if (imm)

@@ -162,8 +162,8 @@ async function perftests(ctx: RowContext, nodes: Node[]): Promise<void> {
   }
 }
 
-/** Every Nth frame either guest's cnuas_ib sends is dropped in the loss step. */
-export const LOSS_EVERY = 13;
+/** Each frame either guest's cnuas_ib sends is dropped with probability 1/N in the loss step. */
+export const LOSS_ONE_IN = 100;
 
 async function counters(n: Node): Promise<Record<string, number>> {
   const d = `/sys/class/infiniband/${n.dev.ibdev}/ports/1/hw_counters`;
@@ -179,7 +179,7 @@ async function counters(n: Node): Promise<Record<string, number>> {
 async function setLoss(nodes: Node[], every: number): Promise<void> {
   for (const n of nodes) {
     await n.g.run(
-      `echo ${every} >/sys/module/cnuas_ib/parameters/tx_drop_every`,
+      `echo ${every} >/sys/module/cnuas_ib/parameters/tx_drop_one_in`,
       {
         check: true,
         timeoutSec: 30,
@@ -192,7 +192,7 @@ async function setLoss(nodes: Node[], every: number): Promise<void> {
 async function lossRecovery(ctx: RowContext, nodes: Node[]): Promise<void> {
   const [s, c] = nodes;
   const before = await Promise.all(nodes.map(counters));
-  await setLoss(nodes, LOSS_EVERY);
+  await setLoss(nodes, LOSS_ONE_IN);
   try {
     const runs: [string, (n: Node) => string, number][] = [
       [
@@ -217,7 +217,7 @@ async function lossRecovery(ctx: RowContext, nodes: Node[]): Promise<void> {
       ],
     ];
     for (const [name, cmd, port] of runs) {
-      await ctx.step(`loss 1/${LOSS_EVERY}: ${name}`, async () => {
+      await ctx.step(`loss 1/${LOSS_ONE_IN}: ${name}`, async () => {
         await pair(`${name} with loss`, nodes, cmd(s), `${cmd(c)} ${s.ip}`, port);
       });
     }
