@@ -418,6 +418,8 @@ struct cnuas_ib_qp {
 		u32 rewind_psn;
 		bool timeout;		/* the retransmit timer fired */
 		bool rnr_wait;		/* waiting for the RNR timer */
+		bool rd_retried;	/* asked again for rd_retry_psn ... */
+		u32 rd_retry_psn;	/* ... and wait for it, not again */
 		u32 pkts_since_ack;
 	} req;
 	struct sk_buff_head retx_q;

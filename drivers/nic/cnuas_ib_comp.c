@@ -58,6 +58,7 @@ void cnuas_ib_comp_retire(struct cnuas_ib_qp *qp)
 /* Forward progress: the retry counters start again. */
 static void cnuas_ib_comp_progress(struct cnuas_ib_qp *qp)
 {
+	qp->req.rd_retried = false;
 	qp->req.retry_left = qp->attr.retry_cnt;
 	qp->req.rnr_left = qp->attr.rnr_retry;
 	cnuas_ib_comp_retire(qp);
@@ -115,6 +116,20 @@ static void cnuas_ib_comp_retry(struct cnuas_ib_qp *qp, u32 psn)
 }
 
 /*
+ * Responses of a read or atomic are missing from @psn on: ask again, once.
+ * The rest of the round already in flight shows the same gap and must not
+ * count as more retries; the retransmit timer covers a lost second try.
+ */
+static void cnuas_ib_comp_rd_retry(struct cnuas_ib_qp *qp, u32 psn)
+{
+	if (qp->req.rd_retried && qp->req.rd_retry_psn == psn)
+		return;
+	qp->req.rd_retried = true;
+	qp->req.rd_retry_psn = psn;
+	cnuas_ib_comp_retry(qp, psn);
+}
+
+/*
  * Everything up to and including @psn was received.  A read or atomic
  * before @psn whose responses have not come means they were lost: go back
  * for them.
@@ -134,7 +149,7 @@ static void cnuas_ib_ack_upto(struct cnuas_ib_qp *qp, u32 psn)
 				if (cnuas_psn_cmp(wqe->resp_psn,
 						  qp->req.una) > 0)
 					qp->req.una = wqe->resp_psn;
-				cnuas_ib_comp_retry(qp, wqe->resp_psn);
+				cnuas_ib_comp_rd_retry(qp, wqe->resp_psn);
 				goto out;
 			}
 			break;
@@ -277,7 +292,7 @@ static void cnuas_ib_comp_read(struct cnuas_ib_qp *qp, struct sk_buff *skb)
 		return;
 	if (pkt->psn != wqe->resp_psn) {
 		/* lost responses: ask for the rest again */
-		cnuas_ib_comp_retry(qp, wqe->resp_psn);
+		cnuas_ib_comp_rd_retry(qp, wqe->resp_psn);
 		return;
 	}
 	first = pkt->mask & CNUAS_OP_FIRST;

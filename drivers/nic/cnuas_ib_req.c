@@ -60,6 +60,9 @@ void cnuas_ib_req_rewind(struct cnuas_ib_qp *qp, u32 psn)
 	}
 }
 
+static struct sk_buff *cnuas_ib_read_tail(struct cnuas_ib_qp *qp,
+					  struct sk_buff *req);
+
 static bool cnuas_ib_req_resend(struct cnuas_ib_qp *qp)
 {
 	struct sk_buff *skb, *clone;
@@ -69,7 +72,15 @@ static bool cnuas_ib_req_resend(struct cnuas_ib_qp *qp)
 
 		if (cnuas_psn_cmp(cb->end_psn, qp->req.rewind_psn) < 0)
 			continue;
-		clone = skb_clone(skb, GFP_ATOMIC);
+		/*
+		 * A read whose first responses arrived: ask only for the rest,
+		 * from the first missing PSN on, not the whole read again.
+		 */
+		if (cnuas_psn_cmp(qp->req.rewind_psn, cb->psn) > 0 &&
+		    cb->psn != cb->end_psn)
+			clone = cnuas_ib_read_tail(qp, skb);
+		else
+			clone = skb_clone(skb, GFP_ATOMIC);
 		if (!clone || cnuas_ib_xmit(qp, clone) == -ENOBUFS) {
 			qp->req.rewind_psn = cb->psn;
 			return false;
@@ -207,6 +218,33 @@ static int cnuas_ib_req_rd_atomic(struct cnuas_ib_qp *qp,
 	qp->req.pkts_since_ack = 0;
 	wqe->state = CNUAS_SWQE_WAIT;
 	return cnuas_ib_req_send(qp, skb, psn, wqe->last_psn, idx);
+}
+
+/*
+ * A read request for what a part-answered read (@req, the kept request)
+ * still lacks: from its first missing response PSN and byte on.
+ */
+static struct sk_buff *cnuas_ib_read_tail(struct cnuas_ib_qp *qp,
+					  struct sk_buff *req)
+{
+	struct cnuas_ib_swqe *wqe = cnuas_swqe(qp, cnuas_txcb(req)->wqe);
+	struct cnuas_reth *r;
+	struct cnuas_bth *bth;
+	struct sk_buff *skb;
+
+	if (wqe->opcode != IB_WR_RDMA_READ || wqe->resp_off >= wqe->length)
+		return skb_clone(req, GFP_ATOMIC);
+	skb = cnuas_ib_frame_alloc(qp, &qp->av, IB_OPCODE_RC_RDMA_READ_REQUEST,
+				   0, &bth);
+	if (!skb)
+		return NULL;
+	r = (void *)cnuas_bth_hdr(bth, CNUAS_HDR_RETH);
+	r->va = cpu_to_be64(wqe->remote_addr + wqe->resp_off);
+	r->rkey = cpu_to_be32(wqe->rkey);
+	r->len = cpu_to_be32(wqe->length - wqe->resp_off);
+	cnuas_ib_fill_bth(bth, qp->attr.dest_qp_num, wqe->resp_psn, true, false);
+	cnuas_ib_frame_finish(qp, skb);
+	return skb;
 }
 
 /* The next packet of a SEND or RDMA WRITE. */

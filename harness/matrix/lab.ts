@@ -8,12 +8,12 @@ import { buildImage, type GuestImage } from "../build/image.ts";
 import { buildGuestPrograms, buildModules } from "../build/modules.ts";
 import { buildProvider, PROVIDER_GUEST_PATHS } from "../build/provider.ts";
 import { buildQemu, type QemuBuild } from "../build/qemu.ts";
-import type { Accel, Config } from "../config.ts";
+import { type Accel, type Config, timeoutScale } from "../config.ts";
 import { progress } from "../progress.ts";
 import { type AccelChoice, chooseAccel } from "../vm/accel.ts";
 import { GuestVm } from "../vm/guest.ts";
 import { freePort } from "../vm/ports.ts";
-import { type GuestDevice, vnicMac } from "../vm/qemu_args.ts";
+import { gpuProps, type GuestDevice, vnicMac } from "../vm/qemu_args.ts";
 import { GUEST_PATHS } from "../vm/types.ts";
 import type { BuildOutputs, BuildTarget, FabricHandle, FabricMode, Row } from "./row.ts";
 
@@ -59,6 +59,8 @@ export class Lab {
   image?: GuestImage;
   /** Extra kernel command line words for every guest (fault injection in tests). */
   bootAppend: string[] = [];
+  /** Seconds a guest gets to answer SSH; default BOOT_TIMEOUT_SEC scaled by the accelerator. */
+  bootTimeoutSec?: number;
   #builds = new Map<BuildTarget, Promise<Partial<BuildOutputs>>>();
   #fabricStarter?: FabricStarter;
   #accelChoice?: Promise<AccelChoice>;
@@ -153,7 +155,7 @@ export class Lab {
         const accel = await this.resolveAccel();
         const img = this.image!;
         const q = this.qemu!;
-        const scale = accel === "kvm" ? 1 : 4;
+        const bootTimeout = this.bootTimeoutSec ?? BOOT_TIMEOUT_SEC * timeoutScale(accel);
         const virtioPort = freePort();
         const specs = Array.from({ length: n }, (_, i) => {
           const name = `g${i}`;
@@ -172,7 +174,7 @@ export class Lab {
           for (let k = 0; k < (row.needs.devices?.gpu ?? 0); k++) {
             devices.push({
               kind: "gpu",
-              gpuId: i * 16 + k,
+              ...gpuProps(i, k),
               linkSocket: row.needs.fabric === "link" ? fabric?.socketPath : undefined,
             });
           }
@@ -197,7 +199,7 @@ export class Lab {
         for (const s of specs) {
           const vm = await GuestVm.start(s, {
             sshKeyPath: img.sshKey,
-            bootTimeoutSec: BOOT_TIMEOUT_SEC * scale,
+            bootTimeoutSec: bootTimeout,
             logDir: dir,
           });
           guests.push(vm);
@@ -208,7 +210,7 @@ export class Lab {
         }
         const key = await Deno.readTextFile(img.sshKey);
         await Promise.all(
-          guests.map((g, i) => g.waitForSsh(specs[i].sshPort, key, BOOT_TIMEOUT_SEC * scale)),
+          guests.map((g, i) => g.waitForSsh(specs[i].sshPort, key, bootTimeout)),
         );
         for (const g of guests) {
           log(`${g.name}: SSH answered ${g.bootToSshSec.toFixed(1)} s after cont`);

@@ -9,28 +9,8 @@
  * whenever no received frame waits in BAR1. Time is the virtual clock, moved
  * only by `clockStep`.
  *
- * Choices DEVICES.md leaves open (the C device documents the same list):
- * - unknown offsets read 0; writes to unknown or read-only registers are
- *   ignored; both log a guest error; reading a write-only doorbell reads 0
- *   silently;
- * - IRQ_MASK keeps only bits 0 and 1;
- * - INTx follows `IRQ_STATUS & IRQ_MASK != 0`; with MSI enabled one message
- *   goes out whenever an operation leaves a pending, enabled cause bit that
- *   was not pending and enabled before;
- * - with the link down the transmit doorbell does nothing, not even a log
- *   line; length and range are checked only with the link up;
- * - a received frame is dropped with one log line when it exceeds 64 KiB,
- *   when receive is not armed, when it exceeds the armed size, or when the
- *   armed buffer does not lie inside BAR1;
- * - LINK_RX_CONSUME re-reads the socket at once;
- * - an empty datagram ends the link when the peer has hung up by the time
- *   the device reads it (SOCK_SEQPACKET cannot tell it from end-of-file);
- *   otherwise it is dropped with a log line;
- * - reconnects run on the virtual clock: a failed connect doubles the delay
- *   (100 ms at first, at most 2 s); a connection that ends after living at
- *   least 2 s is retried after 100 ms, one that ends sooner counts as a
- *   failed attempt (the delay doubles);
- * - a frame waiting in BAR1 stays waiting across a link teardown.
+ * Where DEVICES.md leaves a choice open, the model follows
+ * docs/device-contract.md (the spec addendum the device follows too).
  *
  * @example
  * ```ts

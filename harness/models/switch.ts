@@ -6,8 +6,8 @@
  *
  * Ports are slots 1..maxPorts; a connection takes the lowest free slot; port 0
  * is the switch itself. `ingress` returns where a frame goes (ascending port
- * order) or why it is dropped, and keeps counters the way the daemon does —
- * except `queue_full`, which depends on timing and is never predicted.
+ * order) or why it is dropped, and keeps the per-port counters docs/switch.md
+ * defines — except `queue_full`, which depends on timing and is never predicted.
  *
  * @example
  * ```ts
@@ -20,7 +20,7 @@
 /** The mode a switch runs in. */
 export type SwitchMode = "eth" | "ib" | "link";
 
-/** Drop reasons, in the daemon's counter order. */
+/** Drop reasons, as docs/switch.md lists them. */
 export const DROP_REASONS = [
   "runt",
   "oversize",

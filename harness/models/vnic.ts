@@ -1,34 +1,11 @@
 /**
  * Reference model of the cnuas-vnic PCI function, written from DEVICES.md
- * (cnuas-vnic) and the decisions below, which complete it. Pure: guest memory
+ * (cnuas-vnic) and docs/device-contract.md, which completes it. Pure: guest memory
  * comes in through {@link GuestMemory}, the socket peer through method calls,
  * time through {@link VnicModel.clockStep}; no I/O.
  *
- * Decisions where DEVICES.md leaves a choice open (the QEMU device makes the
- * same ones; change both together):
- * - Only aligned 32-bit accesses reach a register; others read 0 and write
- *   nothing. Unknown offsets read 0 and ignore writes; writes to read-only
- *   registers are ignored; TX_DOORBELL reads 0. IRQ_MASK keeps bits 0..2.
- * - TX_DOORBELL: TX_LEN 0 or above 9216, or a source range DMA cannot read in
- *   full, rejects the doorbell (no frame, no interrupt). Otherwise TX complete
- *   is raised; the frame goes out if the link is up, and a send to a peer that
- *   has hung up drops the link.
- * - RX: while RX_STATUS is 0 the device reads datagrams one after another. A
- *   datagram lands only when RX_ADDR is non-zero and the landing range is
- *   writable in full; otherwise it is dropped and the next one is read.
- *   Datagrams above 9216 bytes are dropped; an empty one is dropped, or ends
- *   the connection if the peer has hung up by then. RX_LEN keeps the last
- *   delivered length. Writing 0 to RX_STATUS while it is 1 releases the
- *   buffer and reads on at once; any other RX_STATUS write changes nothing.
- * - Interrupts: INTx is asserted while IRQ_STATUS & IRQ_MASK is non-zero (MSI
- *   disabled). With MSI enabled, one message at the end of a device event (MMIO
- *   write, socket event, reconnect attempt, reset) that left IRQ_STATUS &
- *   IRQ_MASK with a bit it did not have after the previous event.
- * - Link: every up/down change sets IRQ_STATUS bit 2. After a loss, or a failed
- *   connection at realize, attempts follow on the virtual clock after 100 ms,
- *   then delays doubling to at most 2000 ms; a success resets the delay.
- * - Reset clears all registers, keeps MAC and connection, then reads the
- *   socket as an unarmed NIC.
+ * Where DEVICES.md leaves a choice open, the model follows
+ * docs/device-contract.md (the spec addendum the device follows too).
  *
  * @example
  * ```ts

@@ -7,7 +7,23 @@ import type { Accel } from "../config.ts";
 export type GuestDevice =
   | { kind: "vnic"; socketPath?: string; mac: string }
   | { kind: "virtio-socket"; mode: "listen" | "connect"; port: number; mac: string }
-  | { kind: "gpu"; gpuId: number; linkSocket?: string; devmemMb?: number };
+  | { kind: "gpu"; gpuId: number; smCount: number; devmemMb: number; linkSocket?: string };
+
+/**
+ * Properties of accelerator `index` of guest `guest`. They differ per device
+ * (sm_count 16, 24, ...; devmem 256, 128, ... MiB, never below 64) so a
+ * driver that reports defaults instead of what it read is caught.
+ */
+export function gpuProps(
+  guest: number,
+  index: number,
+): { gpuId: number; smCount: number; devmemMb: number } {
+  return {
+    gpuId: guest * 16 + index,
+    smCount: 16 + 8 * index,
+    devmemMb: Math.max(64, 256 >> index),
+  };
+}
 
 /** Everything that decides a guest's QEMU argv. */
 export interface GuestSpec {
@@ -113,7 +129,8 @@ export function qemuArgs(spec: GuestSpec): string[] {
         [
           "cnuasgpu",
           `gpu_id=${d.gpuId}`,
-          ...(d.devmemMb ? [`devmem_size=${d.devmemMb * 1024 * 1024}`] : []),
+          `sm_count=${d.smCount}`,
+          `devmem_size=${d.devmemMb * 1024 * 1024}`,
           ...(d.linkSocket ? [`cnuaslink_socket=${d.linkSocket}`] : []),
         ].join(","),
       );

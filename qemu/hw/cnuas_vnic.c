@@ -5,37 +5,8 @@
  * The register map and behaviour are the contract in DEVICES.md (cnuas-vnic);
  * the TypeScript reference model harness/models/vnic.ts is written from the
  * same contract and checked against this file by a qtest differential oracle.
- * Where DEVICES.md leaves a choice open, this device (and the model) decide:
- *
- * - Only aligned 32-bit accesses reach a register. Any other size or an
- *   unaligned offset reads 0 and ignores writes (guest error). Unknown
- *   offsets read 0 and ignore writes (guest error); writes to read-only
- *   registers are ignored (guest error); TX_DOORBELL reads 0.
- * - IRQ_MASK keeps only the three defined cause bits.
- * - TX_DOORBELL: a length of 0 or above 9216, or a source range that is not
- *   entirely readable by DMA, rejects the doorbell: logged, no frame, no
- *   interrupt. Otherwise a link that is down (or a socket whose send queue is
- *   full) drops the frame, and TX complete is raised either way. A send that
- *   fails for any other reason means the peer is gone: the link drops.
- * - RX: frames are read one at a time while RX_STATUS is 0. A frame lands
- *   only if RX_ADDR is non-zero and the whole landing range is writable by
- *   DMA; otherwise it is dropped (an unwritable range is a guest error) and
- *   the next one is read. Datagrams above 9216 bytes and empty ones are
- *   dropped. RX_LEN keeps the last delivered length until the next delivery
- *   or reset. Writing 0 to RX_STATUS when it is 1 releases the buffer and
- *   reads the socket again at once; other RX_STATUS writes are ignored.
- * - Interrupts: INTx is asserted while IRQ_STATUS & IRQ_MASK is non-zero.
- *   With MSI enabled, one message is sent at the end of any device event
- *   (an MMIO write, socket readiness, a reconnect attempt, a reset) after
- *   which IRQ_STATUS & IRQ_MASK holds a bit it did not hold before, so a
- *   cause arriving while another is still pending is never lost.
- * - Link: LINK_STATUS bit 0 is "socket connected"; every change sets
- *   IRQ_STATUS bit 2. Once lost (peer closed, a receive error, a failed
- *   send) or when the connection at realize fails, the device retries on
- *   QEMU_CLOCK_VIRTUAL (deterministic under qtest): first after 100 ms, then
- *   each failed attempt doubles the delay up to 2000 ms; a success resets it.
- * - Reset clears every register but keeps the MAC and the connection, then
- *   reads the socket as an unarmed NIC (frames that waited are dropped).
+ * Where DEVICES.md leaves a choice open, this device follows
+ * docs/device-contract.md.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */

@@ -10,38 +10,8 @@
  * independent reference model the qtest oracle runs side by side with this
  * file.
  *
- * Choices DEVICES.md leaves open, made here and mirrored by the model:
- *  - Registers are 32-bit; other access sizes and unaligned accesses are
- *    refused by the memory core (reads 0, writes ignored).
- *  - Reads of unknown offsets return 0, writes to unknown or read-only
- *    registers are ignored; both are logged as guest errors.  Reads of the
- *    write-only doorbells return 0 silently.
- *  - IRQ_MASK keeps only the defined cause bits (0 and 1).
- *  - The interrupt is asserted while IRQ_STATUS & IRQ_MASK is non-zero: INTx
- *    follows that level.  With MSI enabled one message is sent whenever a
- *    register write, a received frame or a transmit leaves a pending,
- *    enabled cause that was not pending and enabled before, so a cause
- *    arriving while another is still pending is never lost (as cnuas-vnic).
- *  - With the link down the transmit doorbell does nothing at all, not even
- *    a log line; length and range are only checked with the link up.
- *  - A received frame is dropped (and logged) when it is larger than 64 KiB,
- *    when LINK_RX_BUF_SIZE is 0, when it is larger than LINK_RX_BUF_SIZE, or
- *    when the armed buffer [LINK_RX_OFFSET, +LINK_RX_BUF_SIZE) does not lie
- *    inside BAR1.
- *  - LINK_RX_CONSUME releases the frame and at once reads the socket again,
- *    so a frame already queued lands before the write returns.
- *  - SOCK_SEQPACKET returns 0 for an empty datagram and for end-of-file
- *    alike: an empty read ends the link if the peer has hung up by then,
- *    otherwise it is an empty frame, dropped and logged (as cnuas-vnic).
- *  - Reconnect: the device retries on the virtual clock.  A failed connect
- *    doubles the delay (100 ms at first, at most 2 s).  A connection that
- *    ends after living at least 2 s is retried after 100 ms; one that ends
- *    sooner (a switch that accepts and closes at once, because the port is
- *    down) counts as a failed attempt and doubles the delay, so a refused
- *    device stays down instead of flapping.  This is what lets a link come
- *    back when the switch re-admits the port.
- *  - A frame waiting in BAR1 stays waiting (LINK_STATUS bit 1) across a link
- *    teardown until the guest consumes it.
+ * Where DEVICES.md leaves a choice open, this device follows
+ * docs/device-contract.md.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
