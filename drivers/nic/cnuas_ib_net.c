@@ -18,15 +18,17 @@
 #define CNUAS_IB_RXQ_MAX	4096
 
 /*
- * Fault injection for tests of the recovery paths: drop each frame the
- * transport sends (requests, ACKs, responses alike) with probability 1/N,
- * as a lossy wire would.  Random, not every Nth: a periodic loss can hit
- * the same packet of every go-back-N resend.  0, the default, drops none.
+ * Fault injection for tests of the recovery paths: drop each frame that
+ * arrives (requests, ACKs, responses alike) with probability 1/N, as a
+ * lossy link after the switch would.  On receive, so a capture at the
+ * switch still shows every frame a conformant sender sent.  Random, not
+ * every Nth: a periodic loss can hit the same packet of every go-back-N
+ * resend.  0, the default, drops none.
  */
-static unsigned int tx_drop_one_in;
-module_param(tx_drop_one_in, uint, 0644);
-MODULE_PARM_DESC(tx_drop_one_in,
-		 "Test only: drop transmitted frames with probability 1/N (0: none)");
+static unsigned int rx_drop_one_in;
+module_param(rx_drop_one_in, uint, 0644);
+MODULE_PARM_DESC(rx_drop_one_in,
+		 "Test only: drop received frames with probability 1/N (0: none)");
 
 static unsigned int cnuas_ip_len(int family)
 {
@@ -145,17 +147,10 @@ void cnuas_ib_frame_finish(struct cnuas_ib_qp *qp, struct sk_buff *skb)
 int cnuas_ib_xmit(struct cnuas_ib_qp *qp, struct sk_buff *skb)
 {
 	struct cnuas_ib_dev *dev = qp->dev;
-	unsigned int drop_one_in;
 	unsigned long flags;
 	u32 gen;
 	int err;
 
-	drop_one_in = READ_ONCE(tx_drop_one_in);
-	if (unlikely(drop_one_in) && !get_random_u32_below(drop_one_in)) {
-		cnuas_stat_inc(dev, CNUAS_STAT_TX_DROP_INJECTED);
-		kfree_skb(skb);
-		return 0;
-	}
 	gen = READ_ONCE(dev->tx_gen);
 	err = cnuas_net_xmit(dev->net, skb);
 	if (likely(!err)) {
@@ -302,12 +297,18 @@ static int cnuas_ib_parse(struct sk_buff *skb)
 void cnuas_ib_rx(void *ctx, struct sk_buff *skb)
 {
 	struct cnuas_ib_dev *dev = ctx;
+	unsigned int drop_one_in;
 	struct cnuas_ib_qp *qp;
 	struct cnuas_pkt *pkt;
 	struct sk_buff_head *q;
 	unsigned int end;
 
 	cnuas_stat_inc(dev, CNUAS_STAT_RCVD_PKTS);
+	drop_one_in = READ_ONCE(rx_drop_one_in);
+	if (unlikely(drop_one_in) && !get_random_u32_below(drop_one_in)) {
+		cnuas_stat_inc(dev, CNUAS_STAT_RX_DROP_INJECTED);
+		goto free;
+	}
 	if (skb_linearize(skb) || cnuas_ib_parse(skb))
 		goto drop;
 	pkt = cnuas_pkt(skb);

@@ -165,7 +165,7 @@ static const struct rdma_stat_desc cnuas_ib_stat_desc[CNUAS_STAT_NUM] = {
 	[CNUAS_STAT_REM_INV_REQ] = { .name = "send_inv_req_nak" },
 	[CNUAS_STAT_ACKS_SENT] = { .name = "sent_acks" },
 	[CNUAS_STAT_TX_BUSY] = { .name = "tx_busy" },
-	[CNUAS_STAT_TX_DROP_INJECTED] = { .name = "tx_drop_injected" },
+	[CNUAS_STAT_RX_DROP_INJECTED] = { .name = "rx_drop_injected" },
 };
 
 static struct rdma_hw_stats *cnuas_ib_alloc_port_stats(struct ib_device *ibdev,

@@ -7,13 +7,18 @@
  *       verified, mmap read/write, free, devmem_used bookkeeping.
  *   cnuasgpu_smoke fuzz DEV CALLS SEED
  *       CALLS ioctls with wrong sizes, unaligned and out-of-range values,
- *       double frees, huge allocations and garbage commands; every one that
- *       must fail has to fail.
+ *       double frees of real allocations, huge allocations and garbage
+ *       commands; each has to end as documented (the errno of uapi/cnuasgpu.h).
+ *       CALLS counts the calls made; fuzz_calls_KIND says how many per kind.
  *   cnuasgpu_smoke link-send DEV DST_GPU_ID COUNT [MAX_PAYLOAD]
- *   cnuasgpu_smoke link-recv DEV COUNT [MAX_PAYLOAD]
+ *   cnuasgpu_smoke link-recv DEV SRC_GPU_ID COUNT ioctl|poll [MAX_PAYLOAD]
  *       COUNT CnuasLink frames whose payload sizes cycle through 1 byte ..
- *       MAX_PAYLOAD; the receiver checks every byte and the order, and
- *       skips broadcast frames (the "hello" that teaches the switch a gpu_id).
+ *       MAX_PAYLOAD; the receiver checks every byte, the order, that each
+ *       frame came from SRC_GPU_ID to this device, and skips broadcast
+ *       frames (the "hello" that teaches the switch a gpu_id).  It waits in
+ *       a blocking receive (ioctl) or in poll() (POLLIN, then a non-blocking
+ *       receive); afterwards an idle wait must time out.  recv_frames counts
+ *       the frames that passed.
  *   cnuasgpu_smoke link-down DEV DST_GPU_ID
  *       a send must fail with ENOLINK.
  *   cnuasgpu_smoke bench-copy DEV SECONDS
@@ -31,6 +36,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -604,28 +610,73 @@ static int link_send_frame(int fd, uint32_t dst, const void *buf, uint32_t len)
 	return 0;
 }
 
+/* How long a receive waits for the next frame before the run fails. */
+#define LINK_RECV_WAIT_MS	30000
+/* How long an idle receiver waits to show that nothing more arrives. */
+#define LINK_IDLE_MS		300
+
+/* How link-recv waits for a frame. */
+enum link_wait {
+	WAIT_IOCTL,	/* a blocking LINK_RECV */
+	WAIT_POLL,	/* poll() for POLLIN, then a non-blocking LINK_RECV */
+};
+
+/* One LINK_RECV into @buf (room for any payload); 0, or -1 with errno. */
+static int link_recv_ioctl(int fd, uint8_t *buf, uint32_t flags,
+			   uint32_t timeout_ms, struct cnuasgpu_link_recv *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->user_ptr = (uintptr_t)buf;
+	r->buf_size = CNUASGPU_LINK_MAX_PAYLOAD;
+	r->timeout_ms = timeout_ms;
+	r->flags = flags;
+	return ioctl(fd, CNUASGPU_IOC_LINK_RECV, r);
+}
+
+/* poll() @fd for POLLIN: 1 ready, 0 timed out, -1 error or other events. */
+static int link_poll(int fd, int timeout_ms, short *revents)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	int n = poll(&p, 1, timeout_ms);
+
+	*revents = p.revents;
+	if (n <= 0)
+		return n;
+	return p.revents == POLLIN ? 1 : -1;
+}
+
 /*
  * Next frame not addressed to everyone: broadcast "hello" frames only teach
- * the switch a gpu_id.  Returns the payload length (and the sender in @src
- * unless NULL), or -1.
+ * the switch a gpu_id.  Returns the payload length (the header fields in @r),
+ * or -1.  With @polls the wait is poll(): POLLIN has to come, and then a
+ * non-blocking receive has to find the frame (this is its only reader);
+ * *polls counts the POLLINs.
  */
-static int64_t link_recv_frame(int fd, uint8_t *buf, uint32_t *src)
+static int64_t link_recv_frame(int fd, uint8_t *buf,
+			       struct cnuasgpu_link_recv *r, long *polls)
 {
-	struct cnuasgpu_link_recv r;
+	short revents;
+	int ready;
 
 	do {
-		memset(&r, 0, sizeof(r));
-		r.user_ptr = (uintptr_t)buf;
-		r.buf_size = CNUASGPU_LINK_MAX_PAYLOAD;
-		r.timeout_ms = 30000;
-		if (ioctl(fd, CNUASGPU_IOC_LINK_RECV, &r)) {
-			fprintf(stderr, "FAIL recv: %s\n", strerror(errno));
+		if (polls) {
+			ready = link_poll(fd, LINK_RECV_WAIT_MS, &revents);
+			if (ready != 1) {
+				fprintf(stderr, "FAIL poll: %s (revents 0x%x)\n",
+					ready ? strerror(errno) : "no POLLIN in time",
+					revents);
+				return -1;
+			}
+			(*polls)++;
+		}
+		if (link_recv_ioctl(fd, buf, polls ? CNUASGPU_LINK_RECV_NONBLOCK : 0,
+				    polls ? 0 : LINK_RECV_WAIT_MS, r)) {
+			fprintf(stderr, "FAIL recv%s: %s\n",
+				polls ? " after POLLIN" : "", strerror(errno));
 			return -1;
 		}
-	} while (r.dst_gpu_id == CNUASGPU_LINK_BROADCAST);
-	if (src)
-		*src = r.src_gpu_id;
-	return r.len;
+	} while (r->dst_gpu_id == CNUASGPU_LINK_BROADCAST);
+	return r->len;
 }
 
 static uint32_t link_seq_of(const uint8_t *buf, uint32_t len)
@@ -685,36 +736,106 @@ static int link_send(const char *path, uint32_t dst, long count, uint32_t max)
 	return 0;
 }
 
-static int link_recv(const char *path, long count, uint32_t max)
+/*
+ * Once every frame is in, nothing more waits: poll() times out without
+ * POLLIN (poll mode) or a blocking receive times out (ioctl mode), and a
+ * non-blocking one finds nothing.  Prints idle_poll / idle_recv / idle_nonblock.
+ */
+/* How an idle receive ended, as link_recv_idle prints it. */
+static const char *idle_outcome(int ret, int err)
+{
+	static char other[32];
+
+	if (!ret)
+		return "frame";
+	if (err == ETIMEDOUT)
+		return "ETIMEDOUT";
+	if (err == EAGAIN)
+		return "EAGAIN";
+	snprintf(other, sizeof(other), "errno-%d", err);
+	return other;
+}
+
+static void link_recv_idle(int fd, uint8_t *buf, enum link_wait wait)
+{
+	struct cnuasgpu_link_recv r;
+	short revents;
+	int ret, err;
+
+	if (wait == WAIT_POLL) {
+		ret = link_poll(fd, LINK_IDLE_MS, &revents);
+		CHECK(ret == 0, "idle poll: %d (revents 0x%x), expected a timeout",
+		      ret, revents);
+		printf("idle_poll=%s\n", ret == 0 ? "timeout" : "ready");
+	} else {
+		ret = link_recv_ioctl(fd, buf, 0, LINK_IDLE_MS, &r);
+		err = errno;
+		CHECK(ret == -1 && err == ETIMEDOUT, "idle recv: %s",
+		      idle_outcome(ret, err));
+		printf("idle_recv=%s\n", idle_outcome(ret, err));
+	}
+	ret = link_recv_ioctl(fd, buf, CNUASGPU_LINK_RECV_NONBLOCK, 0, &r);
+	err = errno;
+	CHECK(ret == -1 && err == EAGAIN, "idle non-blocking recv: %s",
+	      idle_outcome(ret, err));
+	printf("idle_nonblock=%s\n", idle_outcome(ret, err));
+}
+
+/*
+ * COUNT frames from SRC, each checked: addressed to this device, from SRC,
+ * the right length and every byte.  recv_frames counts the frames that
+ * passed; the run stops at the first that did not.
+ */
+static int link_recv(const char *path, uint32_t src, long count,
+		     enum link_wait wait, uint32_t max)
 {
 	const struct link_plan plan = { .max = max, .every_byte = 1 };
 	uint8_t *buf = malloc(CNUASGPU_LINK_MAX_PAYLOAD);
 	uint8_t *want = malloc(CNUASGPU_LINK_MAX_PAYLOAD);
+	struct cnuasgpu_link_recv r = { 0 };
+	struct cnuasgpu_info inf;
 	double t0 = 0, dt;
 	uint64_t bytes = 0;
+	long verified = 0, polls = 0;
 	int fd = open_dev(path);
-	long i;
 
-	if (!buf || !want)
+	if (!buf || !want || info(fd, &inf)) {
+		fprintf(stderr, "setup: %s\n", strerror(errno));
 		return 1;
-	for (i = 0; i < count; i++) {
-		int64_t len = link_recv_frame(fd, buf, NULL);
+	}
+	while (verified < count) {
+		int64_t len = link_recv_frame(fd, buf, &r,
+					      wait == WAIT_POLL ? &polls : NULL);
 
 		if (len < 0)
-			return 1;
-		if (i == 0)
+			break;
+		if (verified == 0)
 			t0 = now_sec();
-		if (link_check(&plan, buf, len, i, want))
-			return 1;
+		if (r.src_gpu_id != src || r.dst_gpu_id != inf.gpu_id) {
+			fprintf(stderr, "FAIL frame %ld: from gpu_id %u to %u, expected %u to %u\n",
+				verified, r.src_gpu_id, r.dst_gpu_id, src, inf.gpu_id);
+			break;
+		}
+		if (link_check(&plan, buf, len, verified, want))
+			break;
+		verified++;
 		bytes += len;
 	}
-	dt = now_sec() - t0;
+	dt = verified ? now_sec() - t0 : 0;
 	printf("recv_frames=%ld\nrecv_bytes=%" PRIu64 "\nrecv_sec=%.3f\n",
-	       count, bytes, dt);
+	       verified, bytes, dt);
+	if (verified)
+		printf("recv_src_gpu_id=%u\nrecv_dst_gpu_id=%u\n",
+		       r.src_gpu_id, r.dst_gpu_id);
+	if (wait == WAIT_POLL)
+		printf("poll_ready=%ld\n", polls);
+	CHECK(verified == count, "%ld of %ld frames arrived intact", verified, count);
+	if (verified == count)
+		link_recv_idle(fd, buf, wait);
 	free(buf);
 	free(want);
 	close(fd);
-	return 0;
+	return failures ? 1 : 0;
 }
 
 static int link_down(const char *path, uint32_t dst)
@@ -912,7 +1033,8 @@ static int link_await_credit(int fd, uint8_t *buf, uint32_t nonce, uint32_t sent
 			     uint32_t *acked, uint32_t window)
 {
 	while (sent - *acked >= window) {
-		int64_t len = link_recv_frame(fd, buf, NULL);
+		struct cnuasgpu_link_recv r;
+		int64_t len = link_recv_frame(fd, buf, &r, NULL);
 		struct link_ack ack;
 
 		if (len < 0)
@@ -942,7 +1064,8 @@ static int bench_link_rx(const char *path, const struct link_plan *plan,
 	const uint32_t ack_every = link_window(plan->fixed) / 2;
 	uint8_t *buf = malloc(CNUASGPU_LINK_MAX_PAYLOAD);
 	double t0 = 0, dt, now, slice_t0 = 0, rates[4 * BENCH_TRIALS], fps;
-	uint32_t i, src = 0, slice_i0 = 0;
+	struct cnuasgpu_link_recv r;
+	uint32_t i, slice_i0 = 0;
 	int slices = 0;
 	char label[32];
 	int fd = open_dev(path);
@@ -950,7 +1073,7 @@ static int bench_link_rx(const char *path, const struct link_plan *plan,
 	if (!buf)
 		return 1;
 	for (i = 0;; i++) {
-		int64_t len = link_recv_frame(fd, buf, &src);
+		int64_t len = link_recv_frame(fd, buf, &r, NULL);
 
 		if (len < 0)
 			return 1;
@@ -970,7 +1093,7 @@ static int bench_link_rx(const char *path, const struct link_plan *plan,
 		if ((i + 1) % ack_every == 0) {
 			struct link_ack ack = { LINK_ACK_MAGIC, nonce, i + 1 };
 
-			if (link_send_frame(fd, src, &ack, sizeof(ack)))
+			if (link_send_frame(fd, r.src_gpu_id, &ack, sizeof(ack)))
 				return 1;
 		}
 	}
@@ -1052,7 +1175,8 @@ static int usage(void)
 {
 	fprintf(stderr,
 		"usage: cnuasgpu_smoke smoke DEV | fuzz DEV CALLS SEED |\n"
-		"       link-send DEV DST COUNT [MAX] | link-recv DEV COUNT [MAX] |\n"
+		"       link-send DEV DST COUNT [MAX] |\n"
+		"       link-recv DEV SRC COUNT ioctl|poll [MAX] |\n"
 		"       link-down DEV DST | bench-copy DEV SECONDS |\n"
 		"       bench-link TX_DEV RX_DEV DST SIZE SECONDS\n");
 	return 2;
@@ -1075,10 +1199,19 @@ int main(int argc, char **argv)
 		return link_send(argv[2], strtoul(argv[3], NULL, 0),
 				 strtol(argv[4], NULL, 0), max);
 	}
-	if (!strcmp(argv[1], "link-recv") && argc >= 4) {
-		if (argc > 4)
-			max = strtoul(argv[4], NULL, 0);
-		return link_recv(argv[2], strtol(argv[3], NULL, 0), max);
+	if (!strcmp(argv[1], "link-recv") && argc >= 6) {
+		enum link_wait wait;
+
+		if (!strcmp(argv[5], "poll"))
+			wait = WAIT_POLL;
+		else if (!strcmp(argv[5], "ioctl"))
+			wait = WAIT_IOCTL;
+		else
+			return usage();
+		if (argc > 6)
+			max = strtoul(argv[6], NULL, 0);
+		return link_recv(argv[2], strtoul(argv[3], NULL, 0),
+				 strtol(argv[4], NULL, 0), wait, max);
 	}
 	if (!strcmp(argv[1], "link-down") && argc == 4)
 		return link_down(argv[2], strtoul(argv[3], NULL, 0));

@@ -17,8 +17,14 @@ import type { Config } from "../config.ts";
 import { fabricStarter } from "../fabric_starter.ts";
 import { type Measurement, type Row, type RowContext, RowFailure } from "../matrix/row.ts";
 import { runMatrix } from "../matrix/run.ts";
-import type { Guest } from "../vm/types.ts";
-import { gpuNodesById, loadCnuasgpu, runSmoke } from "../../tests/matrix/gpu_guest.ts";
+import {
+  gpuNodesById,
+  guestGpus,
+  loadCnuasgpu,
+  nodesFor,
+  runSmoke,
+  waitLinkState,
+} from "../gpu_guest.ts";
 
 /** Seconds each copy point (path × size) repeats its copy. */
 export const COPY_SEC = 1;
@@ -28,6 +34,8 @@ export const LINK_SEC = 3;
 export const LINK_PAYLOADS = [64, 65536 - 8] as const;
 /** Copy points `bench-copy` prints: {ioctl, mmap} × {to, from} device × 3 sizes. */
 const COPY_POINTS = 12;
+/** The allocation `bench-copy` copies to and from (its COPY_MAX), in MiB. */
+const COPY_MAX_MIB = 16;
 /** The destination gpu_id meaning "every accelerator" (the switch learns ports from it). */
 const BROADCAST = "4294967295";
 
@@ -44,19 +52,6 @@ export function parseBenchLines(text: string): Record<string, Measurement> {
     if (m) out[m[1]] = { value: Number(m[2]), unit: m[3] };
   }
   return out;
-}
-
-/** Wait until every node in `names` reads link_up 1. */
-async function waitLinksUp(g: Guest, names: string[], timeoutSec: number): Promise<void> {
-  const files = names.map((n) => `/sys/class/cnuasgpu/${n}/link_up`).join(" ");
-  const r = await g.run(
-    `for i in $(seq ${timeoutSec * 10}); do ` +
-      `[ "$(cat ${files} | sort -u)" = 1 ] && exit 0; sleep 0.1; done; cat ${files}; exit 1`,
-    { timeoutSec: timeoutSec + 10 },
-  );
-  if (r.code !== 0) {
-    throw new RowFailure(`link_up of ${names.join(", ")} not all 1 within ${timeoutSec} s`);
-  }
 }
 
 /** Run a bench mode of the guest program; its numbers, checked to be `want` many. */
@@ -78,10 +73,14 @@ async function benchMode(
 
 async function run(ctx: RowContext): Promise<void> {
   const g = ctx.guests[0];
+  const props = guestGpus(0, 2);
   const names = await ctx.step("insmod cnuasgpu", () => loadCnuasgpu(g, 2));
-  const byId = await gpuNodesById(g, names);
-  const [a, b] = [byId.get(0), byId.get(1)];
-  if (!a || !b) throw new RowFailure(`gpu_ids ${[...byId.keys()].join(", ")}, expected 0 and 1`);
+  const [a, b] = nodesFor(await gpuNodesById(g, names), props);
+  // bench-copy allocates COPY_MAX_MIB on gpu0; the top of BAR1 holds the link buffers.
+  ctx.expect(
+    props[0].devmemMb > COPY_MAX_MIB,
+    `${a} has ${props[0].devmemMb} MiB, bench-copy needs more than ${COPY_MAX_MIB} MiB`,
+  );
   // The numbers differ by orders of magnitude between the two; bench.json keeps which it was.
   ctx.measure("gpuBenchGuestKvm", ctx.accel === "kvm" ? 1 : 0, "bool");
 
@@ -91,7 +90,7 @@ async function run(ctx: RowContext): Promise<void> {
   );
 
   await ctx.step("both links up; each device announces its gpu_id", async () => {
-    await waitLinksUp(g, [a, b], 10);
+    await waitLinkState(g, [a, b], 1, 10);
     for (const n of [a, b]) {
       const r = await runSmoke(g, ["link-send", `/dev/${n}`, BROADCAST, "1", "8"], 30);
       if (r.code !== 0) throw new RowFailure(`${n}: hello failed: ${r.stderr.trim()}`);
@@ -101,7 +100,14 @@ async function run(ctx: RowContext): Promise<void> {
     await ctx.step(`CnuasLink ${a} -> ${b}: ${size} B payloads for ~${LINK_SEC} s`, async () => {
       const { kv } = await benchMode(
         ctx,
-        ["bench-link", `/dev/${a}`, `/dev/${b}`, "1", String(size), String(LINK_SEC)],
+        [
+          "bench-link",
+          `/dev/${a}`,
+          `/dev/${b}`,
+          String(props[1].gpuId),
+          String(size),
+          String(LINK_SEC),
+        ],
         2,
         120,
       );

@@ -1,7 +1,10 @@
 /**
  * Row `cnuaslink`: two accelerators in one guest, connected through the
  * switch in link mode. Frames with payloads of 1 byte .. 64 KiB - 8 go each
- * way and arrive intact and in order; a link taken down at the switch reads
+ * way and arrive intact, in order and from the sender's gpu_id (the source
+ * field of the CnuasLink header); one receiver waits in poll() (POLLIN when a
+ * frame is ready, a timeout once none is), the other in a blocking receive
+ * (ETIMEDOUT once none is); a link taken down at the switch reads
  * as link_up 0 and sends fail with ENOLINK; after link up the device
  * reconnects (it retries on its own, backing off while refused) and traffic
  * resumes.
@@ -19,52 +22,67 @@ import type { Guest } from "../../harness/vm/types.ts";
 import {
   CNUASGPU_SMOKE,
   gpuNodesById,
+  guestGpus,
   loadCnuasgpu,
+  nodesFor,
+  parseKeyValues,
   readGpuSysfs,
   runSmoke,
   shq,
-} from "./gpu_guest.ts";
+  waitLinkState,
+} from "../../harness/gpu_guest.ts";
 
 const FRAMES = 200;
 const RESUME_FRAMES = 20;
 
-/** Wait until `name`'s link_up reads `want`. */
-async function waitLink(g: Guest, name: string, want: 0 | 1, timeoutSec: number): Promise<void> {
-  const r = await g.run(
-    `for i in $(seq ${timeoutSec * 10}); do ` +
-      `[ "$(cat /sys/class/cnuasgpu/${name}/link_up)" = ${want} ] && exit 0; sleep 0.1; done; exit 1`,
-    { timeoutSec: timeoutSec + 10 },
-  );
-  if (r.code !== 0) {
-    throw new RowFailure(`${name}: link_up did not become ${want} within ${timeoutSec} s`);
-  }
+/** One end of a transfer: its device node and gpu_id. */
+interface End {
+  node: string;
+  gpuId: number;
 }
 
-/** Receive `count` frames on `rx` while `tx` sends them to `dstId`; returns the receiver's numbers. */
+/** How the receiver waits: a blocking LINK_RECV, or poll() then a non-blocking one. */
+type Wait = "ioctl" | "poll";
+
+/**
+ * `count` frames from `tx` to `rx` while `rx` receives them (waiting the
+ * `wait` way); fails unless every frame arrived intact, in order, from `tx`
+ * and an idle wait afterwards timed out. Returns the receiver's numbers.
+ */
 async function transfer(
-  g: Guest,
-  tx: string,
-  rx: string,
-  dstId: number,
+  ctx: RowContext,
+  tx: End,
+  rx: End,
   count: number,
+  wait: Wait,
 ): Promise<Record<string, string>> {
-  const out = `/tmp/cnuaslink-${rx}.out`;
+  const g = ctx.guests[0];
+  const out = `/tmp/cnuaslink-${rx.node}.out`;
+  const recv = [CNUASGPU_SMOKE, "link-recv", `/dev/${rx.node}`, String(tx.gpuId)];
+  const send = [CNUASGPU_SMOKE, "link-send", `/dev/${tx.node}`, String(rx.gpuId)];
   const script = [
-    `${shq(CNUASGPU_SMOKE)} link-recv /dev/${rx} ${count} > ${out} 2>&1 & rpid=$!`,
+    `${[...recv, String(count), wait].map(shq).join(" ")} > ${out} 2>&1 & rpid=$!`,
     "sleep 0.2",
-    `${shq(CNUASGPU_SMOKE)} link-send /dev/${tx} ${dstId} ${count} || { kill $rpid; exit 4; }`,
+    `${[...send, String(count)].map(shq).join(" ")} || { kill $rpid; exit 4; }`,
     "wait $rpid; rc=$?",
     `cat ${out}`,
     "exit $rc",
   ].join("\n");
   const r = await g.run(script, { timeoutSec: 300 });
-  if (r.code !== 0) {
-    throw new RowFailure(`${tx} -> ${rx}: exit ${r.code}\n${r.stdout}${r.stderr}`);
-  }
-  const kv: Record<string, string> = {};
-  for (const line of r.stdout.split("\n")) {
-    const m = /^([a-z_]+)=(.*)$/.exec(line.trim());
-    if (m) kv[m[1]] = m[2];
+  const kv = parseKeyValues(r.stdout);
+  const what = `${tx.node} -> ${rx.node} (${wait})`;
+  if (r.code !== 0) throw new RowFailure(`${what}: exit ${r.code}\n${r.stdout}${r.stderr}`);
+  ctx.expect(kv.recv_frames === String(count), `${what}: ${kv.recv_frames} of ${count} verified`);
+  ctx.expect(
+    kv.recv_src_gpu_id === String(tx.gpuId) && kv.recv_dst_gpu_id === String(rx.gpuId),
+    `${what}: frames from gpu_id ${kv.recv_src_gpu_id} to ${kv.recv_dst_gpu_id}`,
+  );
+  ctx.expect(kv.idle_nonblock === "EAGAIN", `${what}: idle non-blocking recv ${kv.idle_nonblock}`);
+  if (wait === "poll") {
+    ctx.expect(Number(kv.poll_ready) >= count, `${what}: ${kv.poll_ready} POLLINs for ${count}`);
+    ctx.expect(kv.idle_poll === "timeout", `${what}: idle poll() ${kv.idle_poll}`);
+  } else {
+    ctx.expect(kv.idle_recv === "ETIMEDOUT", `${what}: idle recv ${kv.idle_recv}`);
   }
   return kv;
 }
@@ -77,9 +95,7 @@ async function control(fabric: FabricHandle, req: Record<string, unknown>): Prom
 
 async function hello(g: Guest, names: string[]): Promise<void> {
   for (const n of names) {
-    const r = await g.run(`${shq(CNUASGPU_SMOKE)} link-send /dev/${n} 4294967295 1 8`, {
-      timeoutSec: 30,
-    });
+    const r = await runSmoke(g, ["link-send", `/dev/${n}`, "4294967295", "1", "8"], 30);
     if (r.code !== 0) throw new RowFailure(`${n}: hello failed: ${r.stderr.trim()}`);
   }
 }
@@ -88,27 +104,26 @@ async function run(ctx: RowContext): Promise<void> {
   const g = ctx.guests[0];
   const fabric = ctx.fabric;
   if (!fabric) throw new RowFailure("the runner did not start the link fabric");
+  const props = guestGpus(0, 2);
   const names = await ctx.step("insmod cnuasgpu", () => loadCnuasgpu(g, 2));
-  const byId = await gpuNodesById(g, names);
-  const a = byId.get(0);
-  const b = byId.get(1);
-  if (!a || !b) throw new RowFailure(`gpu_ids ${[...byId.keys()].join(", ")}, expected 0 and 1`);
+  const [a, b]: End[] = nodesFor(await gpuNodesById(g, names), props).map((node, k) => ({
+    node,
+    gpuId: props[k].gpuId,
+  }));
 
-  await ctx.step("both links up", async () => {
-    await waitLink(g, a, 1, 10);
-    await waitLink(g, b, 1, 10);
-  });
-  await ctx.step("each device announces its gpu_id", () => hello(g, [a, b]));
+  await ctx.step("both links up", () => waitLinkState(g, [a.node, b.node], 1, 10));
+  await ctx.step("each device announces its gpu_id", () => hello(g, [a.node, b.node]));
 
   let frames = 0;
   let bytes = 0;
   let secs = 0;
-  for (const [tx, rx, dst] of [[a, b, 1], [b, a, 0]] as const) {
+  // One direction waits in poll(), the other in a blocking receive: both paths of the driver.
+  for (const [tx, rx, wait] of [[a, b, "poll"], [b, a, "ioctl"]] as const) {
     await ctx.step(
-      `${FRAMES} frames of 1 B .. 64 KiB ${tx} -> ${rx}, intact and in order`,
+      `${FRAMES} frames of 1 B .. 64 KiB ${tx.node} -> ${rx.node} (${wait}), intact, in order, ` +
+        `from gpu_id ${tx.gpuId}; then an idle wait times out`,
       async () => {
-        const kv = await transfer(g, tx, rx, dst, FRAMES);
-        ctx.expect(kv.recv_frames === String(FRAMES), `${rx} received ${kv.recv_frames}`);
+        const kv = await transfer(ctx, tx, rx, FRAMES, wait);
         frames += Number(kv.recv_frames);
         bytes += Number(kv.recv_bytes);
         secs += Number(kv.recv_sec);
@@ -125,9 +140,11 @@ async function run(ctx: RowContext): Promise<void> {
   const ports = await fabric.control({ op: "ports" }) as {
     ports?: Array<{ port: number; gpu_id?: number }>;
   };
-  const portB = ports.ports?.find((p) => p.gpu_id === 1)?.port;
+  const portB = ports.ports?.find((p) => p.gpu_id === b.gpuId)?.port;
   if (portB === undefined) {
-    throw new RowFailure(`the switch learned no port for gpu_id 1: ${JSON.stringify(ports)}`);
+    throw new RowFailure(
+      `the switch learned no port for gpu_id ${b.gpuId}: ${JSON.stringify(ports)}`,
+    );
   }
 
   // A device whose port is down reconnects into the lowest free slot; reserving every free slot
@@ -142,24 +159,24 @@ async function run(ctx: RowContext): Promise<void> {
     async () => {
       for (const p of reserved) await control(fabric, { op: "link_down", port: p });
       await control(fabric, { op: "link_down", port: portB });
-      await waitLink(g, b, 0, 10);
-      const r = await runSmoke(g, ["link-down", `/dev/${b}`, "0"]);
+      await waitLinkState(g, [b.node], 0, 10);
+      const r = await runSmoke(g, ["link-down", `/dev/${b.node}`, String(a.gpuId)]);
       ctx.expect(
         r.code === 0,
-        `${b}: send with the link down did not fail with ENOLINK: ${r.stderr.trim()}`,
+        `${b.node}: send with the link down did not fail with ENOLINK: ${r.stderr.trim()}`,
       );
-      const kv = await readGpuSysfs(g, a);
-      ctx.expect(kv.link_up === "1", `${a} lost its link too`);
+      const kv = await readGpuSysfs(g, a.node);
+      ctx.expect(kv.link_up === "1", `${a.node} lost its link too`);
     },
   );
 
   await ctx.step("link up again: the device reconnects and traffic resumes both ways", async () => {
     await control(fabric, { op: "link_up", port: portB });
     for (const p of reserved) await control(fabric, { op: "link_up", port: p });
-    await waitLink(g, b, 1, 20);
-    await hello(g, [b]);
-    await transfer(g, a, b, 1, RESUME_FRAMES);
-    await transfer(g, b, a, 0, RESUME_FRAMES);
+    await waitLinkState(g, [b.node], 1, 20);
+    await hello(g, [b.node]);
+    await transfer(ctx, a, b, RESUME_FRAMES, "ioctl");
+    await transfer(ctx, b, a, RESUME_FRAMES, "poll");
   });
 
   await ctx.step("dmesg has no warnings or errors", async () => {

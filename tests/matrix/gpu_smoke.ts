@@ -1,63 +1,94 @@
 /**
- * Row `gpu-smoke`: one guest with two cnuasgpu functions. cnuasgpu.ko probes
- * both; /dev/cnuasgpu0 and /dev/cnuasgpu1 appear; INFO and sysfs match each
- * device's properties; the smoke program (alloc, copies with patterns, mmap,
- * free) passes on both; devmem_used follows allocations; an ioctl fuzz of
- * 10,000 calls per device gets errors and leaves dmesg clean; unload and
- * reload are clean.
+ * Row `gpu-smoke`: one guest with two cnuasgpu functions whose properties
+ * differ (gpu_id, sm_count, devmem_size: see `gpuProps`). cnuasgpu.ko probes
+ * both; /dev/cnuasgpu0 and /dev/cnuasgpu1 appear; INFO and sysfs of each match
+ * that device's own properties; the smoke program (alloc, copies with
+ * patterns, mmap, free, the whole allocator region) passes on both;
+ * devmem_used follows allocations; an ioctl fuzz of at least 10,000 calls per
+ * device (double frees of real allocations among them) ends every call as
+ * documented and leaves dmesg clean; unload and reload are clean.
  */
 import { type Row, type RowContext } from "../../harness/matrix/row.ts";
 import {
+  expectedInfo,
+  expectedSysfs,
   GPU_SYSFS_ATTRS,
   gpuNodesById,
+  type GpuProps,
+  guestGpus,
   loadCnuasgpu,
+  mismatches,
+  nodesFor,
   readGpuSysfs,
   runSmoke,
-} from "./gpu_guest.ts";
+} from "../../harness/gpu_guest.ts";
 
 const GPUS = 2;
+/** Calls (ioctl and mmap) the fuzz must make on each device. */
 const FUZZ_CALLS = 10_000;
-/** Property defaults of the device (DEVICES.md). */
-const DEFAULTS = {
-  sm_count: "16",
-  lanes_per_sm: "32",
-  tensor_size: "16",
-  fw_version: "0x00010000",
-};
-const DEVMEM = String(256 * 1024 * 1024);
+/** Kinds of calls the fuzz makes (`fuzz_calls_KIND` lines); each must have run. */
+const FUZZ_KINDS = [
+  "garbage",
+  "alloc",
+  "free",
+  "double_free",
+  "copy_range",
+  "copy_fault",
+  "copy_handle",
+  "link_send",
+  "link_recv",
+  "mmap",
+] as const;
+/** The link buffers the driver carves out of BAR1 take at most this much. */
+const MAX_LINK_RESERVE = 1024 * 1024;
+
+/** sysfs of `name` matches `p` and shows an idle device with no link. */
+async function checkSysfs(ctx: RowContext, name: string, p: GpuProps): Promise<void> {
+  const kv = await readGpuSysfs(ctx.guests[0], name);
+  const missing = GPU_SYSFS_ATTRS.filter((a) => !(a in kv) || kv[a] === "");
+  const bad = [
+    ...missing.map((a) => `${name}: no ${a}`),
+    ...mismatches(`${name} sysfs`, kv, {
+      ...expectedSysfs(p),
+      devmem_used: "0",
+      link_up: "0",
+    }),
+  ];
+  ctx.expect(bad.length === 0, bad.join("\n"));
+}
 
 async function run(ctx: RowContext): Promise<void> {
   const g = ctx.guests[0];
+  const props = guestGpus(0, GPUS);
   const names = await ctx.step("insmod cnuasgpu: two class devices", () => loadCnuasgpu(g, GPUS));
   await ctx.step("/dev/cnuasgpu0 and /dev/cnuasgpu1 exist", async () => {
     const r = await g.run("ls -l /dev/cnuasgpu0 /dev/cnuasgpu1");
     ctx.expect(r.code === 0, `device nodes missing: ${r.stderr.trim()}`);
   });
-  const byId = await gpuNodesById(g, names);
-  ctx.expect(
-    byId.has(0) && byId.has(1),
-    `gpu_ids ${[...byId.keys()].join(", ")}, expected 0 and 1`,
-  );
+  const nodes = nodesFor(await gpuNodesById(g, names), props);
 
-  for (const [gpuId, name] of byId) {
-    await ctx.step(`${name}: sysfs attributes`, async () => {
-      const kv = await readGpuSysfs(g, name);
-      for (const a of GPU_SYSFS_ATTRS) ctx.expect(a in kv && kv[a] !== "", `${name}: no ${a}`);
-      ctx.expect(kv.gpu_id === String(gpuId), `${name}: gpu_id ${kv.gpu_id}`);
-      ctx.expect(kv.sm_count === DEFAULTS.sm_count, `${name}: sm_count ${kv.sm_count}`);
-      ctx.expect(kv.devmem_size === DEVMEM, `${name}: devmem_size ${kv.devmem_size}`);
-      ctx.expect(kv.devmem_used === "0", `${name}: devmem_used ${kv.devmem_used} before use`);
-      ctx.expect(kv.link_up === "0", `${name}: link_up ${kv.link_up} with no link socket`);
-    });
-    await ctx.step(`${name}: smoke (info, alloc, copy, mmap, free)`, async () => {
+  for (const [k, p] of props.entries()) {
+    const name = nodes[k];
+    await ctx.step(
+      `${name}: sysfs says gpu_id ${p.gpuId}, ${p.smCount} SMs, ${p.devmemMb} MiB`,
+      () => checkSysfs(ctx, name, p),
+    );
+    await ctx.step(`${name}: smoke (info, alloc, copy, mmap, free, whole region)`, async () => {
       const r = await runSmoke(g, ["smoke", `/dev/${name}`]);
       ctx.log(r.stdout.trim());
       ctx.expect(r.code === 0, `${name}: smoke failed (exit ${r.code}): ${r.stderr.trim()}`);
-      ctx.expect(r.kv.gpu_id === String(gpuId), `${name}: INFO gpu_id ${r.kv.gpu_id}`);
-      for (const [k, v] of Object.entries(DEFAULTS)) {
-        ctx.expect(r.kv[k] === v, `${name}: INFO ${k} ${r.kv[k]}, expected ${v}`);
-      }
-      ctx.expect(r.kv.devmem_size === DEVMEM, `${name}: INFO devmem_size ${r.kv.devmem_size}`);
+      const bad = mismatches(`${name} INFO`, r.kv, { ...expectedInfo(p), devmem_used: "0" });
+      ctx.expect(bad.length === 0, bad.join("\n"));
+      const size = Number(r.kv.devmem_size);
+      const limit = Number(r.kv.alloc_limit);
+      ctx.expect(
+        limit <= size && limit >= size - MAX_LINK_RESERVE,
+        `${name}: alloc_limit ${r.kv.alloc_limit} is not within 1 MiB below devmem_size ${size}`,
+      );
+      ctx.expect(
+        r.kv.alloc_full === r.kv.alloc_limit,
+        `${name}: an allocation of all of alloc_limit gave ${r.kv.alloc_full} bytes`,
+      );
     });
     await ctx.step(`${name}: devmem_used back to 0 after the program closed`, async () => {
       const kv = await readGpuSysfs(g, name);
@@ -66,7 +97,7 @@ async function run(ctx: RowContext): Promise<void> {
   }
 
   await ctx.step("devmem_used follows an allocation held by another process", async () => {
-    const name = byId.get(0)!;
+    const name = nodes[0];
     // The smoke program checks devmem_used through INFO; here sysfs is read while it holds memory.
     const r = await g.run(
       `python3 - <<'EOF'
@@ -87,16 +118,23 @@ EOF`,
   });
 
   let fuzzCalls = 0;
-  for (const [gpuId, name] of byId) {
-    await ctx.step(`${name}: ioctl fuzz, ${FUZZ_CALLS} calls`, async () => {
+  for (const [k, p] of props.entries()) {
+    const name = nodes[k];
+    await ctx.step(`${name}: ioctl fuzz, at least ${FUZZ_CALLS} calls`, async () => {
       const r = await runSmoke(
         g,
-        ["fuzz", `/dev/${name}`, String(FUZZ_CALLS), String(gpuId + 1)],
+        ["fuzz", `/dev/${name}`, String(FUZZ_CALLS), String(p.gpuId + 1)],
         600,
       );
+      ctx.log(r.stdout.trim());
       ctx.expect(r.code === 0, `${name}: fuzz failed (exit ${r.code}): ${r.stderr.trim()}`);
-      ctx.expect(r.kv.fuzz_wrong === "0", `${name}: ${r.kv.fuzz_wrong} invalid calls succeeded`);
-      fuzzCalls += Number(r.kv.fuzz_calls ?? 0);
+      ctx.expect(r.kv.fuzz_wrong === "0", `${name}: ${r.kv.fuzz_wrong} calls not as documented`);
+      const made = Number(r.kv.fuzz_calls);
+      ctx.expect(made >= FUZZ_CALLS, `${name}: the fuzz made ${r.kv.fuzz_calls} calls`);
+      const idle = FUZZ_KINDS.filter((kind) => !(Number(r.kv[`fuzz_calls_${kind}`]) > 0));
+      ctx.expect(idle.length === 0, `${name}: the fuzz made no ${idle.join(", ")} calls`);
+      ctx.expect(r.kv.devmem_used === "0", `${name}: devmem_used ${r.kv.devmem_used} after`);
+      fuzzCalls += made;
     });
   }
   ctx.measure("fuzzCalls", fuzzCalls, "calls");
@@ -114,9 +152,10 @@ EOF`,
       "rmmod cnuasgpu && ! ls /dev/cnuasgpu0 2>/dev/null && ! ls /sys/class/cnuasgpu 2>/dev/null",
     );
     ctx.expect(r.code === 0, `unload left something behind: ${r.stdout}${r.stderr}`);
-    await loadCnuasgpu(g, GPUS);
-    const again = await runSmoke(g, ["smoke", "/dev/cnuasgpu0"]);
-    ctx.expect(again.code === 0, `smoke after reload failed: ${again.stderr.trim()}`);
+    const again = nodesFor(await gpuNodesById(g, await loadCnuasgpu(g, GPUS)), props);
+    for (const [k, p] of props.entries()) await checkSysfs(ctx, again[k], p);
+    const smoke = await runSmoke(g, ["smoke", `/dev/${again[0]}`]);
+    ctx.expect(smoke.code === 0, `smoke after reload failed: ${smoke.stderr.trim()}`);
   });
 }
 

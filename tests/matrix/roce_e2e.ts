@@ -162,7 +162,7 @@ async function perftests(ctx: RowContext, nodes: Node[]): Promise<void> {
   }
 }
 
-/** Each frame either guest's cnuas_ib sends is dropped with probability 1/N in the loss step. */
+/** Each frame either guest's cnuas_ib receives is dropped with probability 1/N in the loss step. */
 export const LOSS_ONE_IN = 100;
 
 async function counters(n: Node): Promise<Record<string, number>> {
@@ -179,7 +179,7 @@ async function counters(n: Node): Promise<Record<string, number>> {
 async function setLoss(nodes: Node[], every: number): Promise<void> {
   for (const n of nodes) {
     await n.g.run(
-      `echo ${every} >/sys/module/cnuas_ib/parameters/tx_drop_one_in`,
+      `echo ${every} >/sys/module/cnuas_ib/parameters/rx_drop_one_in`,
       {
         check: true,
         timeoutSec: 30,
@@ -229,7 +229,7 @@ async function lossRecovery(ctx: RowContext, nodes: Node[]): Promise<void> {
     after.reduce((sum, a, i) => sum + (a[k] ?? 0) - (before[i][k] ?? 0), 0);
   for (
     const k of [
-      "tx_drop_injected",
+      "rx_drop_injected",
       "retransmits",
       "send_seq_nak",
       "rcvd_seq_nak",
@@ -239,7 +239,7 @@ async function lossRecovery(ctx: RowContext, nodes: Node[]): Promise<void> {
     ctx.measure(`loss.${k}`, delta(k), "count");
   }
   ctx.expect(
-    delta("tx_drop_injected") > 0,
+    delta("rx_drop_injected") > 0,
     "no frame was dropped: the loss knob did nothing",
   );
   ctx.expect(

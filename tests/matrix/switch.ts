@@ -8,6 +8,7 @@ import {
   connectPorts,
   type Rig,
   runTraffic,
+  slowPortScenario,
   TrafficMismatch,
 } from "../switch/traffic.ts";
 
@@ -36,13 +37,15 @@ async function checkMode(
     await connectPorts(rig, PORTS);
     await fabric.startCapture(capture);
     ctx.artifact(capture);
-    const r = await runTraffic(rig, { seed: SEEDS[mode], steps: STEPS, events: true });
+    const sent: { port: number; frame: Uint8Array }[] = [];
+    const r = await runTraffic(rig, { seed: SEEDS[mode], steps: STEPS, events: true, sent });
     const { packets } = await fabric.stopCapture();
     const stats = await fabric.stats();
     ctx.log(
-      `${mode}: ${r.framesSent} frames sent, ${r.deliveriesChecked} deliveries compared, ` +
-        `${r.linkCycles} cable pulls, ${r.seconds.toFixed(2)} s`,
+      `${mode}: ${r.framesSent} frames sent (${r.injected} injected), ${r.deliveriesChecked} ` +
+        `deliveries compared, ${r.linkCycles} cable pulls, ${r.seconds.toFixed(2)} s`,
     );
+    ctx.expect(r.injected > 0, `${mode}: the seeded run injected no frame`);
     const cap = readPcapng(await Deno.readFile(capture));
     ctx.expect(
       cap.packets.length === packets,
@@ -52,6 +55,26 @@ async function checkMode(
       packets === r.framesSent,
       `${mode}: capture recorded ${packets} frames, ${r.framesSent} were sent while it ran`,
     );
+    // Frame for frame: the capture records each frame once, on ingress, in
+    // the order the test sent them (one burst is drained before the next).
+    for (const [i, p] of cap.packets.entries()) {
+      const want = sent[i];
+      const name = cap.interfaces[p.interfaceId]?.name;
+      ctx.expect(
+        name === `port${want.port}`,
+        `${mode}: capture packet ${i} on ${name}, sent on port${want.port}`,
+      );
+      // A frame longer than the switch's receive buffer is captured cut
+      // short (origLen says how long it was); never below the largest frame.
+      const whole = p.data.length === want.frame.length ||
+        (p.data.length >= 9216 && p.data.length < want.frame.length);
+      ctx.expect(
+        p.origLen === want.frame.length && whole &&
+          sameBytes(p.data, want.frame.subarray(0, p.data.length)),
+        `${mode}: capture packet ${i} (${p.data.length} of ${p.origLen} B) differs from the ` +
+          `frame sent (${want.frame.length} B)`,
+      );
+    }
     ctx.expect(stats.drops.queue_full === 0, `${mode}: ${stats.drops.queue_full} queue_full drops`);
     return { frames: r.framesSent + r.deliveriesChecked, sec: r.seconds };
   } catch (e) {
@@ -61,6 +84,10 @@ async function checkMode(
     closeClients(rig);
     await fabric.close();
   }
+}
+
+function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
+  return a.length === b.length && a.every((x, i) => x === b[i]);
 }
 
 /**
@@ -84,6 +111,28 @@ export const row: Row = {
       frames += r.frames;
       sec += r.sec;
     }
+    await ctx.step("a port that stops reading does not stall the others", async () => {
+      const fabric = await Fabric.start({
+        binary: ctx.builds.switch!,
+        mode: "eth",
+        queueDepth: 16,
+        logPath: join(ctx.dir, "switch-slow-port.log"),
+        signal: ctx.signal,
+      });
+      const rig: Rig = { fabric, model: new SwitchModel({ mode: "eth" }), clients: new Map() };
+      try {
+        await connectPorts(rig, 3);
+        const r = await slowPortScenario(rig, 6000, 16);
+        ctx.measure("slowPortQueueFullDrops", r.queueFull, "frames");
+        frames += 2 * r.delivered;
+      } catch (e) {
+        if (e instanceof TrafficMismatch) ctx.expect(false, `slow port: ${e.message}`);
+        throw e;
+      } finally {
+        closeClients(rig);
+        await fabric.close();
+      }
+    });
     ctx.measure("framesChecked", frames, "frames");
     ctx.measure("framesPerSec", Math.round(frames / sec), "frames/s");
   },

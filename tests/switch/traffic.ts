@@ -42,6 +42,8 @@ export interface TrafficResult {
   deliveriesChecked: number;
   /** Link down/up cycles exercised. */
   linkCycles: number;
+  /** Frames injected through the control socket (counted in framesSent too). */
+  injected: number;
   seconds: number;
 }
 
@@ -52,6 +54,8 @@ export interface TrafficOptions {
   steps: number;
   /** Allow control events between bursts (aging, LFT edits, cable pulls). */
   events?: boolean;
+  /** When given, every frame sent is appended here with its ingress port, in order. */
+  sent?: { port: number; frame: Uint8Array }[];
 }
 
 const HEX_PREVIEW = 24;
@@ -398,11 +402,29 @@ export async function runTraffic(rig: Rig, opts: TrafficOptions): Promise<Traffi
   let framesSent = 0;
   let deliveriesChecked = 0;
   let linkCycles = 0;
+  let injected = 0;
   for (let step = 0; step < opts.steps; step++) {
     if (opts.events && randInt(rng, 0, 49) === 0) {
-      if (randInt(rng, 0, 4) === 0) {
+      const kind = randInt(rng, 0, 4);
+      if (kind === 0) {
         await cableCycle(rig, pick(rng, rig.model.upPorts()));
         linkCycles++;
+      } else if (kind === 1) {
+        // A frame injected over the control socket as if it arrived on a port.
+        const port = pick(rng, rig.model.upPorts());
+        // The control protocol carries at most 65536 bytes per injected frame.
+        const frame = driver.frame(rng, port).subarray(0, 65536);
+        const d = rig.model.ingress(port, frame);
+        await rig.fabric.inject(port, frame, "ingress");
+        await barrier(rig, port);
+        deliveriesChecked += compareDeliveries(
+          rig,
+          new Map(d.egress.map((p) => [p, [frame]])),
+          `seed ${opts.seed} step ${step} (injected on port ${port})`,
+        );
+        framesSent++;
+        injected++;
+        opts.sent?.push({ port, frame });
       } else {
         await driver.event(rng, rig);
       }
@@ -413,6 +435,7 @@ export async function runTraffic(rig: Rig, opts: TrafficOptions): Promise<Traffi
     const context = `seed ${opts.seed} step ${step} (${burst.length} frames from port ${port})`;
     deliveriesChecked += await sendAndCheck(rig, port, burst, context);
     framesSent += burst.length;
+    for (const frame of burst) opts.sent?.push({ port, frame });
     if (step % 100 === 99) compareCounters(rig, await rig.fabric.ports(), context);
   }
   compareCounters(rig, await rig.fabric.ports(), `seed ${opts.seed} end`);
@@ -420,6 +443,83 @@ export async function runTraffic(rig: Rig, opts: TrafficOptions): Promise<Traffi
     framesSent,
     deliveriesChecked,
     linkCycles,
+    injected,
     seconds: (performance.now() - started) / 1000,
   };
+}
+
+/** What `slowPortScenario` saw. */
+export interface SlowPortResult {
+  /** Frames each reading port received, in order. */
+  delivered: number;
+  /** Frames the stuck port's queue dropped. */
+  queueFull: number;
+}
+
+/**
+ * A port that stops reading must not stall the others: port 1 floods
+ * `frames` numbered broadcasts while ports 2 and 3 read and a fourth port
+ * never does. Needs a rig with 3 ports and a small `queueDepth`; throws
+ * TrafficMismatch on a stall, a reordering or a miscount.
+ */
+export async function slowPortScenario(
+  rig: Rig,
+  frames: number,
+  queueDepth: number,
+): Promise<SlowPortResult> {
+  const numbered = (i: number) => {
+    const f = new Uint8Array(1000);
+    f.set([0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02, 0, 0, 0, 1, 0, 0x88, 0xb5]);
+    new DataView(f.buffer).setUint32(14, i);
+    return f;
+  };
+  const seq = (f: Uint8Array) => new DataView(f.buffer, f.byteOffset).getUint32(14);
+  const stuck = SeqpacketSocket.connect(rig.fabric.socketPath, { bufferBytes: 16384 });
+  try {
+    await rig.fabric.waitForPorts(4);
+    const sender = rig.clients.get(1)!;
+    const readers = [rig.clients.get(2)!, rig.clients.get(3)!];
+    const got = readers.map(() => 0);
+    const take = (k: number, f: Uint8Array) => {
+      if (seq(f) !== got[k]) {
+        throw new TrafficMismatch(`port ${k + 2} got frame ${seq(f)}, expected ${got[k]}`);
+      }
+      got[k]++;
+    };
+    for (let i = 0; i < frames; i++) {
+      sender.send(numbered(i));
+      for (const [k, r] of readers.entries()) for (const f of r.drain()) take(k, f);
+    }
+    for (const [k, r] of readers.entries()) {
+      while (got[k] < frames) {
+        const f = r.recv(5000);
+        if (!f) throw new TrafficMismatch(`port ${k + 2} stalled at frame ${got[k]} of ${frames}`);
+        take(k, f);
+      }
+    }
+    const p4 = (await rig.fabric.ports()).find((p) => p.port === 4);
+    if (!p4 || p4.drops.queue_full === 0) {
+      throw new TrafficMismatch("the stuck port never overflowed its queue");
+    }
+    if (p4.queueLen !== queueDepth || p4.txFrames + p4.queueLen + p4.drops.queue_full !== frames) {
+      throw new TrafficMismatch(
+        `stuck port: ${p4.txFrames} sent + ${p4.queueLen} queued + ${p4.drops.queue_full} dropped ` +
+          `!= ${frames} (queue depth ${queueDepth})`,
+      );
+    }
+    // When it reads again it gets the frames that fitted, oldest first, nothing else.
+    const fitted = p4.txFrames + p4.queueLen;
+    for (let i = 0; i < fitted; i++) {
+      const f = stuck.recv(5000);
+      if (!f || seq(f) !== i) {
+        throw new TrafficMismatch(
+          `stuck port got ${f ? `frame ${seq(f)}` : "nothing"} as frame ${i}`,
+        );
+      }
+    }
+    if (stuck.recv(100) !== null) throw new TrafficMismatch("stuck port got more than fitted");
+    return { delivered: frames, queueFull: p4.drops.queue_full };
+  } finally {
+    stuck.close();
+  }
 }
