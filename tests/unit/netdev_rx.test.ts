@@ -1,0 +1,144 @@
+/**
+ * The cnuas_net receive oracle (`predictRx`, `explainRxDelta`): what the
+ * documented contract decides about a received frame, what it leaves open,
+ * and how a window of `ethtool -S` counters is judged against both.
+ */
+import assert from "node:assert/strict";
+import {
+  type Counters,
+  expectedRxCounters,
+  explainRxDelta,
+  pfcFrame,
+  predictRx,
+  type RxPrediction,
+  UnpredictableFrameError,
+} from "../../harness/netdev.ts";
+
+/** A frame of `len` bytes to a unicast MAC; `src0` is the first source byte. */
+function frame(len: number, type = 0x0800, src0 = 0x02): Uint8Array {
+  const f = new Uint8Array(len);
+  f.set([0x02, 0xc7, 0x0a, 0, 1, 0].slice(0, Math.min(len, 6)), 0);
+  if (len >= 12) f.set([src0, 0xc7, 0x0a, 0, 0, 0], 6);
+  if (len >= 14) f.set([type >> 8, type & 0xff], 12);
+  return f;
+}
+
+/** A MAC Control frame of `len` bytes with `opcode`. */
+function macControl(len: number, opcode: number, src0 = 0x02): Uint8Array {
+  const f = frame(len, 0x8808, src0);
+  if (len >= 16) f.set([opcode >> 8, opcode & 0xff], 14);
+  return f;
+}
+
+Deno.test("empty frames and frames above 9216 bytes never reach the driver: no counter moves", () => {
+  assert.deepEqual(predictRx(new Uint8Array(0), 9000), { kind: "exact", counters: {} });
+  assert.deepEqual(predictRx(frame(9217), 9202), { kind: "exact", counters: {} });
+});
+
+Deno.test("a frame both oversize and from a group source is judged by its length first", () => {
+  assert.deepEqual(expectedRxCounters(frame(1519, 0x0800, 0x01), 1500), { rx_drop_oversize: 1 });
+});
+
+Deno.test("the largest MTU admits the device's largest frame, 9216 bytes", () => {
+  assert.deepEqual(expectedRxCounters(frame(9216), 9202), { rx_packets: 1, rx_bytes: 9216 });
+});
+
+Deno.test("a PFC frame ignores the reserved upper byte of its class-enable vector", () => {
+  const f = pfcFrame("02:c7:0a:ff:00:01", [0, 7]);
+  f[16] = 0xff;
+  assert.deepEqual(expectedRxCounters(f, 1500), { rx_prio0_pause: 1, rx_prio7_pause: 1 });
+});
+
+Deno.test("a PFC frame enabling no priority moves no counter", () => {
+  assert.deepEqual(expectedRxCounters(pfcFrame("02:c7:0a:ff:00:01", []), 1500), {});
+});
+
+Deno.test("MAC Control frames without an opcode or too short for its fields are malformed", () => {
+  assert.deepEqual(expectedRxCounters(frame(15, 0x8808), 1500), { rx_drop_bad_mac_ctrl: 1 });
+  assert.deepEqual(expectedRxCounters(macControl(17, 0x0001), 1500), {
+    rx_drop_bad_mac_ctrl: 1,
+  });
+  assert.deepEqual(expectedRxCounters(macControl(33, 0x0101), 1500), {
+    rx_drop_bad_mac_ctrl: 1,
+  });
+});
+
+Deno.test("a PAUSE frame longer than 60 bytes is open: honoured or malformed", () => {
+  const p = predictRx(macControl(64, 0x0001), 1500);
+  assert.equal(p.kind, "open");
+  assert.deepEqual(p.kind === "open" && p.outcomes, [{ rx_pause: 1 }, { rx_drop_bad_mac_ctrl: 1 }]);
+});
+
+Deno.test("expectedRxCounters refuses a frame the contract does not decide", () => {
+  assert.throws(
+    () => expectedRxCounters(macControl(40, 0x0001, 0x01), 1500),
+    UnpredictableFrameError,
+  );
+});
+
+Deno.test("a MAC Control frame from a group source may count either rule", () => {
+  const p = predictRx(macControl(60, 0x0001, 0x01), 1500);
+  assert.deepEqual(p.kind === "open" && p.outcomes, [{ rx_pause: 1 }, { rx_drop_bad_src: 1 }]);
+});
+
+Deno.test("on a down interface a runt is open between its length drop and rx_drop_down", () => {
+  const p = predictRx(frame(9), 1500, false);
+  assert.deepEqual(p.kind === "open" && p.outcomes, [{ rx_drop_runt: 1 }, { rx_drop_down: 1 }]);
+});
+
+Deno.test("a window of exactly predicted frames must match every receive counter", () => {
+  const preds = [frame(100), frame(5)].map((f) => predictRx(f, 1500));
+  const v = explainRxDelta(preds, {
+    rx_packets: 1,
+    rx_bytes: 100,
+    rx_drop_runt: 1,
+    tx_packets: 7,
+  });
+  assert.equal(v.ok, true);
+  assert.deepEqual(v.problems, []);
+});
+
+Deno.test("a receive counter no prediction names must not move", () => {
+  const v = explainRxDelta([predictRx(frame(100), 1500)], {
+    rx_packets: 1,
+    rx_bytes: 100,
+    rx_drop_nomem: 1,
+  });
+  assert.equal(v.ok, false);
+  assert.deepEqual(v.problems, ["rx_drop_nomem moved by 1, expected 0"]);
+});
+
+Deno.test("open frames pass when one allowed outcome each explains the delta", () => {
+  const preds: RxPrediction[] = [
+    predictRx(frame(100), 1500),
+    predictRx(macControl(64, 0x0001), 1500),
+    predictRx(macControl(80, 0x0001), 1500),
+  ];
+  const v = explainRxDelta(preds, {
+    rx_packets: 1,
+    rx_bytes: 100,
+    rx_pause: 1,
+    rx_drop_bad_mac_ctrl: 1,
+  });
+  assert.equal(v.ok, true);
+  assert.equal(v.openFrames, 2);
+});
+
+Deno.test("open frames fail when no choice of outcomes explains the delta", () => {
+  const preds = [predictRx(macControl(64, 0x0001), 1500)];
+  const v = explainRxDelta(preds, { rx_pause: 1, rx_drop_bad_mac_ctrl: 1 });
+  assert.equal(v.ok, false);
+  assert.match(v.problems[0], /no choice of allowed outcomes/);
+});
+
+Deno.test("a search over too many open frames ends and says so instead of passing", () => {
+  // Open on a down interface: delivered-if-up frames with distinct lengths make every
+  // partial sum a new state, and an odd byte total no subset reaches keeps it searching.
+  const preds = Array.from({ length: 40 }, (_, i): RxPrediction => {
+    const delivered: Counters = { rx_packets: 1, rx_bytes: 1000 + 2 * i * i };
+    return { kind: "open", outcomes: [delivered, { rx_drop_down: 1 }], why: "test" };
+  });
+  const v = explainRxDelta(preds, { rx_packets: 20, rx_drop_down: 20, rx_bytes: 55_555 });
+  assert.equal(v.ok, false);
+  assert.match(v.problems[0], /too many to search/);
+});
