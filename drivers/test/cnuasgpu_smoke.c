@@ -792,10 +792,11 @@ static int link_recv(const char *path, uint32_t src, long count,
 	const struct link_plan plan = { .max = max, .every_byte = 1 };
 	uint8_t *buf = malloc(CNUASGPU_LINK_MAX_PAYLOAD);
 	uint8_t *want = malloc(CNUASGPU_LINK_MAX_PAYLOAD);
-	struct cnuasgpu_link_recv r = { 0 };
+	struct cnuasgpu_link_recv r;
 	struct cnuasgpu_info inf;
 	double t0 = 0, dt;
 	uint64_t bytes = 0;
+	uint32_t from = 0, to = 0;	/* header of the last frame that passed */
 	long verified = 0, polls = 0;
 	int fd = open_dev(path);
 
@@ -820,13 +821,14 @@ static int link_recv(const char *path, uint32_t src, long count,
 			break;
 		verified++;
 		bytes += len;
+		from = r.src_gpu_id;
+		to = r.dst_gpu_id;
 	}
 	dt = verified ? now_sec() - t0 : 0;
 	printf("recv_frames=%ld\nrecv_bytes=%" PRIu64 "\nrecv_sec=%.3f\n",
 	       verified, bytes, dt);
 	if (verified)
-		printf("recv_src_gpu_id=%u\nrecv_dst_gpu_id=%u\n",
-		       r.src_gpu_id, r.dst_gpu_id);
+		printf("recv_src_gpu_id=%u\nrecv_dst_gpu_id=%u\n", from, to);
 	if (wait == WAIT_POLL)
 		printf("poll_ready=%ld\n", polls);
 	CHECK(verified == count, "%ld of %ld frames arrived intact", verified, count);
