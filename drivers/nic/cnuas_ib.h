@@ -417,6 +417,7 @@ struct cnuas_ib_qp {
 		bool rewind;		/* resend stored frames from rewind_psn */
 		u32 rewind_psn;
 		bool timeout;		/* the retransmit timer fired */
+		unsigned long progress_at; /* jiffies of the last ACK progress */
 		bool rnr_wait;		/* waiting for the RNR timer */
 		bool rd_retried;	/* asked again for rd_retry_psn ... */
 		u32 rd_retry_psn;	/* ... and wait for it, not again */
@@ -549,6 +550,7 @@ bool cnuas_ib_rq_take(struct cnuas_ib_qp *qp, struct cnuas_ib_rwqe *out);
 bool cnuas_ib_requester(struct cnuas_ib_qp *qp, int *budget);
 void cnuas_ib_req_rewind(struct cnuas_ib_qp *qp, u32 psn);
 void cnuas_ib_retx_arm(struct cnuas_ib_qp *qp);
+unsigned long cnuas_ib_retx_jiffies(struct cnuas_ib_qp *qp);
 void cnuas_ib_retx_timer_fn(struct timer_list *t);
 void cnuas_ib_rnr_timer_fn(struct timer_list *t);
 

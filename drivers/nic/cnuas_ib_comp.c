@@ -59,6 +59,7 @@ void cnuas_ib_comp_retire(struct cnuas_ib_qp *qp)
 static void cnuas_ib_comp_progress(struct cnuas_ib_qp *qp)
 {
 	qp->req.rd_retried = false;
+	qp->req.progress_at = jiffies;
 	qp->req.retry_left = qp->attr.retry_cnt;
 	qp->req.rnr_left = qp->attr.rnr_retry;
 	cnuas_ib_comp_retire(qp);
@@ -112,6 +113,9 @@ static void cnuas_ib_comp_retry(struct cnuas_ib_qp *qp, u32 psn)
 	}
 	qp->req.retry_left--;
 	cnuas_ib_req_rewind(qp, psn);
+	/* what is acknowledged is never resent: go back no further than una */
+	if (cnuas_psn_cmp(qp->req.rewind_psn, qp->req.una) < 0)
+		qp->req.rewind_psn = qp->req.una;
 	cnuas_ib_retx_arm(qp);
 }
 
@@ -295,9 +299,13 @@ static void cnuas_ib_comp_read(struct cnuas_ib_qp *qp, struct sk_buff *skb)
 		cnuas_ib_comp_rd_retry(qp, wqe->resp_psn);
 		return;
 	}
+	/*
+	 * FIRST opens the responses of a request: the original one, or one
+	 * that asked again for the rest (so resp_off need not be 0).
+	 */
 	first = pkt->mask & CNUAS_OP_FIRST;
 	last = pkt->mask & CNUAS_OP_LAST;
-	if (first != !wqe->resp_off ||
+	if ((!first && !wqe->resp_off) ||
 	    (!last && pkt->paylen != qp->pmtu) ||
 	    (last && pkt->paylen != wqe->length - wqe->resp_off) ||
 	    pkt->paylen > wqe->length - wqe->resp_off) {
@@ -371,10 +379,22 @@ out:
 	consume_skb(skb);
 }
 
-/* The retransmit timer fired: go back to the oldest unacknowledged PSN. */
+/*
+ * The retransmit timer fired: go back to the oldest unacknowledged PSN,
+ * unless there was progress within the last timeout.  That happens when
+ * the whole guest was stopped for a while (a busy or emulated host): the
+ * timer then fires first and the ACKs that arrived meanwhile are handled
+ * just after; that is a late ACK, not a lost one.
+ */
 void cnuas_ib_comp_timeout(struct cnuas_ib_qp *qp)
 {
+	unsigned long t = cnuas_ib_retx_jiffies(qp);
+
 	if (qp->req.rnr_wait || skb_queue_empty(&qp->retx_q))
 		return;
+	if (t && time_before(jiffies, qp->req.progress_at + t)) {
+		mod_timer(&qp->retx_timer, qp->req.progress_at + t);
+		return;
+	}
 	cnuas_ib_comp_retry(qp, qp->req.una);
 }

@@ -38,7 +38,7 @@ int cnuas_ib_query_device(struct ib_device *ibdev, struct ib_device_attr *a,
 	memset(a, 0, sizeof(*a));
 	a->fw_ver = CNUAS_IB_FW_VER;
 	a->sys_image_guid = dev->node_guid;
-	a->max_mr_size = ~0ULL;
+	a->max_mr_size = U32_MAX;	/* reg_user_mr takes up to 4 GiB - 1 */
 	a->page_size_cap = PAGE_SIZE;
 	a->vendor_id = CNUAS_IB_VENDOR_ID;
 	a->vendor_part_id = CNUAS_IB_VENDOR_PART_ID;

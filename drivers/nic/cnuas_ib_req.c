@@ -10,14 +10,19 @@
 
 #include "cnuas_ib.h"
 
-/* Retransmit timeout: 4.096 us * 2^timeout; 0 means wait forever. */
-static unsigned long cnuas_ib_retx_jiffies(struct cnuas_ib_qp *qp)
+/*
+ * Retransmit timeout: IBA asks for at least 4.096 us * 2^timeout and at
+ * most four times that; we take the top of the range, because a late ACK
+ * (a busy or emulated host) is far more common here than a lost one, and
+ * each early timeout resends the whole window.  0 means wait for ever.
+ */
+unsigned long cnuas_ib_retx_jiffies(struct cnuas_ib_qp *qp)
 {
 	u64 ns;
 
 	if (!qp->attr.timeout)
 		return 0;
-	ns = 4096ULL << qp->attr.timeout;
+	ns = 4 * (4096ULL << qp->attr.timeout);
 	return msecs_to_jiffies(max_t(u64, CNUAS_IB_MIN_RETX_MS,
 				      div_u64(ns, NSEC_PER_MSEC)));
 }
@@ -70,13 +75,15 @@ static bool cnuas_ib_req_resend(struct cnuas_ib_qp *qp)
 	skb_queue_walk(&qp->retx_q, skb) {
 		struct cnuas_txcb *cb = cnuas_txcb(skb);
 
-		if (cnuas_psn_cmp(cb->end_psn, qp->req.rewind_psn) < 0)
+		/* never resend what the peer has acknowledged */
+		if (cnuas_psn_cmp(cb->end_psn, qp->req.rewind_psn) < 0 ||
+		    cnuas_psn_cmp(cb->end_psn, qp->req.una) < 0)
 			continue;
 		/*
 		 * A read whose first responses arrived: ask only for the rest,
 		 * from the first missing PSN on, not the whole read again.
 		 */
-		if (cnuas_psn_cmp(qp->req.rewind_psn, cb->psn) > 0 &&
+		if (cnuas_psn_cmp(qp->req.una, cb->psn) > 0 &&
 		    cb->psn != cb->end_psn)
 			clone = cnuas_ib_read_tail(qp, skb);
 		else

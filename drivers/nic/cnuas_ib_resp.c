@@ -114,20 +114,19 @@ static struct cnuas_ib_rd_hist *cnuas_ib_hist_find(struct cnuas_ib_qp *qp,
 	return NULL;
 }
 
-/* Start (or replay from @psn) the responses of a read. */
+/* Start the responses of a read (a new one, or one asked for again). */
 static void cnuas_ib_rd_start(struct cnuas_ib_qp *qp,
-			      const struct cnuas_ib_rd_hist *h, u32 psn)
+			      const struct cnuas_ib_rd_hist *h)
 {
 	struct cnuas_ib_rd_gen *rd = &qp->resp.rd;
-	u32 skip = (u32)cnuas_psn_cmp(psn, h->psn) * qp->pmtu;
 
 	rd->active = true;
 	rd->first_psn = h->psn;
-	rd->psn = psn;
+	rd->psn = h->psn;
 	rd->last_psn = cnuas_psn_add(h->psn, h->npkts - 1);
-	rd->va = h->va + skip;
+	rd->va = h->va;
 	rd->rkey = h->rkey;
-	rd->left = h->len - min(skip, h->len);
+	rd->left = h->len;
 }
 
 /**
@@ -218,8 +217,21 @@ static void cnuas_ib_resp_duplicate(struct cnuas_ib_qp *qp,
 	cnuas_stat_inc(qp->dev, CNUAS_STAT_DUP_REQ);
 	if (pkt->mask & CNUAS_OP_READ) {
 		h = cnuas_ib_hist_find(qp, pkt->psn, false);
-		if (h)
-			cnuas_ib_rd_start(qp, h, pkt->psn);
+		if (h) {
+			/*
+			 * Asked again from PSN p inside an earlier read: answer
+			 * the rest as a read of its own, FIRST at p.
+			 */
+			u32 skip = min_t(u32, (u32)cnuas_psn_cmp(pkt->psn, h->psn) *
+					 qp->pmtu, h->len);
+			struct cnuas_ib_rd_hist rest = *h;
+
+			rest.psn = pkt->psn;
+			rest.npkts = h->npkts - (u32)cnuas_psn_cmp(pkt->psn, h->psn);
+			rest.va = h->va + skip;
+			rest.len = h->len - skip;
+			cnuas_ib_rd_start(qp, &rest);
+		}
 	} else if (pkt->mask & CNUAS_OP_ATOMIC) {
 		h = cnuas_ib_hist_find(qp, pkt->psn, true);
 		if (h && h->psn == pkt->psn)
@@ -384,7 +396,7 @@ static void cnuas_ib_resp_read(struct cnuas_ib_qp *qp, struct sk_buff *skb)
 	    !cnuas_ib_resp_ack(qp, cnuas_psn_add(pkt->psn, CNUAS_PSN_MASK),
 			       CNUAS_AETH_ACK | CNUAS_AETH_NO_CREDIT))
 		qp->resp.ack_pending = false;
-	cnuas_ib_rd_start(qp, &h, pkt->psn);
+	cnuas_ib_rd_start(qp, &h);
 }
 
 static void cnuas_ib_resp_atomic(struct cnuas_ib_qp *qp, struct sk_buff *skb)

@@ -140,7 +140,7 @@ Deno.test("parsePerftest reads latency columns whose names hold spaces", () => {
   assert.equal(r?.["99.9% percentile[usec]"], 11.8);
 });
 
-Deno.test("perfFigures gives MiB/s and messages/s for bandwidth, µs for latency", () => {
+Deno.test("perfFigures gives MiB/s and messages/s for bandwidth, typical and average µs for latency", () => {
   assert.deepEqual(
     perfFigures("ib_send_bw", { "BW average[MiB/sec]": 35.76, "MsgRate[Mpps]": 0.000572 }),
     {
@@ -148,14 +148,16 @@ Deno.test("perfFigures gives MiB/s and messages/s for bandwidth, µs for latency
       msgPerSec: { value: 572, unit: "msg/s" },
     },
   );
-  assert.deepEqual(perfFigures("ib_send_lat", { "t_avg[usec]": 5.08 }), {
-    usec: { value: 5.08, unit: "us" },
+  assert.deepEqual(perfFigures("ib_send_lat", { "t_typical[usec]": 5.03, "t_avg[usec]": 5.08 }), {
+    usec: { value: 5.03, unit: "us" },
+    usecAvg: { value: 5.08, unit: "us" },
   });
 });
 
 Deno.test("speedup is above 1 when cnuas_ib is faster, for bandwidth and for latency", () => {
   assert.equal(speedup("ib_send_bw.64.MiBps", 20, 10), 2);
   assert.equal(speedup("ib_send_lat.2.usec", 50, 100), 2);
+  assert.equal(speedup("ib_send_lat.2.usecAvg", 50, 100), 2);
   assert.equal(speedup("ib_send_lat.2.usec", 100, 50), 0.5);
   assert.equal(speedup("ib_send_bw.64.MiBps", 0, 10), 0);
 });
