@@ -63,6 +63,7 @@ const OPTIONAL_BENCHES: { file: string; fn: string }[] = [
   { file: "./switch.ts", fn: "benchSwitch" },
   { file: "./rdma.ts", fn: "benchRdmaChecker" },
   { file: "./net.ts", fn: "benchNet" },
+  { file: "./rdma_perf.ts", fn: "benchRdmaPerf" },
 ];
 
 /** Run every bench; write `reports/bench/<id>/bench.json`; return its path. */

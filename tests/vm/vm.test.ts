@@ -206,7 +206,7 @@ Deno.test(
     assert.equal(r.status, "ERROR");
     assert.match(r.reason!, /did not answer SSH within 25 s/);
     assert.doesNotMatch(r.reason!, /died/, "the guest stayed up");
-  assert.match(r.reason!, /init-bottom/, "the console tail shows how far the guest got");
+    assert.match(r.reason!, /init-bottom/, "the console tail shows how far the guest got");
     await Deno.remove(runDir, { recursive: true });
   },
 );
