@@ -163,15 +163,13 @@ async function perftests(ctx: RowContext, nodes: Node[]): Promise<void> {
 }
 
 /**
- * Whether wire violations in the loss segment fail the row. Not yet: the
- * oracle (harness/models/rdma/checker.ts) counts requests still in flight
- * after a sequence NAK as new outstanding requests, so the responses to the
- * resent ones "answer no request" (atomic-response), and attributes the
- * in-flight responses of a read to the request that asked again for its
- * tail (read-response). Both are legal go-back-N traffic. The segment is
- * still captured and checked, its violations measured and reported.
+ * Whether wire violations in the loss segment fail the row. They do: the
+ * oracle models the legal go-back-N traffic of a lossy link (requests still
+ * in flight after a sequence NAK, a requester going back to or before the
+ * NAKed PSN, re-reads of a READ's tail answered while the original response
+ * is still in flight), so what remains is a real violation.
  */
-export const LOSS_ORACLE_STRICT = false;
+export const LOSS_ORACLE_STRICT = true;
 
 /** Each frame either guest's cnuas_ib receives is dropped with probability 1/N in the loss step. */
 export const LOSS_ONE_IN = 100;
@@ -315,6 +313,9 @@ async function security(ctx: RowContext, nodes: Node[]): Promise<void> {
   );
 }
 
+/** Oracle totals over a row's captures (recorded as `framesChecked` and `violations`). */
+const oracleTotals = new WeakMap<RowContext, { frames: number; violations: number }>();
+
 /**
  * Run `fn` with the switch capturing every frame into `<name>.pcapng`, then
  * run the capture through the RDMA wire oracle: any violation fails the
@@ -342,6 +343,15 @@ async function captured(
     ctx.measure(`oracle.${name}.framesChecked`, r.framesChecked, "frames");
     ctx.measure(`oracle.${name}.rdmaFrames`, r.rdmaFrames, "frames");
     ctx.measure(`oracle.${name}.violations`, r.violationCount, "violations");
+    const total = oracleTotals.get(ctx) ?? { frames: 0, violations: 0 };
+    total.frames += r.framesChecked;
+    total.violations += r.violationCount;
+    oracleTotals.set(ctx, total);
+    ctx.measure("framesChecked", total.frames, "frames");
+    ctx.measure("violations", total.violations, "violations");
+    // An empty or cut capture proves nothing: it must not pass as clean.
+    ctx.expect(r.rdmaFrames > 0, `${name}: the capture holds no RDMA frame`);
+    ctx.expect(r.truncatedFrames === 0, `${name}: ${r.truncatedFrames} frames cut short`);
     if (r.violationCount === 0) {
       await Deno.remove(path);
     } else {

@@ -251,6 +251,167 @@ Deno.test("a requester that resumes past the NAKed PSN is a psn-order violation"
   assert.match(res.violations[0].message, /resumed at PSN/);
 });
 
+/** Emit a FETCH_ADD from "a" at `psn` (no answer). */
+function fetchAdd(conv: r.RcConversation, psn: number): void {
+  conv.emit("a", {
+    bth: { opcode: r.OP.RC_FETCH_ADD, destQp: 0, psn, ackReq: 1 },
+    atomicEth: { va: 0x1000n, rkey: 1, swapAdd: 1n, compare: 0n },
+  });
+}
+
+/** Emit the ATOMIC_ACKNOWLEDGE from "b" for the atomic at `psn`. */
+function atomicAck(conv: r.RcConversation, psn: number): void {
+  conv.emit("b", {
+    bth: { opcode: r.OP.RC_ATOMIC_ACKNOWLEDGE, destQp: 0, psn },
+    aeth: { syndrome: 0x1f, msn: 1 },
+    atomicAckEth: { origRemoteData: 0n },
+  });
+}
+
+Deno.test("atomics sent before a sequence NAK arrived, then resent from the NAKed PSN, are answered once", () => {
+  const conv = new r.RcConversation();
+  const p = conv.nextPsns("a", 6);
+  for (let i = 0; i < 4; i++) fetchAdd(conv, p + i);
+  atomicAck(conv, p);
+  conv.nak("b", p + 1, r.NAK_CODES.PSN_SEQUENCE_ERROR); // the responder lost p+1
+  fetchAdd(conv, p + 4); // already on its way: the responder drops it
+  fetchAdd(conv, p + 5);
+  for (let i = 1; i < 6; i++) fetchAdd(conv, p + i); // go-back-N from the NAKed PSN
+  for (let i = 1; i < 6; i++) atomicAck(conv, p + i);
+  assert.deepEqual(r.checkCapture(conv.frames).violations, []);
+});
+
+Deno.test("an atomic acknowledgement for an atomic never sent is still flagged after a NAK and resend", () => {
+  const conv = new r.RcConversation();
+  const p = conv.nextPsns("a", 3);
+  for (let i = 0; i < 3; i++) fetchAdd(conv, p + i);
+  atomicAck(conv, p);
+  conv.nak("b", p + 1, r.NAK_CODES.PSN_SEQUENCE_ERROR);
+  for (let i = 1; i < 3; i++) fetchAdd(conv, p + i);
+  for (let i = 1; i < 3; i++) atomicAck(conv, p + i);
+  conv.send("a", 10); // PSN p+3: a SEND, acknowledged, not an atomic
+  atomicAck(conv, p + 3);
+  const res = r.checkCapture(conv.frames);
+  assert.deepEqual(rules(res), ["atomic-response"]);
+  assert.equal(res.violationCount, 1);
+  assert.match(res.violations[0].message, new RegExp(`PSN ${p + 3} answers no atomic request`));
+});
+
+Deno.test("a requester that goes back before the NAKed PSN (it lost ACKs) resends duplicates, not a violation", () => {
+  const conv = new r.RcConversation();
+  const p = conv.nextPsns("a", 4);
+  for (let i = 0; i < 4; i++) fetchAdd(conv, p + i);
+  atomicAck(conv, p);
+  atomicAck(conv, p + 1); // lost at the requester, after the capture point
+  conv.nak("b", p + 2, r.NAK_CODES.PSN_SEQUENCE_ERROR);
+  for (let i = 1; i < 4; i++) fetchAdd(conv, p + i); // retried from p+1
+  for (let i = 1; i < 4; i++) atomicAck(conv, p + i); // p+1 replayed as a duplicate
+  assert.deepEqual(r.checkCapture(conv.frames).violations, []);
+});
+
+/** A READ request from "a" at `psn` for `len` bytes at `va`. */
+function readRequest(conv: r.RcConversation, psn: number, len: number, va: bigint): void {
+  conv.emit("a", {
+    bth: { opcode: r.OP.RC_RDMA_READ_REQUEST, destQp: 0, psn, ackReq: 1 },
+    reth: { va, rkey: 0x1234, dmaLen: len },
+  });
+}
+
+/**
+ * Packets `from`..`to`-1 of the `n`-packet response (256-byte MTU) to a READ
+ * whose first PSN is `start`, sent by "b".
+ */
+function readResponses(
+  conv: r.RcConversation,
+  start: number,
+  n: number,
+  from = 0,
+  to = n,
+): void {
+  for (let i = from; i < to; i++) {
+    const opcode = n === 1
+      ? r.OP.RC_RDMA_READ_RESPONSE_ONLY
+      : i === 0
+      ? r.OP.RC_RDMA_READ_RESPONSE_FIRST
+      : i === n - 1
+      ? r.OP.RC_RDMA_READ_RESPONSE_LAST
+      : r.OP.RC_RDMA_READ_RESPONSE_MIDDLE;
+    conv.emit("b", {
+      bth: { opcode, destQp: 0, psn: r.psnAdd(start, i) },
+      aeth: opcode === r.OP.RC_RDMA_READ_RESPONSE_MIDDLE ? undefined : { syndrome: 0x1f, msn: 1 },
+      payload: new Uint8Array(256),
+    });
+  }
+}
+
+/**
+ * An 8-packet READ at PSN p whose response packet p+3 the requester lost: it
+ * re-reads the tail (PSN p+3, 5 packets, VA + 768) after response packet p+4.
+ */
+function readThenReRead(conv: r.RcConversation): number {
+  const p = conv.nextPsns("a", 8);
+  readRequest(conv, p, 2048, 0x10000n);
+  readResponses(conv, p, 8, 0, 5);
+  readRequest(conv, r.psnAdd(p, 3), 1280, 0x10000n + 768n);
+  return p;
+}
+
+Deno.test("a READ re-issued for its tail while the first response is still in flight: both responses pass", () => {
+  const conv = new r.RcConversation({ pmtu: 256 });
+  const p = readThenReRead(conv);
+  readResponses(conv, p, 8, 5, 8); // the rest of the first response, stale to the requester
+  readResponses(conv, r.psnAdd(p, 3), 5); // the re-read's own response: FIRST at p+3
+  assert.deepEqual(r.checkCapture(conv.frames).violations, []);
+});
+
+Deno.test("a responder that abandons a READ response to answer the re-read of its tail is not a violation", () => {
+  const conv = new r.RcConversation({ pmtu: 256 });
+  const p = readThenReRead(conv);
+  readResponses(conv, r.psnAdd(p, 3), 5);
+  conv.send("a", 10); // the READ was answered: nothing is left outstanding
+  assert.deepEqual(r.checkCapture(conv.frames).violations, []);
+});
+
+Deno.test("the response to a re-read may follow the responses to later READs", () => {
+  const conv = new r.RcConversation({ pmtu: 256 });
+  const p = readThenReRead(conv);
+  const q = conv.nextPsns("a", 2);
+  readRequest(conv, q, 512, 0x20000n);
+  readResponses(conv, p, 8, 5, 8);
+  readResponses(conv, q, 2); // the later READ, received before the re-read, answered first
+  readResponses(conv, r.psnAdd(p, 3), 5);
+  assert.deepEqual(r.checkCapture(conv.frames).violations, []);
+});
+
+Deno.test("a re-read answered without a READ response FIRST at the re-read PSN is flagged", () => {
+  const conv = new r.RcConversation({ pmtu: 256 });
+  const p = readThenReRead(conv);
+  readResponses(conv, p, 8, 5, 8);
+  readResponses(conv, p, 8, 3, 8); // MIDDLE..LAST at p+3: a re-read response must start anew
+  const res = r.checkCapture(conv.frames);
+  assert.deepEqual(rules(res), ["opcode-sequence"]);
+  assert.match(
+    res.violations[0].message,
+    /RC_RDMA_READ_RESPONSE_MIDDLE .* without a READ response FIRST/,
+  );
+});
+
+Deno.test("a READ response longer than its READ is flagged against that READ, not a later re-read", () => {
+  const conv = new r.RcConversation({ pmtu: 256 });
+  const p = readThenReRead(conv);
+  readResponses(conv, p, 9, 5, 9); // one MIDDLE too many: 2304 bytes for a 2048-byte READ
+  readResponses(conv, r.psnAdd(p, 3), 5);
+  const res = r.checkCapture(conv.frames);
+  assert.ok(rules(res).includes("read-response"));
+  assert.ok(res.violations.some((v) => /carried 2304 bytes.*asked for 2048/.test(v.message)));
+});
+
+Deno.test("a READ response MIDDLE on a flow that never sent a READ is flagged", () => {
+  const conv = new r.RcConversation({ pmtu: 256 }).send("a", 10);
+  readResponses(conv, r.psnAdd(conv.psnOf("a"), -2), 3, 1, 2); // a MIDDLE at the SEND's PSN
+  assert.deepEqual(rules(r.checkCapture(conv.frames)), ["opcode-sequence"]);
+});
+
 Deno.test("a resent message after a lost ACK (timeout) is recognised as a retransmission", () => {
   const conv = new r.RcConversation({ pmtu: 256 });
   const first = conv.psnOf("a");

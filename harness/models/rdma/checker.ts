@@ -116,6 +116,8 @@ interface Outstanding {
   psnEnd: number;
   frameIndex: number;
   dmaLen: number;
+  /** For a READ re-issued for the tail of an earlier one: that earlier READ. */
+  reReadOf?: Outstanding;
 }
 
 /** A READ response being assembled. */
@@ -483,6 +485,7 @@ export class CaptureChecker {
     let retransmission = false;
 
     // PSN order.
+    if (f.pendingRead !== null && f.pmtu > 0) this.sizePendingRead(f); // MTU learned meanwhile
     if (f.pendingRead !== null) {
       retransmission = this.resolvePendingRead(f, psn, index);
     } else if (f.expectedPsn >= 0) {
@@ -500,10 +503,17 @@ export class CaptureChecker {
         retransmission = true;
       }
     }
+    // Sent before the NAK reached the requester: the responder discards it (it
+    // takes nothing new until the NAKed PSN comes again), so it asks no answer.
+    const sentBeforeNak = f.restartAt >= 0 && psn !== f.restartAt && psn === f.expectedPsn;
     if (f.restartAt >= 0 && (psn === f.restartAt || psn !== f.expectedPsn)) {
       // Packets already in flight when the NAK came continue in order; the first
-      // one that does not continue must be the NAKed PSN (go-back-N).
-      if (psn !== f.restartAt) {
+      // one that does not continue goes back to the NAKed PSN or before it: the
+      // capture is taken before the receiver's losses, so the requester may have
+      // lost that NAK or earlier ACKs and atomic/READ responses, and then
+      // retries from its oldest unanswered request (the responder answers the
+      // duplicates). Resuming after the NAKed PSN loses packets.
+      if (psnDiff(psn, f.restartAt) > 0) {
         this.report(
           index,
           f.name,
@@ -541,7 +551,7 @@ export class CaptureChecker {
     } else {
       f.expectedPsn = psnAdd(psn, span);
     }
-    if (f.transport !== "RC" || f.fatal) return;
+    if (f.transport !== "RC" || f.fatal || sentBeforeNak) return;
     const isNew = f.lastReqPsn < 0 || psnDiff(psn, f.lastReqPsn) > 0;
     if (isNew) {
       f.queue.push(entry);
@@ -570,22 +580,40 @@ export class CaptureChecker {
     }
   }
 
-  /** A retransmitted READ may re-read the tail of an earlier one: its responses start at the new PSN. */
+  /**
+   * A retransmitted READ, whole or for the tail of an earlier one (IBA: a READ
+   * retried from a PSN inside the response carries the VA and length of the
+   * rest). The responder answers it as a duplicate, with a response starting
+   * (FIRST/ONLY) at the new PSN; the response to the earlier READ may still be
+   * in flight and is judged against that earlier READ, not this one.
+   */
   private onReadRetransmission(f: Flow, e: Outstanding): void {
     for (let i = f.qHead; i < f.queue.length; i++) {
       const q = f.queue[i];
       if (q.kind !== "read") continue;
-      const inRange = q.psnStart === e.psnStart ||
-        (q.psnEnd >= 0 && psnDiff(e.psnStart, q.psnStart) > 0 &&
-          psnDiff(e.psnStart, q.psnEnd) <= 0);
-      if (inRange) {
-        q.psnStart = e.psnStart;
-        q.dmaLen = e.dmaLen;
+      if (q.psnStart === e.psnStart) {
         q.frameIndex = e.frameIndex;
+        f.answered.set(e.psnStart, e); // its response may also come twice
+        return;
+      }
+      if (
+        q.psnEnd >= 0 && psnDiff(e.psnStart, q.psnStart) > 0 && psnDiff(e.psnStart, q.psnEnd) <= 0
+      ) {
+        e.reReadOf = q;
+        f.answered.set(e.psnStart, e);
         return;
       }
     }
     f.answered.set(e.psnStart, e); // a duplicate of an answered READ: its response is a duplicate too
+  }
+
+  /** The path MTU became known (from a response) after a READ of unknown span: size it now. */
+  private sizePendingRead(f: Flow): void {
+    const r = f.pendingRead!;
+    f.pendingRead = null;
+    r.psnEnd = psnAdd(r.psnStart, Math.max(1, Math.ceil(r.dmaLen / f.pmtu)) - 1);
+    f.expectedPsn = psnAdd(r.psnEnd, 1);
+    if (f.transport === "RC" && !f.fatal && r.psnStart === f.lastReqPsn) f.lastReqPsn = r.psnEnd;
   }
 
   /**
@@ -912,7 +940,7 @@ export class CaptureChecker {
   private onReadResponse(f: Flow, p: Packet, op: OpcodeInfo, psn: number, index: number): void {
     const pos = op.position;
     if (pos === "FIRST" || pos === "ONLY") {
-      if (f.readResp !== null) {
+      if (f.readResp !== null && !this.restartsRead(f, f.readResp, psn)) {
         const r = f.readResp;
         this.report(
           index,
@@ -921,8 +949,8 @@ export class CaptureChecker {
           `${op.name} at PSN ${psn} while the response to the READ at PSN ${r.entry.psnStart} ` +
             `(frame ${r.entry.frameIndex}) has no LAST yet`,
         );
-        f.readResp = null;
       }
+      f.readResp = null;
       this.coverTo(f, psnAdd(psn, -1), index, `${op.name} ${psn}`);
       let entry: Outstanding | undefined;
       const h = this.head(f);
@@ -968,6 +996,19 @@ export class CaptureChecker {
     if (pos === "LAST") this.finishRead(f, psn, index);
   }
 
+  /**
+   * Whether a READ response FIRST/ONLY at `psn` legally abandons the response
+   * `r` in progress: the requester asked again, after that response began,
+   * for the data from `psn` on, a PSN the abandoned response had reached.
+   */
+  private restartsRead(f: Flow, r: ReadAssembly, psn: number): boolean {
+    const again = f.answered.get(psn);
+    if (again === undefined || again.kind !== "read" || again.frameIndex <= r.frameIndex) {
+      return false;
+    }
+    return psnDiff(psn, r.entry.psnStart) >= 0 && psnDiff(psn, r.nextPsn) < 0;
+  }
+
   private finishRead(f: Flow, lastPsn: number, index: number): void {
     const r = f.readResp!;
     f.readResp = null;
@@ -993,7 +1034,8 @@ export class CaptureChecker {
       if (f.lastReqPsn === e.psnStart) f.lastReqPsn = lastPsn;
     }
     const h = this.head(f);
-    if (h === e) f.qHead++;
+    // The tail re-read answers what is left of the READ it re-reads.
+    if (h === e || (h !== undefined && h === e.reReadOf)) f.qHead++;
     compactQueue(f);
     f.answered.set(e.psnStart, e);
     trimAnswered(f);
