@@ -659,3 +659,70 @@ Deno.test("seeded lossy conversations (NAK and resend, timeouts, RNR, re-read) a
     assert.deepEqual(res.violations, [], `seed ${seed}`);
   }
 });
+
+/**
+ * The pattern of the lossy roce-e2e capture: the responder lost the READ at
+ * p+2, NAKed p+2 on seeing p+4, but a timer retransmission of both READs was
+ * already on the wire (captured before the NAK), so it answers them after its
+ * NAK; the requester, on the NAK, resends from p+2 and gets each answer twice.
+ */
+function readsAnsweredAfterTheirNak(conv: r.RcConversation): number {
+  const p = conv.nextPsns("a", 6);
+  readRequest(conv, p, 512, 0x1000n);
+  readRequest(conv, r.psnAdd(p, 2), 512, 0x2000n); // lost at the responder
+  readRequest(conv, r.psnAdd(p, 4), 512, 0x3000n);
+  readResponses(conv, p, 2);
+  readRequest(conv, r.psnAdd(p, 2), 512, 0x2000n); // timer: resent from the oldest unanswered
+  readRequest(conv, r.psnAdd(p, 4), 512, 0x3000n);
+  conv.nak("b", r.psnAdd(p, 2), r.NAK_CODES.PSN_SEQUENCE_ERROR); // for the first p+4
+  readResponses(conv, r.psnAdd(p, 2), 2); // the resent p+2 arrives: answered
+  readRequest(conv, r.psnAdd(p, 2), 512, 0x2000n); // go-back-N on the NAK
+  return p;
+}
+
+Deno.test("requests captured before a NAK at their PSN may be answered after it, then again as duplicates", () => {
+  const conv = new r.RcConversation({ pmtu: 256 });
+  const p = readsAnsweredAfterTheirNak(conv);
+  readResponses(conv, r.psnAdd(p, 4), 2);
+  readResponses(conv, r.psnAdd(p, 2), 2); // the duplicate p+2
+  readRequest(conv, r.psnAdd(p, 4), 512, 0x3000n);
+  readResponses(conv, r.psnAdd(p, 4), 2); // the duplicate p+4
+  assert.deepEqual(r.checkCapture(conv.frames).violations, []);
+});
+
+Deno.test("after answering past its NAK the responder still may not pass over a READ", () => {
+  const conv = new r.RcConversation({ pmtu: 256 });
+  const p = readsAnsweredAfterTheirNak(conv);
+  readRequest(conv, r.psnAdd(p, 4), 512, 0x3000n); // go-back-N goes on
+  conv.send("a", 10); // PSN p+6, then an ACK that covers the READ at p+4 unanswered
+  const res = r.checkCapture(conv.frames);
+  assert.deepEqual(rules(res), ["read-response"]);
+  assert.match(
+    res.violations[0].message,
+    new RegExp(`passes over the READ at PSN ${r.psnAdd(p, 4)}`),
+  );
+});
+
+Deno.test("a response beyond every request captured before the NAK is still flagged", () => {
+  const conv = new r.RcConversation({ pmtu: 256 });
+  const p = readsAnsweredAfterTheirNak(conv);
+  readResponses(conv, r.psnAdd(p, 4), 2);
+  readResponses(conv, r.psnAdd(p, 6), 2); // nothing was ever sent at p+6
+  const res = r.checkCapture(conv.frames);
+  assert.ok(rules(res).includes("ack-psn"), JSON.stringify(res.violations));
+});
+
+Deno.test("in-flight requests the responder discarded after its NAK owe nothing unless resent", () => {
+  const conv = new r.RcConversation();
+  const p = conv.nextPsns("a", 4);
+  for (let i = 0; i < 4; i++) fetchAdd(conv, p + i);
+  atomicAck(conv, p);
+  conv.nak("b", p + 1, r.NAK_CODES.PSN_SEQUENCE_ERROR);
+  fetchAdd(conv, p + 1); // resent; p+2 and p+3 are not (the QP was then destroyed)
+  atomicAck(conv, p + 1);
+  assert.deepEqual(r.checkCapture(conv.frames).violations, []);
+  fetchAdd(conv, p + 2); // resent after all: now it is owed an answer
+  const res = r.checkCapture(conv.frames);
+  assert.deepEqual(rules(res), ["atomic-response"]);
+  assert.match(res.violations[0].message, new RegExp(`atomic at PSN ${p + 2} is never answered`));
+});

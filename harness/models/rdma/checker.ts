@@ -118,6 +118,13 @@ interface Outstanding {
   dmaLen: number;
   /** For a READ re-issued for the tail of an earlier one: that earlier READ. */
   reReadOf?: Outstanding;
+  /**
+   * Sent before (or in flight across) a sequence/RNR NAK at or before its PSN:
+   * the responder may have discarded it, or — when a copy of the NAKed PSN was
+   * already on the wire — answer it after the NAK. It may go unanswered until
+   * the requester sends it again.
+   */
+  tentative?: boolean;
 }
 
 /** A READ response being assembled. */
@@ -503,8 +510,9 @@ export class CaptureChecker {
         retransmission = true;
       }
     }
-    // Sent before the NAK reached the requester: the responder discards it (it
-    // takes nothing new until the NAKed PSN comes again), so it asks no answer.
+    // Sent before the NAK reached the requester: the responder discards it
+    // unless the NAKed PSN reached it again first, so it is owed no answer
+    // until it is resent.
     const sentBeforeNak = f.restartAt >= 0 && psn !== f.restartAt && psn === f.expectedPsn;
     if (f.restartAt >= 0 && (psn === f.restartAt || psn !== f.expectedPsn)) {
       // Packets already in flight when the NAK came continue in order; the first
@@ -551,13 +559,27 @@ export class CaptureChecker {
     } else {
       f.expectedPsn = psnAdd(psn, span);
     }
-    if (f.transport !== "RC" || f.fatal || sentBeforeNak) return;
+    if (f.transport !== "RC" || f.fatal) return;
     const isNew = f.lastReqPsn < 0 || psnDiff(psn, f.lastReqPsn) > 0;
     if (isNew) {
+      if (sentBeforeNak) entry.tentative = true;
       f.queue.push(entry);
       f.lastReqPsn = unknownSpan ? psn : entry.psnEnd;
     } else if (entry.kind === "read") {
       this.onReadRetransmission(f, entry);
+    } else {
+      this.resentRequest(f, psn);
+    }
+  }
+
+  /** A request sent again: if it was tentative (see Outstanding), it is owed an answer again. */
+  private resentRequest(f: Flow, psn: number): void {
+    for (let i = f.qHead; i < f.queue.length; i++) {
+      const q = f.queue[i];
+      if (q.psnStart === psn) {
+        q.tentative = false;
+        return;
+      }
     }
   }
 
@@ -593,6 +615,7 @@ export class CaptureChecker {
       if (q.kind !== "read") continue;
       if (q.psnStart === e.psnStart) {
         q.frameIndex = e.frameIndex;
+        q.tentative = false;
         f.answered.set(e.psnStart, e); // its response may also come twice
         return;
       }
@@ -600,6 +623,7 @@ export class CaptureChecker {
         q.psnEnd >= 0 && psnDiff(e.psnStart, q.psnStart) > 0 && psnDiff(e.psnStart, q.psnEnd) <= 0
       ) {
         e.reReadOf = q;
+        q.tentative = false;
         f.answered.set(e.psnStart, e);
         return;
       }
@@ -812,6 +836,11 @@ export class CaptureChecker {
     if (f === undefined) return;
     const psn = p.bth!.psn;
     const name = f.responseName;
+    // A response at or past the NAKed PSN: a copy of that PSN reached the
+    // responder after all, so the requester need not go back to it.
+    if (f.restartAt >= 0 && psnDiff(psn, f.restartAt) >= 0 && op.operation !== "ACKNOWLEDGE") {
+      f.restartAt = -1;
+    }
     if (
       f.lastReqPsn >= 0 && psnDiff(psn, f.lastReqPsn) > 0 && f.pendingRead === null &&
       !hasOpenRead(f)
@@ -909,13 +938,20 @@ export class CaptureChecker {
   private onNak(f: Flow, psn: number, kind: string, code: number, index: number): void {
     this.coverTo(f, psnAdd(psn, -1), index, `${kind.toUpperCase()} ${psn}`);
     const fatal = kind === "nak" && code !== NAK_CODES.PSN_SEQUENCE_ERROR;
-    // The NAKed request and everything after it are void: the requester resends
-    // them (sequence error, RNR) or its QP goes to the error state (other NAKs).
-    f.queue.length = f.qHead;
-    compactQueue(f);
-    f.lastReqPsn = psnAdd(psn, -1);
-    if (fatal) f.fatal = true;
-    else f.restartAt = psn;
+    if (fatal) {
+      // The requester's QP goes to the error state: nothing after is owed.
+      f.queue.length = f.qHead;
+      compactQueue(f);
+      f.lastReqPsn = psnAdd(psn, -1);
+      f.fatal = true;
+      return;
+    }
+    // Sequence error or RNR: the requester resends from the NAKed PSN. What was
+    // sent before is tentative: a copy of the NAKed PSN may already have been
+    // on the wire (a timer retransmission), and then the responder answers it
+    // and what follows it even though it sent this NAK.
+    for (let i = f.qHead; i < f.queue.length; i++) f.queue[i].tentative = true;
+    f.restartAt = psn;
   }
 
   private onAtomicAck(f: Flow, psn: number, index: number): void {
@@ -1066,6 +1102,7 @@ export class CaptureChecker {
     let unacked = 0;
     for (let i = f.qHead; i < f.queue.length; i++) {
       const e = f.queue[i];
+      if (e.tentative) continue;
       if (e.kind === "read") {
         this.report(
           e.frameIndex,
