@@ -162,18 +162,6 @@ async function perftests(ctx: RowContext, nodes: Node[]): Promise<void> {
   }
 }
 
-/**
- * Whether wire violations in the loss segment fail the row. Not yet: with
- * 1 frame in 100 dropped, the oracle (harness/models/rdma/checker.ts) models
- * the go-back-N patterns seen so far (in-flight requests after a sequence
- * NAK, going back before the NAKed PSN, tail re-reads), but a CI run still
- * found 98 ack-psn and 1 read-response violations in one lossy capture that
- * nobody has yet classified as oracle gap or driver bug. The segment is
- * captured and checked, its violations measured (`oracle.loss.violations`)
- * and its capture kept; the other segments gate the row.
- */
-export const LOSS_ORACLE_STRICT = false;
-
 /** Each frame either guest's cnuas_ib receives is dropped with probability 1/N in the loss step. */
 export const LOSS_ONE_IN = 100;
 
@@ -329,7 +317,6 @@ async function captured(
   ctx: RowContext,
   name: string,
   fn: () => Promise<void>,
-  strict = true,
 ): Promise<void> {
   const path = join(ctx.dir, `${name}.pcapng`);
   const start = await ctx.fabric!.control({ op: "capture_start", path });
@@ -346,15 +333,12 @@ async function captured(
     ctx.measure(`oracle.${name}.framesChecked`, r.framesChecked, "frames");
     ctx.measure(`oracle.${name}.rdmaFrames`, r.rdmaFrames, "frames");
     ctx.measure(`oracle.${name}.violations`, r.violationCount, "violations");
-    // Row totals cover the captures that gate the row.
-    if (strict) {
-      const total = oracleTotals.get(ctx) ?? { frames: 0, violations: 0 };
-      total.frames += r.framesChecked;
-      total.violations += r.violationCount;
-      oracleTotals.set(ctx, total);
-      ctx.measure("framesChecked", total.frames, "frames");
-      ctx.measure("violations", total.violations, "violations");
-    }
+    const total = oracleTotals.get(ctx) ?? { frames: 0, violations: 0 };
+    total.frames += r.framesChecked;
+    total.violations += r.violationCount;
+    oracleTotals.set(ctx, total);
+    ctx.measure("framesChecked", total.frames, "frames");
+    ctx.measure("violations", total.violations, "violations");
     // An empty or cut capture proves nothing: it must not pass as clean.
     ctx.expect(r.rdmaFrames > 0, `${name}: the capture holds no RDMA frame`);
     ctx.expect(r.truncatedFrames === 0, `${name}: ${r.truncatedFrames} frames cut short`);
@@ -362,13 +346,6 @@ async function captured(
       await Deno.remove(path);
     } else {
       ctx.artifact(path);
-    }
-    if (!strict && r.violationCount > 0) {
-      ctx.log(
-        `${name}: ${r.violationCount} violations (${JSON.stringify(r.byRule)}) not failing ` +
-          `the row: see LOSS_ORACLE_STRICT`,
-      );
-      return;
     }
     ctx.expect(
       r.violationCount === 0,
@@ -425,7 +402,7 @@ export const row: Row = {
       await security(ctx, nodes);
       await rping(ctx, nodes);
     });
-    await captured(ctx, "loss", () => lossRecovery(ctx, nodes), LOSS_ORACLE_STRICT);
+    await captured(ctx, "loss", () => lossRecovery(ctx, nodes));
     await ctx.step("port counters", async () => {
       for (const n of nodes) {
         const d = `/sys/class/infiniband/${n.dev.ibdev}/ports/1/hw_counters`;
