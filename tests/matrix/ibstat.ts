@@ -10,6 +10,7 @@ import {
   parseIbstat,
   parseIbvDevinfo,
 } from "../../harness/rdma_guest.ts";
+import { pollCqFilterExit, runPollCqBench, SIGSYS_EXIT } from "../../harness/poll_cq.ts";
 
 /**
  * The datasheet's table 4.1 as the tools print it: one line per
@@ -336,11 +337,37 @@ async function checkModule(ctx: RowContext, g: Guest, dev: CnuasIbDev): Promise<
   });
 }
 
+/**
+ * The provider's fast path (HiCAIN: the CQ ring mapped into the process):
+ * ibv_poll_cq drains real completions under a seccomp filter that kills the
+ * process on any system call. The filter's own test comes first, so a
+ * filter that does not bite cannot make the check pass.
+ */
+async function checkPollCq(ctx: RowContext, g: Guest, dev: CnuasIbDev): Promise<void> {
+  await ctx.step("the seccomp filter kills a process that makes a system call", async () => {
+    const code = await pollCqFilterExit(g, dev.ibdev);
+    ctx.expect(
+      code === SIGSYS_EXIT,
+      `poll_cq_bench -x exited ${code}, want ${SIGSYS_EXIT} (SIGSYS)`,
+    );
+  });
+  await ctx.step("ibv_poll_cq drains 4096 completions without a system call", async () => {
+    const f = await runPollCqBench(g, dev.ibdev, { emptyPolls: 100000 });
+    ctx.measure("pollCq.drainNsPerCompletion", f.drainNsPerCompletion, "ns");
+    ctx.measure("pollCq.emptyPollNs", f.emptyPollNs, "ns");
+    ctx.measure("pollCq.getppidSyscallNs", f.getppidSyscallNs, "ns");
+  });
+}
+
 /** The datasheet's attributes as ibv_devinfo, ibstat and rdma print them. */
 export const row: Row = {
   id: "ibstat",
-  title: "ibv_devices, ibv_devinfo -v, ibstat, rdma link show the datasheet attributes",
-  needs: { guests: 1, builds: ["qemu", "image", "modules", "provider"], devices: { vnic: 1 } },
+  title: "ibv_devinfo -v, ibstat, rdma show the datasheet attributes; poll_cq is syscall-free",
+  needs: {
+    guests: 1,
+    builds: ["qemu", "image", "modules", "provider", "guestprogs"],
+    devices: { vnic: 1 },
+  },
   timeoutSec: 300,
   async run(ctx) {
     const g = ctx.guests[0];
@@ -348,6 +375,7 @@ export const row: Row = {
     ctx.log(`${dev.ibdev} on ${dev.iface} (${dev.pci})`);
     await checkTable(ctx, g, dev);
     await checkPort(ctx, g, dev);
+    await checkPollCq(ctx, g, dev);
     await checkModule(ctx, g, dev);
   },
 };

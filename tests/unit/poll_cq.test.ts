@@ -1,0 +1,45 @@
+/** Parsing poll_cq_bench's output: only a complete, syscall-free PASS yields figures. */
+import assert from "node:assert/strict";
+import { parsePollCqBench } from "../../harness/poll_cq.ts";
+import { RowFailure } from "../../harness/matrix/row.ts";
+
+const GOOD = [
+  "device=cnuas_ib0",
+  "completions=4096 batch=16",
+  "drain_ns_per_completion=77.0",
+  "empty_polls_during_drain=0",
+  "empty_poll_ns=68.7",
+  "getppid_syscall_ns=465.4",
+  "system_calls_while_polling=0",
+  "PASS",
+].join("\n");
+
+Deno.test("poll_cq_bench output with PASS gives every figure", () => {
+  assert.deepEqual(parsePollCqBench(GOOD), {
+    completions: 4096,
+    batch: 16,
+    drainNsPerCompletion: 77,
+    emptyPollsDuringDrain: 0,
+    emptyPollNs: 68.7,
+    getppidSyscallNs: 465.4,
+  });
+});
+
+Deno.test("poll_cq_bench output without PASS gives nothing", () => {
+  assert.equal(parsePollCqBench(GOOD.replace("PASS", "")), undefined);
+  assert.equal(parsePollCqBench("FAIL: completion 3: status 0 wr_id 7 qp 0x11"), undefined);
+});
+
+Deno.test("a PASS with a missing figure or a system call counted is refused", () => {
+  assert.throws(
+    () => parsePollCqBench(GOOD.replace("empty_poll_ns=68.7\n", "")),
+    (e: unknown) => e instanceof RowFailure && /empty_poll_ns/.test(e.message),
+  );
+  assert.throws(
+    () =>
+      parsePollCqBench(
+        GOOD.replace("system_calls_while_polling=0", "system_calls_while_polling=2"),
+      ),
+    /system calls while polling/,
+  );
+});
