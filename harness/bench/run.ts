@@ -64,6 +64,7 @@ const OPTIONAL_BENCHES: { file: string; fn: string }[] = [
   { file: "./rdma.ts", fn: "benchRdmaChecker" },
   { file: "./net.ts", fn: "benchNet" },
   { file: "./rdma_perf.ts", fn: "benchRdmaPerf" },
+  { file: "./rdma_poll.ts", fn: "benchRdmaPoll" },
 ];
 
 /** Run every bench; write `reports/bench/<id>/bench.json`; return its path. */
