@@ -527,6 +527,7 @@ class WireCapture {
    * Check every segment with the wire oracle; record framesChecked and
    * violations (sums), then fail on a violation, an empty segment, a file
    * that lacks frames the switch wrote, or a truncated (oversize) frame.
+   * Clean captures are deleted; the others are kept beside their reports.
    */
   async check(): Promise<void> {
     const ctx = this.#ctx;
@@ -535,6 +536,7 @@ class WireCapture {
       let violations = 0;
       const problems: string[] = [];
       for (const seg of this.#segments) {
+        const before = problems.length;
         const t0 = performance.now();
         const r = await checkPcapngFile(seg.path);
         ctx.artifact(r.reportPath);
@@ -562,6 +564,10 @@ class WireCapture {
               `(${JSON.stringify(r.byRule)}), see ${r.reportPath}`,
           );
         }
+        // A clean capture is hundreds of MB: its .violations.json stays as the
+        // proof the check ran; one with a problem is kept for inspection.
+        if (problems.length === before) await Deno.remove(seg.path);
+        else ctx.artifact(seg.path);
       }
       ctx.measure("framesChecked", frames, "frames");
       ctx.measure("violations", violations, "count");
