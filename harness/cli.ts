@@ -8,6 +8,8 @@
  *   bench [--fresh]             measurements into reports/bench/<id>/bench.json
  *                               (--fresh adds an empty-cache build + boot row)
  *   report merge DIR... --out D merge shard reports
+ *   wirecheck FILE.pcapng...    run captures (from a row, or from real hardware)
+ *       [--path-mtu N]          through the RDMA wire oracle; writes FILE.violations.json
  *   repin                       re-pin sources to what the mirror serves
  *   clean [--cache]             remove reports (and the cache)
  */
@@ -27,6 +29,7 @@ import { isFailing } from "./report/schema.ts";
 import { mergeReports } from "./report/write.ts";
 import { runBench } from "./bench/run.ts";
 import { fabricStarter } from "./fabric_starter.ts";
+import { checkPcapngFile } from "./rdma_check.ts";
 
 /** Bad command-line input. */
 class UsageError extends Error {
@@ -118,6 +121,38 @@ async function denoTests(config: Config): Promise<{ passed: number; failed: numb
   return { passed: Number(m[1]), failed: Number(m[3]) || (status.success ? 0 : 1) };
 }
 
+/**
+ * Check captures with the RDMA wire oracle; prints one line per file and its
+ * first violations. Returns 1 when any file has a violation.
+ */
+async function wirecheck(files: string[], pathMtu: string | undefined): Promise<number> {
+  if (files.length === 0) {
+    throw new UsageError("usage: wirecheck <capture.pcapng>... [--path-mtu 256..4096]");
+  }
+  const mtu = pathMtu === undefined ? undefined : Number(pathMtu);
+  if (mtu !== undefined && ![256, 512, 1024, 2048, 4096].includes(mtu)) {
+    throw new UsageError(`--path-mtu takes 256, 512, 1024, 2048 or 4096, not ${pathMtu}`);
+  }
+  let dirty = 0;
+  for (const f of files) {
+    let r;
+    try {
+      r = await checkPcapngFile(f, mtu === undefined ? {} : { pathMtu: mtu });
+    } catch (e) {
+      throw new UsageError(`${f}: ${(e as Error).message}`);
+    }
+    console.log(
+      `${f}: ${r.framesChecked} frames (${r.rdmaFrames} RDMA), ${r.violationCount} violations` +
+        (r.violationCount ? ` ${JSON.stringify(r.byRule)}` : "") + ` — ${r.reportPath}`,
+    );
+    for (const v of r.violations.slice(0, 5)) {
+      console.log(`  frame ${v.frameIndex} ${v.rule}: ${v.flow}: ${v.message}`);
+    }
+    if (r.violationCount) dirty++;
+  }
+  return dirty ? 1 : 0;
+}
+
 async function main(argv: string[]): Promise<number> {
   const { values, positionals } = parseArgs({
     args: argv,
@@ -134,6 +169,7 @@ async function main(argv: string[]): Promise<number> {
       out: { type: "string" },
       cache: { type: "boolean" },
       fresh: { type: "boolean" },
+      "path-mtu": { type: "string" },
       help: { type: "boolean", short: "h" },
     },
   });
@@ -208,6 +244,8 @@ async function main(argv: string[]): Promise<number> {
       console.log(`merged ${m.rows.length} rows into ${out}`);
       return 0;
     }
+    case "wirecheck":
+      return await wirecheck(rest, values["path-mtu"] as string | undefined);
     case "repin": {
       const changes = await repin(config);
       console.log(changes.length ? changes.join("\n") : "pins already match the mirror");
@@ -221,7 +259,7 @@ async function main(argv: string[]): Promise<number> {
     }
     default:
       throw new UsageError(
-        `unknown command ${cmd}; commands: setup build matrix test bench report repin clean`,
+        `unknown command ${cmd}; commands: setup build matrix test bench report wirecheck repin clean`,
       );
   }
 }
