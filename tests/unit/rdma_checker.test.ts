@@ -726,3 +726,29 @@ Deno.test("in-flight requests the responder discarded after its NAK owe nothing 
   assert.deepEqual(rules(res), ["atomic-response"]);
   assert.match(res.violations[0].message, new RegExp(`atomic at PSN ${p + 2} is never answered`));
 });
+
+Deno.test("once the responder answers past its NAKed PSN, the requester need not go back to it", () => {
+  const conv = new r.RcConversation({ pmtu: 256 });
+  const p = conv.nextPsns("a", 4);
+  const send = (psn: number) =>
+    conv.emit("a", {
+      bth: { opcode: r.OP.RC_SEND_ONLY, destQp: 0, psn },
+      payload: new Uint8Array(8),
+    });
+  const ack = (psn: number) =>
+    conv.emit("b", {
+      bth: { opcode: r.OP.RC_ACKNOWLEDGE, destQp: 0, psn },
+      aeth: { syndrome: 0x1f, msn: 1 },
+    });
+  send(p);
+  send(p + 1); // lost at the responder
+  send(p + 2);
+  send(p + 1); // timer: resent from the oldest unacknowledged
+  send(p + 2);
+  conv.nak("b", p + 1, r.NAK_CODES.PSN_SEQUENCE_ERROR); // for the first p+2
+  ack(p + 2); // the resent p+1 and p+2 arrived; the requester lost the NAK, not this
+  send(p + 3);
+  send(p + 3); // its ACK lost: resent after a timeout, not from p+1
+  ack(p + 3);
+  assert.deepEqual(r.checkCapture(conv.frames).violations, []);
+});

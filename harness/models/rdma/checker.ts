@@ -837,10 +837,9 @@ export class CaptureChecker {
     const psn = p.bth!.psn;
     const name = f.responseName;
     // A response at or past the NAKed PSN: a copy of that PSN reached the
-    // responder after all, so the requester need not go back to it.
-    if (f.restartAt >= 0 && psnDiff(psn, f.restartAt) >= 0 && op.operation !== "ACKNOWLEDGE") {
-      f.restartAt = -1;
-    }
+    // responder after all, so the requester need not go back to it. (A new
+    // NAK sets restartAt again below.)
+    if (f.restartAt >= 0 && psnDiff(psn, f.restartAt) >= 0) f.restartAt = -1;
     if (
       f.lastReqPsn >= 0 && psnDiff(psn, f.lastReqPsn) > 0 && f.pendingRead === null &&
       !hasOpenRead(f)
