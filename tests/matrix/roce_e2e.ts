@@ -3,6 +3,7 @@ import type { Guest } from "../../harness/vm/types.ts";
 import { type Row, type RowContext, RowFailure } from "../../harness/matrix/row.ts";
 import { waitCarrier } from "../../harness/netdev.ts";
 import { checkPcapngFile } from "../../harness/rdma_check.ts";
+import { buildRoceFrame, OP } from "../../harness/models/rdma/mod.ts";
 import { GUEST_PATHS } from "../../harness/vm/types.ts";
 import {
   type CnuasIbDev,
@@ -194,11 +195,15 @@ async function lossRecovery(ctx: RowContext, nodes: Node[]): Promise<void> {
   const before = await Promise.all(nodes.map(counters));
   await setLoss(nodes, LOSS_ONE_IN);
   try {
+    // Not ibv_rc_pingpong: its server exits once its own work is done, so
+    // when the ACK of the client's last SEND is lost the client's retries
+    // find no QP and end in RETRY_EXC_ERR (as on any RDMA device). perftest
+    // holds both QPs until a final handshake over TCP.
     const runs: [string, (n: Node) => string, number][] = [
       [
-        "ibv_rc_pingpong -s 65536 -n 100",
-        (n) => `ibv_rc_pingpong -d ${n.dev.ibdev} -g ${n.gid} -s 65536 -n 100`,
-        18515,
+        "ib_send_bw -s 65536 -n 200",
+        (n) => `ib_send_bw -d ${n.dev.ibdev} -x ${n.gid} -p 18903 -s 65536 -n 200 -F`,
+        18903,
       ],
       [
         "ib_write_bw -s 65536 -n 200",
@@ -247,6 +252,87 @@ async function lossRecovery(ctx: RowContext, nodes: Node[]): Promise<void> {
     "frames were lost but nothing was retransmitted",
   );
   ctx.expect(delta("send_seq_nak") > 0, "no sequence NAK was sent for a gap");
+}
+
+/** Frames of each kind the ICRC step sends to g1 from the switch. */
+export const ICRC_FRAMES = { bad: 7, good: 5 };
+
+/** A QP number no QP of the row has (cnuas_ib hands out small ones). */
+const NO_SUCH_QP = 0xabcde;
+
+/** A MAC address "aa:bb:..." as a 48-bit number. */
+function macNumber(mac: string): number {
+  return parseInt(mac.replaceAll(":", ""), 16);
+}
+
+/** An IPv4 address "a.b.c.d" as a 32-bit number. */
+function ipNumber(ip: string): number {
+  return ip.split(".").reduce((n, o) => n * 256 + Number(o), 0);
+}
+
+/**
+ * ICRC: frames built by the TypeScript model (IBTA/RoCEv2 ICRC) are sent to
+ * g1 from its switch port, outside any capture: those with one ICRC bit
+ * flipped must be dropped and counted as rcvd_icrc_err; those with the
+ * model's ICRC must pass the check (and be dropped later, counted as
+ * rcvd_drop, for want of a QP). Exact counts both ways.
+ */
+async function icrc(ctx: RowContext, nodes: Node[]): Promise<void> {
+  const [src, dst] = nodes;
+  await ctx.step(
+    `ICRC: ${ICRC_FRAMES.bad} frames with a bad ICRC counted and dropped, ` +
+      `${ICRC_FRAMES.good} with a good one pass the check`,
+    async () => {
+      const mac = async (n: Node) =>
+        (await n.g.run(`cat /sys/class/net/${n.dev.iface}/address`, { check: true })).stdout
+          .trim();
+      const [srcMac, dstMac] = [await mac(src), await mac(dst)];
+      const table = await ctx.fabric!.control({ op: "table" });
+      const port = (table.macs as { mac: string; port: number }[]).find((m) => m.mac === dstMac)
+        ?.port;
+      if (port === undefined) throw new RowFailure(`the switch has not learned ${dstMac}`);
+      const frame = (psn: number) =>
+        buildRoceFrame({
+          srcMac: macNumber(srcMac),
+          dstMac: macNumber(dstMac),
+          srcIp: ipNumber(src.ip),
+          dstIp: ipNumber(dst.ip),
+          bth: { opcode: OP.RC_SEND_ONLY, destQp: NO_SUCH_QP, psn },
+          payload: new Uint8Array(32).fill(psn & 0xff),
+        });
+      const inject = async (f: Uint8Array) => {
+        const hex = Array.from(f, (b) => b.toString(16).padStart(2, "0")).join("");
+        const r = await ctx.fabric!.control({ op: "inject", port, direction: "egress", hex });
+        if (r.ok !== true) throw new RowFailure(`inject: ${String(r.error)}`);
+      };
+      const before = await counters(dst);
+      for (let i = 0; i < ICRC_FRAMES.bad; i++) {
+        const f = frame(100 + i);
+        f[f.length - 1 - (i % 4)] ^= 1 << (i % 8); // one bit of the ICRC
+        await inject(f);
+      }
+      for (let i = 0; i < ICRC_FRAMES.good; i++) {
+        await inject(frame(200 + i));
+      }
+      let d = { icrc: 0, drop: 0 };
+      for (let t = 0; t < 40; t++) {
+        const after = await counters(dst);
+        const delta = (k: string) => (after[k] ?? 0) - (before[k] ?? 0);
+        d = { icrc: delta("rcvd_icrc_err"), drop: delta("rcvd_drop") };
+        if (d.icrc >= ICRC_FRAMES.bad && d.drop >= ICRC_FRAMES.good) break;
+        await new Promise((r) => setTimeout(r, 250));
+      }
+      ctx.measure("icrc.rcvd_icrc_err", d.icrc, "count");
+      ctx.expect(
+        d.icrc === ICRC_FRAMES.bad,
+        `rcvd_icrc_err rose by ${d.icrc}, want ${ICRC_FRAMES.bad}`,
+      );
+      ctx.expect(
+        d.drop === ICRC_FRAMES.good,
+        `rcvd_drop rose by ${d.drop}, want ${ICRC_FRAMES.good} (good ICRC, no such QP)`,
+      );
+    },
+  );
 }
 
 async function examples(ctx: RowContext, nodes: Node[]): Promise<void> {
@@ -403,6 +489,7 @@ export const row: Row = {
       await rping(ctx, nodes);
     });
     await captured(ctx, "loss", () => lossRecovery(ctx, nodes));
+    await icrc(ctx, nodes);
     await ctx.step("port counters", async () => {
       for (const n of nodes) {
         const d = `/sys/class/infiniband/${n.dev.ibdev}/ports/1/hw_counters`;
