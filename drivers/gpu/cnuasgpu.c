@@ -20,9 +20,13 @@
  */
 #include <linux/cdev.h>
 #include <linux/device.h>
+#include <linux/dma-buf.h>
+#include <linux/dma-mapping.h>
+#include <linux/file.h>
 #include <linux/fs.h>
 #include <linux/idr.h>
 #include <linux/interrupt.h>
+#include <linux/iosys-map.h>
 #include <linux/io.h>
 #include <linux/jiffies.h>
 #include <linux/list.h>
@@ -92,6 +96,7 @@ struct cnuasgpu_mem {
 	u64 offset;
 	u64 size;
 	unsigned int maps;		/* VMAs mapping it */
+	unsigned int exports;		/* DMA-BUFs of it still open */
 	u32 handle;
 };
 
@@ -128,6 +133,7 @@ struct cnuasgpu_dev {
 	struct list_head allocs;
 	struct xarray handles;
 	u64 used;
+	unsigned int exports;		/* DMA-BUFs open, all allocations */
 	struct list_head files;
 
 	struct mutex tx_lock;		/* one frame in flight */
@@ -189,14 +195,14 @@ static void cnuasgpu_alloc_release(struct cnuasgpu_dev *gdev,
 	kfree(a);
 }
 
-/* Drop the owner's claim; the space stays reserved while mappings remain. */
+/* Drop the owner's claim; the space stays reserved while mappings or exports remain. */
 static void cnuasgpu_alloc_free(struct cnuasgpu_dev *gdev,
 				struct cnuasgpu_mem *a)
 {
 	lockdep_assert_held(&gdev->alloc_lock);
 	xa_erase(&gdev->handles, a->handle);
 	a->owner = NULL;
-	if (!a->maps)
+	if (!a->maps && !a->exports)
 		cnuasgpu_alloc_release(gdev, a);
 }
 
@@ -644,6 +650,180 @@ static int cnuasgpu_ioc_info(struct cnuasgpu_file *cf, void __user *uarg)
 	return copy_to_user(uarg, &info, sizeof(info)) ? -EFAULT : 0;
 }
 
+/* ---- DMA-BUF export ------------------------------------------------------ */
+
+/*
+ * One exported allocation.  It keeps its own copy of the BAR1 range so the
+ * importer's mappings never go through gdev->devmem, which goes away with
+ * the PCI function; the module stays loaded while the DMA-BUF exists (the
+ * DMA-BUF core holds a module reference for it).
+ */
+struct cnuasgpu_export_priv {
+	struct cnuasgpu_dev *gdev;	/* holds a reference to gdev->dev */
+	struct cnuasgpu_mem *a;		/* holds a->exports */
+	phys_addr_t phys;
+	u64 size;
+};
+
+/* BAR1 is device memory without struct pages: only peer-to-peer importers. */
+static int cnuasgpu_dmabuf_attach(struct dma_buf *dmabuf,
+				  struct dma_buf_attachment *attach)
+{
+	return attach->peer2peer ? 0 : -EOPNOTSUPP;
+}
+
+static struct sg_table *cnuasgpu_dmabuf_map(struct dma_buf_attachment *attach,
+					    enum dma_data_direction dir)
+{
+	struct cnuasgpu_export_priv *x = attach->dmabuf->priv;
+	struct sg_table *sgt;
+	dma_addr_t addr;
+	int ret;
+
+	sgt = kzalloc(sizeof(*sgt), GFP_KERNEL);
+	if (!sgt)
+		return ERR_PTR(-ENOMEM);
+	ret = sg_alloc_table(sgt, 1, GFP_KERNEL);
+	if (ret)
+		goto err_free;
+	addr = dma_map_resource(attach->dev, x->phys, x->size, dir,
+				DMA_ATTR_SKIP_CPU_SYNC);
+	ret = dma_mapping_error(attach->dev, addr);
+	if (ret)
+		goto err_table;
+	/* no page behind it: importers use the DMA address and length only */
+	sg_set_page(sgt->sgl, NULL, 0, 0);
+	sg_dma_address(sgt->sgl) = addr;
+	sg_dma_len(sgt->sgl) = x->size;
+	return sgt;
+
+err_table:
+	sg_free_table(sgt);
+err_free:
+	kfree(sgt);
+	return ERR_PTR(ret);
+}
+
+static void cnuasgpu_dmabuf_unmap(struct dma_buf_attachment *attach,
+				  struct sg_table *sgt,
+				  enum dma_data_direction dir)
+{
+	dma_unmap_resource(attach->dev, sg_dma_address(sgt->sgl),
+			   sg_dma_len(sgt->sgl), dir, DMA_ATTR_SKIP_CPU_SYNC);
+	sg_free_table(sgt);
+	kfree(sgt);
+}
+
+/* For importers that move the bytes with the CPU. */
+static int cnuasgpu_dmabuf_vmap(struct dma_buf *dmabuf, struct iosys_map *map)
+{
+	struct cnuasgpu_export_priv *x = dmabuf->priv;
+	void __iomem *p = ioremap_wc(x->phys, x->size);
+
+	if (!p)
+		return -ENOMEM;
+	iosys_map_set_vaddr_iomem(map, p);
+	return 0;
+}
+
+static void cnuasgpu_dmabuf_vunmap(struct dma_buf *dmabuf,
+				   struct iosys_map *map)
+{
+	iounmap(map->vaddr_iomem);
+}
+
+/* The last reference closed: the allocation may go now. */
+static void cnuasgpu_dmabuf_release(struct dma_buf *dmabuf)
+{
+	struct cnuasgpu_export_priv *x = dmabuf->priv;
+	struct cnuasgpu_dev *gdev = x->gdev;
+	struct cnuasgpu_mem *a = x->a;
+
+	mutex_lock(&gdev->alloc_lock);
+	gdev->exports--;
+	if (!--a->exports && !a->owner && !a->maps)
+		cnuasgpu_alloc_release(gdev, a);
+	mutex_unlock(&gdev->alloc_lock);
+	put_device(&gdev->dev);
+	kfree(x);
+}
+
+static const struct dma_buf_ops cnuasgpu_dmabuf_ops = {
+	.attach = cnuasgpu_dmabuf_attach,
+	.map_dma_buf = cnuasgpu_dmabuf_map,
+	.unmap_dma_buf = cnuasgpu_dmabuf_unmap,
+	.vmap = cnuasgpu_dmabuf_vmap,
+	.vunmap = cnuasgpu_dmabuf_vunmap,
+	.release = cnuasgpu_dmabuf_release,
+};
+
+static int cnuasgpu_ioc_export(struct cnuasgpu_file *cf, void __user *uarg)
+{
+	DEFINE_DMA_BUF_EXPORT_INFO(exp_info);
+	struct cnuasgpu_dev *gdev = cf->gdev;
+	struct cnuasgpu_export_priv *x;
+	struct cnuasgpu_export req;
+	struct cnuasgpu_mem *a;
+	struct dma_buf *dmabuf;
+	int fd, ret;
+
+	if (copy_from_user(&req, uarg, sizeof(req)))
+		return -EFAULT;
+	if ((req.flags & ~CNUASGPU_EXPORT_CLOEXEC) || req.fd || req.reserved)
+		return -EINVAL;
+	x = kzalloc(sizeof(*x), GFP_KERNEL);
+	if (!x)
+		return -ENOMEM;
+	fd = get_unused_fd_flags(O_RDWR | ((req.flags & CNUASGPU_EXPORT_CLOEXEC) ?
+					   O_CLOEXEC : 0));
+	if (fd < 0) {
+		ret = fd;
+		goto err_free;
+	}
+
+	mutex_lock(&gdev->alloc_lock);
+	a = cnuasgpu_lookup(cf, req.handle);
+	if (!a) {
+		mutex_unlock(&gdev->alloc_lock);
+		ret = -ENOENT;
+		goto err_fd;
+	}
+	x->gdev = gdev;
+	x->a = a;
+	x->phys = gdev->devmem_phys + a->offset;
+	x->size = a->size;
+	exp_info.ops = &cnuasgpu_dmabuf_ops;
+	exp_info.size = a->size;
+	exp_info.flags = O_RDWR;
+	exp_info.priv = x;
+	dmabuf = dma_buf_export(&exp_info);
+	if (IS_ERR(dmabuf)) {
+		mutex_unlock(&gdev->alloc_lock);
+		ret = PTR_ERR(dmabuf);
+		goto err_fd;
+	}
+	/* from here on, the DMA-BUF's release undoes these */
+	a->exports++;
+	gdev->exports++;
+	get_device(&gdev->dev);
+	mutex_unlock(&gdev->alloc_lock);
+
+	req.fd = fd;
+	if (copy_to_user(uarg, &req, sizeof(req))) {
+		put_unused_fd(fd);
+		dma_buf_put(dmabuf);
+		return -EFAULT;
+	}
+	fd_install(fd, dmabuf->file);
+	return 0;
+
+err_fd:
+	put_unused_fd(fd);
+err_free:
+	kfree(x);
+	return ret;
+}
+
 static long cnuasgpu_ioctl(struct file *filp, unsigned int cmd,
 			   unsigned long arg)
 {
@@ -667,6 +847,8 @@ static long cnuasgpu_ioctl(struct file *filp, unsigned int cmd,
 		return cnuasgpu_ioc_link_send(cf, uarg);
 	case CNUASGPU_IOC_LINK_RECV:
 		return cnuasgpu_ioc_link_recv(cf, uarg);
+	case CNUASGPU_IOC_EXPORT_DMABUF:
+		return cnuasgpu_ioc_export(cf, uarg);
 	default:
 		return -ENOTTY;
 	}
@@ -706,7 +888,7 @@ static void cnuasgpu_vm_close(struct vm_area_struct *vma)
 	struct cnuasgpu_dev *gdev = a->gdev;
 
 	mutex_lock(&gdev->alloc_lock);
-	if (!--a->maps && !a->owner)
+	if (!--a->maps && !a->owner && !a->exports)
 		cnuasgpu_alloc_release(gdev, a);
 	mutex_unlock(&gdev->alloc_lock);
 }
@@ -880,11 +1062,11 @@ static ssize_t link_rx_ready_show(struct device *dev,
 }
 static DEVICE_ATTR_RO(link_rx_ready);
 
-/* This module revision exports no DMA-BUFs: peers cannot DMA into BAR1. */
+/* Allocations can be exported as DMA-BUFs for peer-to-peer importers. */
 static ssize_t peer_rdma_show(struct device *dev, struct device_attribute *attr,
 			      char *buf)
 {
-	return sysfs_emit(buf, "0\n");
+	return sysfs_emit(buf, "1\n");
 }
 static DEVICE_ATTR_RO(peer_rdma);
 
@@ -898,7 +1080,13 @@ static DEVICE_ATTR_RO(export_align);
 static ssize_t exports_show(struct device *dev, struct device_attribute *attr,
 			    char *buf)
 {
-	return sysfs_emit(buf, "0\n");
+	struct cnuasgpu_dev *gdev = to_gdev(dev);
+	unsigned int n;
+
+	mutex_lock(&gdev->alloc_lock);
+	n = gdev->exports;
+	mutex_unlock(&gdev->alloc_lock);
+	return sysfs_emit(buf, "%u\n", n);
 }
 static DEVICE_ATTR_RO(exports);
 
@@ -1141,4 +1329,5 @@ module_exit(cnuasgpu_exit);
 
 MODULE_DESCRIPTION("Cnuas accelerator (cnuasgpu) PCI driver");
 MODULE_LICENSE("GPL");
+MODULE_IMPORT_NS(DMA_BUF);
 MODULE_VERSION("0.1.0");

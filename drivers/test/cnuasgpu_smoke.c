@@ -248,6 +248,7 @@ enum fuzz_kind {
 	FZ_LINK_SEND,		/* link sends with invalid fields */
 	FZ_LINK_RECV,		/* link receives with invalid fields */
 	FZ_MMAP,		/* mappings of offsets no allocation covers */
+	FZ_EXPORT,		/* DMA-BUF exports: malformed, not ours, real */
 	FZ_KINDS
 };
 
@@ -262,6 +263,7 @@ static const char *const fuzz_names[FZ_KINDS] = {
 	[FZ_LINK_SEND] = "link_send",
 	[FZ_LINK_RECV] = "link_recv",
 	[FZ_MMAP] = "mmap",
+	[FZ_EXPORT] = "export",
 };
 
 /* Size of the allocation every range case aims past. */
@@ -332,7 +334,8 @@ static int is_cnuasgpu_cmd(unsigned int cmd)
 	return cmd == CNUASGPU_IOC_INFO || cmd == CNUASGPU_IOC_ALLOC ||
 	       cmd == CNUASGPU_IOC_FREE || cmd == CNUASGPU_IOC_COPY_TO_DEV ||
 	       cmd == CNUASGPU_IOC_COPY_FROM_DEV ||
-	       cmd == CNUASGPU_IOC_LINK_SEND || cmd == CNUASGPU_IOC_LINK_RECV;
+	       cmd == CNUASGPU_IOC_LINK_SEND || cmd == CNUASGPU_IOC_LINK_RECV ||
+	       cmd == CNUASGPU_IOC_EXPORT_DMABUF;
 }
 
 /*
@@ -508,6 +511,37 @@ static void fuzz_mmap(struct fuzz *z)
 	fz_expect(z, fz_mmap(z, 4096 * (1 + rnd() % 4), off), EINVAL);
 }
 
+/* A real export's fd is closed at once: the allocation is then the file's alone again. */
+static void fuzz_export(struct fuzz *z)
+{
+	struct cnuasgpu_export x = { .handle = z->live };
+	int want = EINVAL;
+
+	switch (rnd() % 4) {
+	case 0:
+		x.flags = 2u << (rnd() % 30);	/* any flag but CLOEXEC */
+		break;
+	case 1:
+		if (rnd() % 2)
+			x.reserved = 1 + rnd() % 0xffff;
+		else
+			x.fd = 1 + rnd() % 1000;	/* out only */
+		break;
+	case 2:
+		x.handle = (uint32_t)rnd();
+		if (x.handle == z->live)
+			x.handle ^= 0x80000000u;
+		want = ENOENT;
+		break;
+	default:
+		x.flags = rnd() % 2 ? CNUASGPU_EXPORT_CLOEXEC : 0;
+		want = 0;
+		break;
+	}
+	if (fz_expect(z, fz_ioctl(z, CNUASGPU_IOC_EXPORT_DMABUF, &x), want) && !want)
+		close(x.fd);
+}
+
 static void (*const fuzz_cases[FZ_KINDS])(struct fuzz *) = {
 	[FZ_GARBAGE] = fuzz_garbage,
 	[FZ_ALLOC] = fuzz_alloc,
@@ -519,6 +553,7 @@ static void (*const fuzz_cases[FZ_KINDS])(struct fuzz *) = {
 	[FZ_LINK_SEND] = fuzz_link_send,
 	[FZ_LINK_RECV] = fuzz_link_recv,
 	[FZ_MMAP] = fuzz_mmap,
+	[FZ_EXPORT] = fuzz_export,
 };
 
 static int fuzz(const char *path, long calls, uint64_t seed)

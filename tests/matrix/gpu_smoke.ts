@@ -38,6 +38,7 @@ const FUZZ_KINDS = [
   "link_send",
   "link_recv",
   "mmap",
+  "export",
 ] as const;
 /** The link buffers the driver carves out of BAR1 take at most this much. */
 const MAX_LINK_RESERVE = 1024 * 1024;

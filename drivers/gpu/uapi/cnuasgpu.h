@@ -6,7 +6,8 @@
  * allocation is identified by its handle and lives at a BAR1 offset, which is
  * also the mmap() offset of the allocation (write-combining mapping).
  * Allocations belong to the open file that made them: only it can copy to,
- * copy from, map or free them, and closing it frees them all.
+ * copy from, map, export or free them, and closing it frees them all (an
+ * allocation still mapped or exported stays reserved until that ends).
  *
  * CnuasLink frames carry an 8-byte header the driver writes: destination
  * gpu_id, then source gpu_id, both little-endian; 0xffffffff as destination
@@ -119,6 +120,26 @@ struct cnuasgpu_link_recv {
 	__u32 flags;
 };
 
+/* CNUASGPU_IOC_EXPORT_DMABUF flags */
+#define CNUASGPU_EXPORT_CLOEXEC		0x1u	/* the new fd is close-on-exec */
+
+/*
+ * CNUASGPU_IOC_EXPORT_DMABUF: export allocation @handle, whole, as a DMA-BUF.
+ * Out: @fd.  The allocation stays reserved (devmem_used, the BAR1 range)
+ * until the last reference to the DMA-BUF closes, even when it is freed or
+ * its file closed first.  Importers must accept peer-to-peer memory (it is
+ * BAR1, with no struct pages): an importer that does not is refused at
+ * attach with EOPNOTSUPP.  The DMA-BUF supports vmap (write-combining) for
+ * importers that copy with the CPU, like a software RDMA transport.
+ * EINVAL: unknown flags, reserved or fd set.  ENOENT: no such handle here.
+ */
+struct cnuasgpu_export {
+	__u32 handle;
+	__u32 flags;
+	__s32 fd;		/* out */
+	__u32 reserved;
+};
+
 #define CNUASGPU_IOC_MAGIC	0xC7
 
 #define CNUASGPU_IOC_INFO	_IOR(CNUASGPU_IOC_MAGIC, 0x00, struct cnuasgpu_info)
@@ -128,5 +149,6 @@ struct cnuasgpu_link_recv {
 #define CNUASGPU_IOC_COPY_FROM_DEV	_IOW(CNUASGPU_IOC_MAGIC, 0x04, struct cnuasgpu_copy)
 #define CNUASGPU_IOC_LINK_SEND	_IOW(CNUASGPU_IOC_MAGIC, 0x05, struct cnuasgpu_link_send)
 #define CNUASGPU_IOC_LINK_RECV	_IOWR(CNUASGPU_IOC_MAGIC, 0x06, struct cnuasgpu_link_recv)
+#define CNUASGPU_IOC_EXPORT_DMABUF	_IOWR(CNUASGPU_IOC_MAGIC, 0x07, struct cnuasgpu_export)
 
 #endif /* _UAPI_CNUASGPU_H */
