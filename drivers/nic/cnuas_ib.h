@@ -30,6 +30,7 @@
 
 #include <linux/auxiliary_bus.h>
 #include <linux/in6.h>
+#include <linux/iosys-map.h>
 #include <linux/netdevice.h>
 #include <linux/refcount.h>
 #include <linux/skbuff.h>
@@ -235,17 +236,19 @@ static inline struct cnuas_ib_cq *to_ccq(struct ib_cq *cq)
 enum cnuas_mr_type {
 	CNUAS_MR_USER,		/* pinned user pages (ib_umem) */
 	CNUAS_MR_DMA,		/* kernel DMA MR: addresses are kernel VAs */
+	CNUAS_MR_DMABUF,	/* a DMA-BUF (e.g. accelerator memory), vmapped */
 };
 
 /**
  * struct cnuas_ib_mr - a memory region
  * @type: what backs it
  * @access: IB_ACCESS_* it was registered with
- * @iova, @length: the range keys give access to (user MRs)
- * @umem: pinned pages (user MRs)
+ * @iova, @length: the range keys give access to (user and DMA-BUF MRs)
+ * @umem: pinned pages (user MRs), the pinned DMA-BUF umem (DMA-BUF MRs)
+ * @map: kernel mapping of the DMA-BUF's registered range (DMA-BUF MRs)
  * @pages: page of each PAGE_SIZE step from the start of @umem
  * @npages: entries in @pages
- * @page_off: offset of @iova in pages[0]
+ * @page_off: offset of @iova in pages[0] (user MRs), in the DMA-BUF (DMA-BUF MRs)
  * @ref: lookups in progress + 1; dereg waits for it to drop
  * @done: completed when @ref drops to zero
  * @rcu: freed after a grace period: lookups run under RCU
@@ -257,9 +260,10 @@ struct cnuas_ib_mr {
 	u64 iova;
 	u64 length;
 	struct ib_umem *umem;
+	struct iosys_map map;
 	struct page **pages;
 	unsigned long npages;
-	unsigned int page_off;
+	u64 page_off;
 	refcount_t ref;
 	struct completion done;
 	struct rcu_head rcu;
@@ -512,6 +516,10 @@ struct ib_mr *cnuas_ib_get_dma_mr(struct ib_pd *pd, int access);
 struct ib_mr *cnuas_ib_reg_user_mr(struct ib_pd *pd, u64 start, u64 length,
 				   u64 iova, int access,
 				   struct ib_udata *udata);
+struct ib_mr *cnuas_ib_reg_user_mr_dmabuf(struct ib_pd *pd, u64 offset,
+					  u64 length, u64 iova, int fd,
+					  int access,
+					  struct uverbs_attr_bundle *attrs);
 int cnuas_ib_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata);
 struct cnuas_ib_mr *cnuas_ib_mr_get(struct cnuas_ib_dev *dev, u32 key,
 				    struct ib_pd *pd, int access, u64 va,

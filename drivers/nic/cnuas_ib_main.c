@@ -311,4 +311,5 @@ module_exit(cnuas_ib_exit);
 MODULE_AUTHOR("Cnuas HIL");
 MODULE_DESCRIPTION("cnuas_ib: RoCEv2 RDMA transport on cnuas-vnic");
 MODULE_LICENSE("Dual MIT/GPL");
+MODULE_IMPORT_NS(DMA_BUF);
 MODULE_VERSION(CNUAS_IB_DRV_VERSION);

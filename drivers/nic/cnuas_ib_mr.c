@@ -4,7 +4,13 @@
  * rkey; every use looks the key up and checks the PD, the access flags and
  * the bounds before a byte moves (cnuas_ib_mr_get), and holds a reference
  * for the copy so deregistration waits for it.
+ *
+ * A DMA-BUF MR (ibv_reg_dmabuf_mr, e.g. over accelerator memory) is
+ * imported as a pinned peer-to-peer attachment against the PCI function, as
+ * a hardware HCA would; since this transport moves bytes with the CPU, the
+ * DMA-BUF is also vmapped and copies go through that mapping.
  */
+#include <linux/dma-buf.h>
 #include <linux/highmem.h>
 #include <linux/mm.h>
 #include <linux/vmalloc.h>
@@ -69,6 +75,9 @@ static void cnuas_ib_mr_release(struct cnuas_ib_dev *dev,
 	xa_erase(&dev->mrs, mr->ibmr.lkey >> 8);
 	cnuas_ib_mr_put(mr);
 	wait_for_completion(&mr->done);
+	if (mr->type == CNUAS_MR_DMABUF && !iosys_map_is_null(&mr->map))
+		dma_buf_vunmap_unlocked(to_ib_umem_dmabuf(mr->umem)->attach->dmabuf,
+					&mr->map);
 	if (mr->umem)
 		ib_umem_release(mr->umem);
 	kvfree(mr->pages);
@@ -143,6 +152,61 @@ err_mr:
 	return ERR_PTR(err);
 }
 
+/*
+ * Atomics are refused on DMA-BUF MRs: the responder's compare-and-swap is
+ * a locked read-modify-write of cacheable memory, which device memory
+ * behind a write-combining mapping is not.
+ */
+#define CNUAS_IB_DMABUF_ACCESS (CNUAS_IB_ACCESS_SUPPORTED & ~IB_ACCESS_REMOTE_ATOMIC)
+
+struct ib_mr *cnuas_ib_reg_user_mr_dmabuf(struct ib_pd *pd, u64 offset,
+					  u64 length, u64 iova, int fd,
+					  int access,
+					  struct uverbs_attr_bundle *attrs)
+{
+	struct cnuas_ib_dev *dev = to_cdev(pd->device);
+	struct ib_umem_dmabuf *umem_dmabuf;
+	struct cnuas_ib_mr *mr;
+	int err;
+
+	if (access & ~CNUAS_IB_DMABUF_ACCESS)
+		return ERR_PTR(-EOPNOTSUPP);
+	if (!length || length > U32_MAX || iova + length < iova ||
+	    offset + length < offset)
+		return ERR_PTR(-EINVAL);
+
+	mr = cnuas_ib_mr_alloc(pd, access);
+	if (IS_ERR(mr))
+		return ERR_CAST(mr);
+	mr->type = CNUAS_MR_DMABUF;
+	mr->iova = iova;
+	mr->length = length;
+
+	/* ib_core checks the range against the DMA-BUF's size */
+	umem_dmabuf = ib_umem_dmabuf_get_pinned_with_dma_device(pd->device,
+								dev->ibdev.dev.parent,
+								offset, length,
+								fd, access);
+	if (IS_ERR(umem_dmabuf)) {
+		err = PTR_ERR(umem_dmabuf);
+		goto err_mr;
+	}
+	mr->umem = &umem_dmabuf->umem;
+	err = dma_buf_vmap_unlocked(umem_dmabuf->attach->dmabuf, &mr->map);
+	if (err) {
+		iosys_map_clear(&mr->map);
+		goto err_mr;
+	}
+	/* the map covers the whole DMA-BUF; the MR starts @offset into it */
+	mr->page_off = offset;
+	cnuas_ib_mr_publish(dev, mr);
+	return &mr->ibmr;
+
+err_mr:
+	cnuas_ib_mr_release(dev, mr);
+	return ERR_PTR(err);
+}
+
 int cnuas_ib_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 {
 	cnuas_ib_mr_release(to_cdev(ibmr->device), to_cmr(ibmr));
@@ -178,7 +242,7 @@ struct cnuas_ib_mr *cnuas_ib_mr_get(struct cnuas_ib_dev *dev, u32 key,
 
 	if (mr->ibmr.pd != pd || (access & ~mr->access))
 		goto err;
-	if (mr->type == CNUAS_MR_USER &&
+	if (mr->type != CNUAS_MR_DMA &&
 	    (va < mr->iova || len > mr->length ||
 	     va - mr->iova > mr->length - len))
 		goto err;
@@ -210,8 +274,15 @@ void cnuas_ib_mr_copy(struct cnuas_ib_mr *mr, u64 va, void *buf, u32 len,
 			memcpy(buf, p, len);
 		return;
 	}
-
 	off = va - mr->iova + mr->page_off;
+	if (mr->type == CNUAS_MR_DMABUF) {
+		if (to_mr)
+			iosys_map_memcpy_to(&mr->map, off, buf, len);
+		else
+			iosys_map_memcpy_from(buf, &mr->map, off, len);
+		return;
+	}
+
 	while (len) {
 		struct page *page = mr->pages[off >> PAGE_SHIFT];
 		unsigned int in = off & ~PAGE_MASK;
@@ -234,6 +305,8 @@ void cnuas_ib_mr_copy(struct cnuas_ib_mr *mr, u64 va, void *buf, u32 len,
 /*
  * The 8 bytes at @va for an atomic (aligned, so inside one page).  The
  * caller kunmap_local()s the result; *@page is for flush_dcache_page().
+ * Never a DMA-BUF MR: those are registered without REMOTE_ATOMIC, which
+ * cnuas_ib_mr_get() demands for an atomic.
  */
 void *cnuas_ib_mr_atomic_ptr(struct cnuas_ib_mr *mr, u64 va,
 			     struct page **page)

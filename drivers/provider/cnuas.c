@@ -95,6 +95,27 @@ static struct ibv_mr *cnuas_reg_mr(struct ibv_pd *pd, void *addr,
 	return &vmr->ibv_mr;
 }
 
+/* Memory another driver exported as a DMA-BUF (e.g. accelerator memory). */
+static struct ibv_mr *cnuas_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset,
+					  size_t length, uint64_t iova, int fd,
+					  int access)
+{
+	struct verbs_mr *vmr;
+	int ret;
+
+	vmr = calloc(1, sizeof(*vmr));
+	if (!vmr)
+		return NULL;
+	ret = ibv_cmd_reg_dmabuf_mr(pd, offset, length, iova, fd, access, vmr,
+				    NULL);
+	if (ret) {
+		free(vmr);
+		errno = ret;
+		return NULL;
+	}
+	return &vmr->ibv_mr;
+}
+
 static int cnuas_dereg_mr(struct verbs_mr *vmr)
 {
 	int ret = ibv_cmd_dereg_mr(vmr);
@@ -311,6 +332,7 @@ static const struct verbs_context_ops cnuas_ctx_ops = {
 	.query_device_ex = cnuas_query_device,
 	.query_port = cnuas_query_port,
 	.query_qp = cnuas_query_qp,
+	.reg_dmabuf_mr = cnuas_reg_dmabuf_mr,
 	.reg_mr = cnuas_reg_mr,
 	.req_notify_cq = cnuas_req_notify_cq,
 };
