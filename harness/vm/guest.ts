@@ -166,12 +166,21 @@ export class GuestVm implements Guest {
   /** Run a shell command as root in the guest. */
   async run(cmd: string, opts: RunOptions = {}): Promise<RunResult> {
     await this.#alive();
+    let r: RunResult;
     try {
-      return await this.#session().run(cmd, opts);
+      r = await this.#session().run(cmd, opts);
     } catch (e) {
       await this.#alive();
       throw e;
     }
+    if (r.code === -1) {
+      // The connection closed without an exit status. A guest that panicked
+      // is a guest death, not a failed command: QEMU (-no-reboot) ends a
+      // moment after the panic, so wait for that a little.
+      await Promise.race([this.#exited, new Promise((res) => setTimeout(res, 3000))]);
+      await this.#alive();
+    }
+    return r;
   }
 
   /** Write a file in the guest. */

@@ -163,6 +163,31 @@ Deno.test(
   },
 );
 
+Deno.test(
+  "a guest that panics during a row is ERROR (guest died) with the panic line",
+  opts,
+  async () => {
+    const runDir = await Deno.makeTempDir();
+    let after = "not reached";
+    const r = await runRow(
+      testRow("panics", async (ctx) => {
+        const g = ctx.guests[0];
+        await g.run("echo 1 >/proc/sys/kernel/sysrq; echo c >/proc/sysrq-trigger", {
+          timeoutSec: 20,
+        });
+        after = "the crashing command returned instead of throwing";
+      }),
+      lab,
+      runDir,
+    );
+    assert.equal(r.status, "ERROR");
+    assert.match(r.reason!, /guest died/);
+    assert.match(r.reason!, /Kernel panic|sysrq/i);
+    assert.equal(after, "not reached");
+    await Deno.remove(runDir, { recursive: true });
+  },
+);
+
 Deno.test("a guest that never answers SSH is ERROR with the console tail", opts, async () => {
   const runDir = await Deno.makeTempDir();
   // init=/bin/false: the kernel panics at once; -no-reboot ends QEMU.
