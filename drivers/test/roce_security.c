@@ -15,19 +15,9 @@
  *
  * Prints one line per case and PASS at the end; exits 1 on any mismatch.
  */
-#include <errno.h>
 #include <getopt.h>
-#include <netdb.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
-#include <infiniband/verbs.h>
-
-#define DIE(...) do { fprintf(stderr, "FAIL: " __VA_ARGS__); fprintf(stderr, "\n"); exit(1); } while (0)
+#include "rc_pair.h"
 
 #define MR_LEN 4096
 #define NUM_CASES (sizeof(cases) / sizeof(cases[0]))
@@ -79,47 +69,6 @@ struct msg {
 	int32_t status;
 };
 
-static int tcp(const char *server, int port)
-{
-	struct addrinfo hints = { .ai_family = AF_INET, .ai_socktype = SOCK_STREAM };
-	struct addrinfo *res;
-	char service[16];
-	int fd, lfd, one = 1;
-
-	snprintf(service, sizeof(service), "%d", port);
-	if (!server)
-		hints.ai_flags = AI_PASSIVE;
-	if (getaddrinfo(server, service, &hints, &res))
-		DIE("getaddrinfo");
-	if (server) {
-		fd = socket(res->ai_family, res->ai_socktype, 0);
-		if (fd < 0 || connect(fd, res->ai_addr, res->ai_addrlen))
-			DIE("connect: %s", strerror(errno));
-	} else {
-		lfd = socket(res->ai_family, res->ai_socktype, 0);
-		setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-		if (lfd < 0 || bind(lfd, res->ai_addr, res->ai_addrlen) || listen(lfd, 1))
-			DIE("listen: %s", strerror(errno));
-		fd = accept(lfd, NULL, NULL);
-		close(lfd);
-	}
-	freeaddrinfo(res);
-	return fd;
-}
-
-static void xfer(int fd, const void *out, void *in, size_t len)
-{
-	if (write(fd, out, len) != (ssize_t)len)
-		DIE("tcp write");
-	for (size_t got = 0; got < len;) {
-		ssize_t n = read(fd, (char *)in + got, len - got);
-
-		if (n <= 0)
-			DIE("tcp read");
-		got += n;
-	}
-}
-
 static struct ibv_qp *make_qp(struct ibv_pd *pd, struct ibv_cq *cq, int access)
 {
 	struct ibv_qp_init_attr init = {
@@ -134,33 +83,6 @@ static struct ibv_qp *make_qp(struct ibv_pd *pd, struct ibv_cq *cq, int access)
 				 IBV_QP_ACCESS_FLAGS))
 		DIE("create QP");
 	return qp;
-}
-
-static void connect_qp(struct ibv_qp *qp, const struct msg *me, const struct msg *peer,
-		       int gid_index, enum ibv_mtu mtu, int rnr_retry)
-{
-	/* min_rnr_timer 20: a sender told "not ready" waits 10.24 ms */
-	struct ibv_qp_attr a = {
-		.qp_state = IBV_QPS_RTR, .path_mtu = mtu, .dest_qp_num = peer->qpn,
-		.rq_psn = peer->psn, .max_dest_rd_atomic = 4, .min_rnr_timer = 20,
-		.ah_attr = { .is_global = 1, .port_num = 1,
-			     .grh = { .sgid_index = gid_index, .hop_limit = 64 } },
-	};
-
-	memcpy(a.ah_attr.grh.dgid.raw, peer->gid, 16);
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-			  IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
-		DIE("RTR");
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.sq_psn = me->psn;
-	a.timeout = 14;
-	a.retry_cnt = 7;
-	a.rnr_retry = rnr_retry;
-	a.max_rd_atomic = 4;
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT |
-			  IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC))
-		DIE("RTS");
 }
 
 static int pattern_intact(const unsigned char *p, unsigned char v)
@@ -222,7 +144,7 @@ int main(int argc, char **argv)
 
 	if (!mr_rw || !mr_ro || !mr_other || !mr_local)
 		DIE("ibv_reg_mr");
-	int fd = tcp(server, port);
+	int fd = tcp_rendezvous(server, port);
 
 	for (unsigned int c = 0; c < NUM_CASES; c++) {
 		const struct test_case *t = &cases[c];
@@ -244,10 +166,10 @@ int main(int argc, char **argv)
 			me.addr = (uintptr_t)m->addr + t->offset;
 			me.rkey = t->bad_rkey ? m->rkey ^ 0x5a5a00 : m->rkey;
 		}
-		xfer(fd, &me, &peer, sizeof(me));
-		connect_qp(qp, &me, &peer, gid_index, pa.active_mtu,
+		tcp_xfer(fd, &me, &peer, sizeof(me));
+		rc_connect(qp, me.psn, peer.qpn, peer.psn, peer.gid, gid_index, pa.active_mtu,
 			   client && t->no_rnr_retry ? 0 : 7);
-		xfer(fd, &me, &peer, sizeof(me));	/* both ready */
+		tcp_xfer(fd, &me, &peer, sizeof(me));	/* both ready */
 
 		if (client) {
 			struct ibv_sge sge = { .addr = (uintptr_t)local, .length = t->len,
@@ -277,8 +199,8 @@ int main(int argc, char **argv)
 			    local[0] != 0xbb)
 				me.status = -2;	/* read returned the wrong bytes */
 			/* our completion to the server, then its look at memory */
-			xfer(fd, &me, &peer, sizeof(me));
-			xfer(fd, &me, &peer, sizeof(me));
+			tcp_xfer(fd, &me, &peer, sizeof(me));
+			tcp_xfer(fd, &me, &peer, sizeof(me));
 			int ok = me.status == (int32_t)t->want && peer.status == 0;
 
 			printf("case %u %s: completion %s, server memory %s: %s\n", c, t->name,
@@ -305,7 +227,7 @@ int main(int argc, char **argv)
 					DIE("the late receive did not complete with the message");
 			}
 			/* the client's completion is in: the responder is done */
-			xfer(fd, &me, &peer, sizeof(me));
+			tcp_xfer(fd, &me, &peer, sizeof(me));
 			int intact_rw = pattern_intact(rw, 0xaa);
 			int good = pattern_intact(ro, 0xbb) && pattern_intact(other, 0xcc);
 
@@ -315,7 +237,7 @@ int main(int argc, char **argv)
 			else
 				good = good && intact_rw;
 			me.status = good ? 0 : 1;
-			xfer(fd, &me, &peer, sizeof(me));
+			tcp_xfer(fd, &me, &peer, sizeof(me));
 			printf("case %u %s: memory %s\n", c, t->name, good ? "as expected" : "WRONG");
 			failures += !good;
 		}

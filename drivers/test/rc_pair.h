@@ -1,0 +1,102 @@
+/* SPDX-License-Identifier: (GPL-2.0 OR MIT) */
+/*
+ * rc_pair.h: what the two-guest RDMA test programs share.  A TCP rendezvous
+ * on which the two ends swap their connection details (and later use to
+ * step through a test together), and the move of an RC QP from INIT to RTS
+ * over RoCEv2 (global routing by GID, as every RoCE connection needs).
+ */
+#ifndef RC_PAIR_H
+#define RC_PAIR_H
+
+#include <errno.h>
+#include <netdb.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <infiniband/verbs.h>
+
+#define DIE(...) do { fprintf(stderr, "FAIL: " __VA_ARGS__); fprintf(stderr, "\n"); exit(1); } while (0)
+
+/* The client connects to @server; the server (@server NULL) accepts one. */
+static inline int tcp_rendezvous(const char *server, int port)
+{
+	struct addrinfo hints = { .ai_family = AF_INET, .ai_socktype = SOCK_STREAM };
+	struct addrinfo *res;
+	char service[16];
+	int fd, lfd, one = 1;
+
+	snprintf(service, sizeof(service), "%d", port);
+	if (!server)
+		hints.ai_flags = AI_PASSIVE;
+	if (getaddrinfo(server, service, &hints, &res))
+		DIE("getaddrinfo");
+	if (server) {
+		fd = socket(res->ai_family, res->ai_socktype, 0);
+		if (fd < 0 || connect(fd, res->ai_addr, res->ai_addrlen))
+			DIE("connect: %s", strerror(errno));
+	} else {
+		lfd = socket(res->ai_family, res->ai_socktype, 0);
+		if (lfd < 0)
+			DIE("socket: %s", strerror(errno));
+		setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+		if (bind(lfd, res->ai_addr, res->ai_addrlen) || listen(lfd, 1))
+			DIE("listen: %s", strerror(errno));
+		fd = accept(lfd, NULL, NULL);
+		close(lfd);
+		if (fd < 0)
+			DIE("accept: %s", strerror(errno));
+	}
+	freeaddrinfo(res);
+	return fd;
+}
+
+/* Send @len bytes and receive as many: a swap, and a step both ends reach. */
+static inline void tcp_xfer(int fd, const void *out, void *in, size_t len)
+{
+	if (write(fd, out, len) != (ssize_t)len)
+		DIE("tcp write");
+	for (size_t got = 0; got < len;) {
+		ssize_t n = read(fd, (char *)in + got, len - got);
+
+		if (n <= 0)
+			DIE("tcp read");
+		got += n;
+	}
+}
+
+/*
+ * INIT -> RTR -> RTS towards the peer's QP.  min_rnr_timer 20: a sender told
+ * "receiver not ready" waits 10.24 ms; timeout 14 (67 ms), retry_cnt 7.
+ */
+static inline void rc_connect(struct ibv_qp *qp, uint32_t my_psn, uint32_t peer_qpn,
+			      uint32_t peer_psn, const uint8_t *peer_gid, int gid_index,
+			      enum ibv_mtu mtu, int rnr_retry)
+{
+	struct ibv_qp_attr a = {
+		.qp_state = IBV_QPS_RTR, .path_mtu = mtu, .dest_qp_num = peer_qpn,
+		.rq_psn = peer_psn, .max_dest_rd_atomic = 4, .min_rnr_timer = 20,
+		.ah_attr = { .is_global = 1, .port_num = 1,
+			     .grh = { .sgid_index = gid_index, .hop_limit = 64 } },
+	};
+
+	memcpy(a.ah_attr.grh.dgid.raw, peer_gid, 16);
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+			  IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
+		DIE("RTR");
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	a.sq_psn = my_psn;
+	a.timeout = 14;
+	a.retry_cnt = 7;
+	a.rnr_retry = rnr_retry;
+	a.max_rd_atomic = 4;
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT |
+			  IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC))
+		DIE("RTS");
+}
+
+#endif /* RC_PAIR_H */
