@@ -15,6 +15,10 @@
  *   QP, so the pairing is learned from addresses and PSNs): READ responses
  *   must match their request's PSN and DMA length, atomics must be answered
  *   with an AtomicAckETH, and nothing may be acknowledged that was not sent.
+ * - Loss recovery is go-back-N, and what it legally puts on the wire passes:
+ *   retransmissions, requests in flight across a sequence or RNR NAK
+ *   (tentative: answered or not, owed again once resent), going back before
+ *   the NAKed PSN, re-reads of a READ's tail, duplicate responses.
  *
  * Non-RDMA frames (ARP, TCP, plain UDP, raw IB) are counted, not judged.
  */
