@@ -277,13 +277,19 @@ static int cnuas_destroy_ah(struct ibv_ah *ah)
  * The fast path: read completions straight from the ring the kernel
  * produces into.  The producer index is read with acquire semantics so
  * the entries it covers are complete; the consumer index is published
- * with release semantics once the entries have been copied out.
+ * with release semantics once the entries have been copied out.  An empty
+ * ring is answered without the lock (the common case of a busy poll): a
+ * completion landing meanwhile is seen by the next call.
  */
 static int cnuas_poll_cq(struct ibv_cq *ibcq, int ne, struct ibv_wc *wc)
 {
 	struct cnuas_cq *cq = to_ccq(ibcq);
 	uint32_t cons, prod;
 	int n = 0;
+
+	if (__atomic_load_n(&cq->ring->producer, __ATOMIC_ACQUIRE) ==
+	    __atomic_load_n(&cq->ring->consumer, __ATOMIC_RELAXED))
+		return 0;
 
 	pthread_spin_lock(&cq->lock);
 	cons = cq->ring->consumer;
@@ -307,7 +313,8 @@ static int cnuas_poll_cq(struct ibv_cq *ibcq, int ne, struct ibv_wc *wc)
 		w->sl = e->sl;
 		w->dlid_path_bits = e->dlid_path_bits;
 	}
-	__atomic_store_n(&cq->ring->consumer, cons, __ATOMIC_RELEASE);
+	if (n)
+		__atomic_store_n(&cq->ring->consumer, cons, __ATOMIC_RELEASE);
 	pthread_spin_unlock(&cq->lock);
 	return n;
 }
