@@ -16,6 +16,11 @@ export const POLL_CQ_BENCH = `${GUEST_PATHS.bin}/poll_cq_bench`;
 /** Exit status of a process killed by SIGSYS, as the shell reports it. */
 export const SIGSYS_EXIT = 128 + 31;
 
+/** The status a command wrapped as `cmd; echo "exit=$?"` ended with (-1: none printed). */
+function exitStatus(stdout: string): number {
+  return Number(/exit=(\d+)\s*$/.exec(stdout)?.[1] ?? -1);
+}
+
 /** What one run of poll_cq_bench measured. */
 export interface PollCqFigures {
   /** Completions drained (one flushed receive each). */
@@ -78,7 +83,7 @@ export async function runPollCqBench(
   ].join(" ");
   const r = await g.run(`${POLL_CQ_BENCH} ${args} 2>&1; echo "exit=$?"`, { timeoutSec: 300 });
   const out = r.stdout;
-  const code = Number(/exit=(\d+)\s*$/.exec(out)?.[1] ?? -1);
+  const code = exitStatus(out);
   if (code === SIGSYS_EXIT) {
     throw new RowFailure(
       `ibv_poll_cq on ${ibdev} made a system call: seccomp killed poll_cq_bench (SIGSYS)`,
@@ -100,5 +105,5 @@ export async function pollCqFilterExit(g: Guest, ibdev: string): Promise<number>
     `${POLL_CQ_BENCH} -x -d ${shq(ibdev)} -n 16 -e 1 >/dev/null 2>&1; echo "exit=$?"`,
     { timeoutSec: 120 },
   );
-  return Number(/exit=(\d+)\s*$/.exec(r.stdout)?.[1] ?? -1);
+  return exitStatus(r.stdout);
 }

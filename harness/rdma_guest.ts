@@ -11,6 +11,7 @@
  * const info = parseIbvDevinfo((await guest.run("ibv_devinfo -v")).stdout);
  * ```
  */
+import { RowFailure } from "./matrix/row.ts";
 import { loadCnuasNet, shq } from "./netdev.ts";
 import { GUEST_PATHS } from "./vm/types.ts";
 import type { Guest } from "./vm/types.ts";
@@ -59,6 +60,23 @@ export async function loadCnuasIb(g: Guest, linkLayer = "eth"): Promise<CnuasIbD
     );
   }
   return { ibdev, iface: nic.iface, pci: nic.pci };
+}
+
+/** The rdma_rxe device {@link bindRxe} creates. */
+export const RXE_DEV = "rxe0";
+
+/**
+ * Unload cnuas_ib and bind the kernel's software RoCE (rdma_rxe) to the same
+ * cnuas_net netdev, as the baseline the benches compare cnuas_ib with.
+ */
+export async function bindRxe(g: Guest, iface: string): Promise<void> {
+  const r = await g.run(
+    `rmmod ${CNUAS_IB} && modprobe rdma_rxe && rdma link add ${RXE_DEV} type rxe netdev ${
+      shq(iface)
+    }`,
+    { timeoutSec: 120 },
+  );
+  if (r.code !== 0) throw new RowFailure(`${g.name}: rxe on ${iface}: ${r.stderr}`);
 }
 
 /** `ibv_devinfo -v`: device attributes and per-port attributes, keys as printed. */

@@ -85,6 +85,24 @@ static void cnuas_ib_mr_release(struct cnuas_ib_dev *dev,
 	kfree_rcu(mr, rcu);
 }
 
+/* A user or DMA-BUF MR over [@iova, @iova + @length): range checked, not yet published. */
+static struct cnuas_ib_mr *cnuas_ib_mr_new(struct ib_pd *pd, int access,
+					   enum cnuas_mr_type type, u64 iova,
+					   u64 length)
+{
+	struct cnuas_ib_mr *mr;
+
+	if (!length || length > U32_MAX || iova + length < iova)
+		return ERR_PTR(-EINVAL);
+	mr = cnuas_ib_mr_alloc(pd, access);
+	if (IS_ERR(mr))
+		return mr;
+	mr->type = type;
+	mr->iova = iova;
+	mr->length = length;
+	return mr;
+}
+
 struct ib_mr *cnuas_ib_get_dma_mr(struct ib_pd *pd, int access)
 {
 	struct cnuas_ib_dev *dev = to_cdev(pd->device);
@@ -112,15 +130,9 @@ struct ib_mr *cnuas_ib_reg_user_mr(struct ib_pd *pd, u64 start, u64 length,
 
 	if (access & ~CNUAS_IB_ACCESS_SUPPORTED)
 		return ERR_PTR(-EOPNOTSUPP);
-	if (!length || length > U32_MAX || iova + length < iova)
-		return ERR_PTR(-EINVAL);
-
-	mr = cnuas_ib_mr_alloc(pd, access);
+	mr = cnuas_ib_mr_new(pd, access, CNUAS_MR_USER, iova, length);
 	if (IS_ERR(mr))
 		return ERR_CAST(mr);
-	mr->type = CNUAS_MR_USER;
-	mr->iova = iova;
-	mr->length = length;
 
 	umem = ib_umem_get(pd->device, start, length, access);
 	if (IS_ERR(umem)) {
@@ -171,16 +183,11 @@ struct ib_mr *cnuas_ib_reg_user_mr_dmabuf(struct ib_pd *pd, u64 offset,
 
 	if (access & ~CNUAS_IB_DMABUF_ACCESS)
 		return ERR_PTR(-EOPNOTSUPP);
-	if (!length || length > U32_MAX || iova + length < iova ||
-	    offset + length < offset)
+	if (offset + length < offset)
 		return ERR_PTR(-EINVAL);
-
-	mr = cnuas_ib_mr_alloc(pd, access);
+	mr = cnuas_ib_mr_new(pd, access, CNUAS_MR_DMABUF, iova, length);
 	if (IS_ERR(mr))
 		return ERR_CAST(mr);
-	mr->type = CNUAS_MR_DMABUF;
-	mr->iova = iova;
-	mr->length = length;
 
 	/* ib_core checks the range against the DMA-BUF's size */
 	umem_dmabuf = ib_umem_dmabuf_get_pinned_with_dma_device(pd->device,

@@ -219,20 +219,7 @@ int main(int argc, char **argv)
 	if (atomic_mr)
 		ibv_dereg_mr(atomic_mr);
 
-	{
-		struct ibv_qp_init_attr init = {
-			.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
-			.cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1,
-				 .max_recv_sge = 1 },
-		};
-		struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
-					 .qp_access_flags = MR_ACCESS };
-
-		qp = ibv_create_qp(pd, &init);
-		if (!qp || ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-					 IBV_QP_ACCESS_FLAGS))
-			DIE("create QP");
-	}
+	qp = rc_create_qp(pd, cq, MR_ACCESS);
 	me.qpn = qp->qp_num;
 	memcpy(me.gid, gid.raw, 16);
 	me.addr = IOVA;

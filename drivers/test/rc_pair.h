@@ -2,8 +2,8 @@
 /*
  * rc_pair.h: what the two-guest RDMA test programs share.  A TCP rendezvous
  * on which the two ends swap their connection details (and later use to
- * step through a test together), and the move of an RC QP from INIT to RTS
- * over RoCEv2 (global routing by GID, as every RoCE connection needs).
+ * step through a test together), an RC QP in INIT, and its move from INIT
+ * to RTS over RoCEv2 (global routing by GID, as every RoCE connection needs).
  */
 #ifndef RC_PAIR_H
 #define RC_PAIR_H
@@ -66,6 +66,23 @@ static inline void tcp_xfer(int fd, const void *out, void *in, size_t len)
 			DIE("tcp read");
 		got += n;
 	}
+}
+
+/* An RC QP on @cq (send and receive), a few WRs and one SGE each, in INIT with @access. */
+static inline struct ibv_qp *rc_create_qp(struct ibv_pd *pd, struct ibv_cq *cq, int access)
+{
+	struct ibv_qp_init_attr init = {
+		.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1 },
+	};
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
+				 .qp_access_flags = access };
+	struct ibv_qp *qp = ibv_create_qp(pd, &init);
+
+	if (!qp || ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+				 IBV_QP_ACCESS_FLAGS))
+		DIE("create QP");
+	return qp;
 }
 
 /*

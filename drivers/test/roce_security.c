@@ -69,22 +69,6 @@ struct msg {
 	int32_t status;
 };
 
-static struct ibv_qp *make_qp(struct ibv_pd *pd, struct ibv_cq *cq, int access)
-{
-	struct ibv_qp_init_attr init = {
-		.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
-		.cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1 },
-	};
-	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
-				 .qp_access_flags = access };
-	struct ibv_qp *qp = ibv_create_qp(pd, &init);
-
-	if (!qp || ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-				 IBV_QP_ACCESS_FLAGS))
-		DIE("create QP");
-	return qp;
-}
-
 static int pattern_intact(const unsigned char *p, unsigned char v)
 {
 	for (int i = 0; i < MR_LEN; i++)
@@ -155,7 +139,7 @@ int main(int argc, char **argv)
 		memset(ro, 0xbb, MR_LEN);
 		memset(other, 0xcc, MR_LEN);
 		memset(local, 0x5a, MR_LEN);
-		qp = make_qp(pd, cq, client ? 0 : IBV_ACCESS_REMOTE_WRITE |
+		qp = rc_create_qp(pd, cq, client ? 0 : IBV_ACCESS_REMOTE_WRITE |
 			     IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC);
 		me.qpn = qp->qp_num;
 		memcpy(me.gid, gid.raw, 16);

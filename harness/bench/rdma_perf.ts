@@ -14,12 +14,14 @@ import { runMatrix } from "../matrix/run.ts";
 import { join } from "node:path";
 import { shq, waitCarrier } from "../netdev.ts";
 import {
+  bindRxe,
   configureRoceAddress,
   loadCnuasIb,
   parsePerftest,
   readGidTable,
   roceV2GidIndex,
   runPair,
+  RXE_DEV,
 } from "../rdma_guest.ts";
 import type { Guest } from "../vm/types.ts";
 
@@ -109,17 +111,13 @@ async function measureAll(
 
 /** Swap cnuas_ib for rdma_rxe on the same netdev; returns the rxe side. */
 async function switchToRxe(g: Guest, iface: string, ip: string): Promise<Side> {
-  const r = await g.run(
-    `rmmod cnuas_ib && modprobe rdma_rxe && rdma link add rxe0 type rxe netdev ${shq(iface)}`,
-    { timeoutSec: 120 },
-  );
-  if (r.code !== 0) throw new RowFailure(`${g.name}: rxe on ${iface}: ${r.stderr}`);
+  await bindRxe(g, iface);
   for (let i = 0; i < 50; i++) {
-    const gid = roceV2GidIndex(await readGidTable(g, "rxe0"), ip);
-    if (gid >= 0) return { g, ibdev: "rxe0", gid, ip };
+    const gid = roceV2GidIndex(await readGidTable(g, RXE_DEV), ip);
+    if (gid >= 0) return { g, ibdev: RXE_DEV, gid, ip };
     await new Promise((res) => setTimeout(res, 200));
   }
-  throw new RowFailure(`${g.name}: rxe0 has no RoCE v2 GID for ${ip}`);
+  throw new RowFailure(`${g.name}: ${RXE_DEV} has no RoCE v2 GID for ${ip}`);
 }
 
 /** The bench as a matrix row, so the runner brings up guests and fabric. */

@@ -10,11 +10,9 @@
 import { join } from "node:path";
 import type { Config } from "../config.ts";
 import type { Measurement, Row } from "../matrix/row.ts";
-import { RowFailure } from "../matrix/row.ts";
 import { runMatrix } from "../matrix/run.ts";
-import { shq } from "../netdev.ts";
 import { type PollCqFigures, runPollCqBench } from "../poll_cq.ts";
-import { loadCnuasIb } from "../rdma_guest.ts";
+import { bindRxe, loadCnuasIb, RXE_DEV } from "../rdma_guest.ts";
 
 /** Runs per device; the median of each figure is reported. */
 const RUNS = 3;
@@ -47,16 +45,12 @@ export const rdmaPollRow: Row = {
     const g = ctx.guests[0];
     const dev = await ctx.step("load cnuas_ib", () => loadCnuasIb(g));
     const figures: Record<string, Record<string, number>> = {};
-    for (const [label, ibdev] of [["cnuas_ib", dev.ibdev], ["rxe", "rxe0"]] as const) {
+    for (const [label, ibdev] of [["cnuas_ib", dev.ibdev], ["rxe", RXE_DEV]] as const) {
       if (label === "rxe") {
-        await ctx.step("swap cnuas_ib for rdma_rxe on the same netdev", async () => {
-          const r = await g.run(
-            `rmmod cnuas_ib && modprobe rdma_rxe && ` +
-              `rdma link add rxe0 type rxe netdev ${shq(dev.iface)}`,
-            { timeoutSec: 120 },
-          );
-          if (r.code !== 0) throw new RowFailure(`rxe on ${dev.iface}: ${r.stderr}`);
-        });
+        await ctx.step(
+          "swap cnuas_ib for rdma_rxe on the same netdev",
+          () => bindRxe(g, dev.iface),
+        );
       }
       const runs: PollCqFigures[] = [];
       for (let i = 0; i < RUNS; i++) {

@@ -9,6 +9,7 @@ import type { Guest } from "../../harness/vm/types.ts";
 import { vnicMac } from "../../harness/vm/qemu_args.ts";
 import { prng, randInt } from "../../harness/prng.ts";
 import { checkPcapngFile } from "../../harness/rdma_check.ts";
+import { toHex } from "../../harness/fabric.ts";
 import {
   CNUAS_NET,
   ethtoolStats,
@@ -317,7 +318,7 @@ async function injectDrops(ctx: RowContext, nodes: Node[], mtu: number): Promise
           op: "inject",
           port,
           direction: "egress",
-          hex: Array.from(f, (b) => b.toString(16).padStart(2, "0")).join(""),
+          hex: toHex(f),
         });
       }
       // The guest drains its socket asynchronously: wait until the counters add up.

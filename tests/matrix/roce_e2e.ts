@@ -2,6 +2,7 @@ import type { Guest } from "../../harness/vm/types.ts";
 import { type Row, type RowContext, RowFailure } from "../../harness/matrix/row.ts";
 import { waitCarrier } from "../../harness/netdev.ts";
 import { captured } from "../../harness/rdma_capture.ts";
+import { toHex } from "../../harness/fabric.ts";
 import { buildRoceFrame, OP } from "../../harness/models/rdma/mod.ts";
 import { GUEST_PATHS } from "../../harness/vm/types.ts";
 import {
@@ -300,8 +301,12 @@ async function icrc(ctx: RowContext, nodes: Node[]): Promise<void> {
           payload: new Uint8Array(32).fill(psn & 0xff),
         });
       const inject = async (f: Uint8Array) => {
-        const hex = Array.from(f, (b) => b.toString(16).padStart(2, "0")).join("");
-        const r = await ctx.fabric!.control({ op: "inject", port, direction: "egress", hex });
+        const r = await ctx.fabric!.control({
+          op: "inject",
+          port,
+          direction: "egress",
+          hex: toHex(f),
+        });
         if (r.ok !== true) throw new RowFailure(`inject: ${String(r.error)}`);
       };
       const before = await counters(dst);
