@@ -21,6 +21,7 @@ export const HOST_PACKAGES: Record<string, string[]> = {
     "libglib2.0-dev",
     "libpixman-1-dev",
     "libslirp-dev",
+    "libfdt-dev",
     "zlib1g-dev",
     "seabios",
     "ipxe-qemu",
