@@ -37,7 +37,12 @@ export interface PollCqFigures {
   getppidSyscallNs: number;
 }
 
-/** Parse poll_cq_bench's key=value output; undefined when it did not print PASS. */
+/**
+ * Parse poll_cq_bench's key=value output; undefined when it did not print
+ * PASS. The program prints no system-call count: its seccomp filter kills it
+ * at the first call, so a PASS is only reachable without one (the exit
+ * status tells, see {@link runPollCqBench}).
+ */
 export function parsePollCqBench(out: string): PollCqFigures | undefined {
   if (!/^PASS$/m.test(out)) return undefined;
   const kv = new Map<string, number>();
@@ -49,9 +54,6 @@ export function parsePollCqBench(out: string): PollCqFigures | undefined {
     }
     return v;
   };
-  if (need("system_calls_while_polling") !== 0) {
-    throw new RowFailure(`poll_cq_bench reports system calls while polling: ${out}`);
-  }
   return {
     completions: need("completions"),
     batch: need("batch"),
