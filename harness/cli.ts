@@ -4,6 +4,7 @@
  *   setup                       host packages, pinned downloads
  *   build [--only T ...]        build stages (qemu, image, switch, modules, guestprogs)
  *   matrix [--row ID ...] [--list] [--shard i/n]
+ *       [--without-host-package P]  leave P out of the fresh-host row's package list
  *   test                        Deno tests, then the matrix as a gate
  *   bench [--fresh]             measurements into reports/bench/<id>/bench.json
  *                               (--fresh adds an empty-cache build + boot row)
@@ -18,7 +19,7 @@ import { join } from "node:path";
 import { removeTree } from "./cache.ts";
 import { type Accel, type Config, defaultConfig } from "./config.ts";
 import { hostPath } from "./exec.ts";
-import { ensureHostPackages, HOST_PACKAGES } from "./host.ts";
+import { ensurePackages, hostPackageList } from "./host.ts";
 import { Lab } from "./matrix/lab.ts";
 import { loadRows, ROW_IDS, shardRows } from "./matrix/registry.ts";
 import { runMatrix } from "./matrix/run.ts";
@@ -55,6 +56,9 @@ function configFrom(values: Record<string, unknown>): Config {
     ...(values.mirror ? { mirror: values.mirror as string } : {}),
     ...(values["reports-dir"] ? { reportsDir: values["reports-dir"] as string } : {}),
     accel: accel as Accel | "auto",
+    ...(values["without-host-package"]
+      ? { freshHostWithout: values["without-host-package"] as string[] }
+      : {}),
   });
 }
 
@@ -170,6 +174,7 @@ async function main(argv: string[]): Promise<number> {
       cache: { type: "boolean" },
       fresh: { type: "boolean" },
       "path-mtu": { type: "string" },
+      "without-host-package": { type: "string", multiple: true },
       help: { type: "boolean", short: "h" },
     },
   });
@@ -185,10 +190,7 @@ async function main(argv: string[]): Promise<number> {
   const config = configFrom(values);
   switch (cmd) {
     case "setup": {
-      await ensureHostPackages(
-        Object.keys(HOST_PACKAGES),
-        join(config.cacheDir, "logs", "setup.log"),
-      );
+      await ensurePackages(hostPackageList(), join(config.cacheDir, "logs", "setup.log"));
       const pins = await readPins(config);
       for (const pin of Object.values(pins.sources)) await fetchSource(config, pin);
       console.log("setup done: host packages present, pinned sources downloaded and verified");

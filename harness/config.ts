@@ -22,6 +22,8 @@ export interface Config {
   accel: Accel | "auto";
   /** Print progress lines. */
   verbose: boolean;
+  /** Host packages the `fresh-host` row leaves out, to show it failing. */
+  freshHostWithout?: string[];
 }
 
 /** Repository root, derived from this file's location. */

@@ -1,11 +1,17 @@
 /**
  * Host packages: installed with apt only when missing; without root or apt,
- * a message that names the packages and stops.
+ * a message that names the packages and stops. The same installer runs
+ * against a bare Debian root in the `fresh-host` row, so the list below is
+ * proven on a machine that has nothing else.
  */
-import { exec } from "./exec.ts";
+import { exec, type ExecOptions, type ExecResult } from "./exec.ts";
 import { progress } from "./progress.ts";
 
-/** Debian packages the host needs, by what needs them. */
+/**
+ * Debian packages the host needs, by what needs them. Firmware: QEMU boots
+ * guests with `-kernel` (SeaBIOS's bios-256k.bin, qemu-system-data's
+ * linuxboot_dma.bin and kvmvapic.bin); NICs get `romfile=`, so no iPXE ROM.
+ */
 export const HOST_PACKAGES: Record<string, string[]> = {
   guest: ["debootstrap", "e2fsprogs", "cpio", "xz-utils", "zstd", "openssh-client"],
   qemu: [
@@ -16,30 +22,55 @@ export const HOST_PACKAGES: Record<string, string[]> = {
     "python3",
     "gcc",
     "make",
-    "flex",
-    "bison",
     "libglib2.0-dev",
     "libpixman-1-dev",
     "libslirp-dev",
     "libfdt-dev",
     "zlib1g-dev",
     "seabios",
-    "ipxe-qemu",
     "qemu-system-data",
   ],
   switch: ["gcc", "make", "libc6-dev"],
 };
+
+/** Every host package of the given groups (all groups by default), each once. */
+export function hostPackageList(groups: string[] = Object.keys(HOST_PACKAGES)): string[] {
+  return [...new Set(groups.flatMap((g) => HOST_PACKAGES[g] ?? []))];
+}
 
 /** Raised when packages are missing and cannot be installed here. */
 export class HostSetupError extends Error {
   override name = "HostSetupError";
 }
 
-/** Packages from `wanted` that dpkg does not report as installed. */
-export async function missingPackages(wanted: string[]): Promise<string[]> {
-  const r = await exec(["dpkg-query", "-W", "-f", "${Package} ${db:Status-Status}\\n", ...wanted], {
-    allowFail: true,
-  });
+/**
+ * Where packages are looked up and installed: this machine, or a root tree
+ * (the fresh-host check runs the same installer inside a bare Debian root).
+ */
+export interface PackageHost {
+  /** Run a command there. */
+  run(argv: string[], opts?: ExecOptions): Promise<ExecResult>;
+  /** Whether commands there run as root. */
+  root: boolean;
+}
+
+/** This machine. */
+export const THIS_HOST: PackageHost = {
+  run: (argv, opts) => exec(argv, opts),
+  get root() {
+    return isRoot();
+  },
+};
+
+/** Packages from `wanted` that dpkg does not report as installed on `on`. */
+export async function missingPackages(
+  wanted: string[],
+  on: PackageHost = THIS_HOST,
+): Promise<string[]> {
+  const r = await on.run(
+    ["dpkg-query", "-W", "-f", "${Package} ${db:Status-Status}\\n", ...wanted],
+    { allowFail: true },
+  );
   const installed = new Set(
     r.stdout.split("\n").filter((l) => l.endsWith(" installed")).map((l) => l.split(" ")[0]),
   );
@@ -52,22 +83,29 @@ export function isRoot(): boolean {
 }
 
 /**
- * Make sure every package of the given groups is installed; runs
- * `apt-get update` before the first install (a fresh machine's lists are empty).
+ * Make sure every package of the given groups is installed on this machine;
+ * runs `apt-get update` before the first install (a fresh machine's lists
+ * are empty).
  */
-export async function ensureHostPackages(groups: string[], logPath: string): Promise<void> {
-  const wanted = groups.flatMap((g) => HOST_PACKAGES[g] ?? []);
-  const missing = await missingPackages(wanted);
+export function ensureHostPackages(groups: string[], logPath: string): Promise<void> {
+  return ensurePackages(hostPackageList(groups), logPath);
+}
+
+/** Install what of `wanted` is missing on `on` (apt-get update first). */
+export async function ensurePackages(
+  wanted: string[],
+  logPath: string,
+  on: PackageHost = THIS_HOST,
+): Promise<void> {
+  const missing = await missingPackages(wanted, on);
   if (missing.length === 0) return;
-  if (!isRoot()) {
+  if (!on.root) {
     throw new HostSetupError(
       `missing host packages: ${missing.join(" ")}. Run as root, or install them with: ` +
         `sudo apt-get install -y ${missing.join(" ")}`,
     );
   }
-  try {
-    await exec(["which", "apt-get"]);
-  } catch {
+  if ((await on.run(["sh", "-c", "command -v apt-get"], { allowFail: true })).code !== 0) {
     throw new HostSetupError(
       `missing host packages: ${missing.join(" ")}; this host has no apt-get — install them ` +
         `with its package manager`,
@@ -75,6 +113,9 @@ export async function ensureHostPackages(groups: string[], logPath: string): Pro
   }
   progress("setup", `installing host packages: ${missing.join(" ")}`);
   const env = { DEBIAN_FRONTEND: "noninteractive" };
-  await exec(["apt-get", "update"], { env, logPath });
-  await exec(["apt-get", "install", "-y", "--no-install-recommends", ...missing], { env, logPath });
+  await on.run(["apt-get", "update"], { env, logPath });
+  await on.run(["apt-get", "install", "-y", "--no-install-recommends", ...missing], {
+    env,
+    logPath,
+  });
 }

@@ -103,13 +103,7 @@ async function prepareTree(config: Config, work: string): Promise<void> {
   const log = join(work, "prepare.log");
   progress("qemu", `extracting ${pins.sources.qemu.version} (dpkg-source -x)`);
   await exec(["dpkg-source", "--no-check", "-x", dsc, join(work, "src")], { logPath: log });
-  const src = join(work, "src");
-  await Deno.mkdir(join(src, "hw", "cnuas"), { recursive: true });
-  await Deno.writeTextFile(join(src, "hw", "meson.build"), "subdir('cnuas')\n", { append: true });
-  await Deno.writeTextFile(join(src, "hw", "Kconfig"), "source cnuas/Kconfig\n", { append: true });
-  // An empty qemu/hw still has to configure: stand-in glue that adds nothing.
-  await Deno.writeTextFile(join(src, "hw", "cnuas", "meson.build"), "");
-  await Deno.writeTextFile(join(src, "hw", "cnuas", "Kconfig"), "");
+  await addCnuasGlue(join(work, "src"));
   await Deno.mkdir(join(work, "build"));
   progress("qemu", `configuring (log: ${log})`);
   await exec(["../src/configure", ...QEMU_CONFIGURE_FLAGS], {
@@ -119,11 +113,24 @@ async function prepareTree(config: Config, work: string): Promise<void> {
 }
 
 /**
+ * Hook `hw/cnuas/` into an extracted QEMU tree's meson and Kconfig. An empty
+ * qemu/hw still has to configure: stand-in glue that adds nothing until
+ * `syncModels` copies the models in.
+ */
+export async function addCnuasGlue(src: string): Promise<void> {
+  await Deno.mkdir(join(src, "hw", "cnuas"), { recursive: true });
+  await Deno.writeTextFile(join(src, "hw", "meson.build"), "subdir('cnuas')\n", { append: true });
+  await Deno.writeTextFile(join(src, "hw", "Kconfig"), "source cnuas/Kconfig\n", { append: true });
+  await Deno.writeTextFile(join(src, "hw", "cnuas", "meson.build"), "");
+  await Deno.writeTextFile(join(src, "hw", "cnuas", "Kconfig"), "");
+}
+
+/**
  * Copy `qemu/hw/*` into the tree's `hw/cnuas/`, touching only changed files so
  * ninja recompiles only them; when the set of files changes, meson.build is
  * touched so meson re-reads which models exist.
  */
-async function syncModels(config: Config, work: string): Promise<void> {
+export async function syncModels(config: Config, work: string): Promise<void> {
   const from = join(config.repoRoot, "qemu", "hw");
   const to = join(work, "src", "hw", "cnuas");
   const wanted = new Map<string, Uint8Array>();

@@ -6,6 +6,7 @@ import { dirname, join } from "node:path";
 import { cached, hashTree } from "../cache.ts";
 import type { Config } from "../config.ts";
 import { exec } from "../exec.ts";
+import { ensureHostPackages } from "../host.ts";
 
 /** File name of the daemon inside the entry. */
 export const SWITCH_BINARY = "cnuas-switch";
@@ -27,6 +28,7 @@ export async function buildSwitch(config: Config): Promise<string> {
     "switch",
     { src: await hashTree(config.repoRoot, ["qemu/switch"]) },
     async (out, logDir) => {
+      await ensureHostPackages(["switch"], join(logDir, "host-packages.log"));
       await exec(["make", "-C", src, `O=${out}`], { logPath: join(logDir, "make.log") });
     },
   );

@@ -6,8 +6,9 @@ import { join } from "node:path";
 import { REPO_ROOT } from "../config.ts";
 import type { Row } from "./row.ts";
 
-/** Every row id of ARCHITECTURE.md's table, in order. */
+/** Every row id, in report order (ARCHITECTURE.md's table, with fresh-host first). */
 export const ROW_IDS = [
+  "fresh-host",
   "boot",
   "qtest-vnic",
   "switch",

@@ -1,0 +1,233 @@
+/**
+ * The fresh-host check: proves the host package list on a machine that has
+ * nothing else. A bare Debian root (debootstrap minbase, cached like every
+ * stage) is copied; into the copy the harness's own installer
+ * (`ensurePackages`) puts exactly the host package list; then, inside it,
+ * every host command and firmware file the harness uses must be there,
+ * QEMU's pinned source must extract and configure with our flags and
+ * models, and the switch must build. Nothing of the machine running the
+ * check is used but the kernel, debootstrap and the cache.
+ */
+import { join } from "node:path";
+import { cached, removeTree } from "../cache.ts";
+import type { Config } from "../config.ts";
+import { exec, type ExecOptions } from "../exec.ts";
+import { ensureHostPackages, ensurePackages, hostPackageList, type PackageHost } from "../host.ts";
+import { fetchSource, readPins } from "../pins.ts";
+import { progress } from "../progress.ts";
+import { inChroot, shellQuote } from "./chroot.ts";
+import { addCnuasGlue, QEMU_CONFIGURE_FLAGS, QEMU_FIRMWARE_DIRS, syncModels } from "./qemu.ts";
+
+/** The bare host the check stands for: the oldest Debian the README supports. */
+export const FRESH_HOST_SUITE = "bookworm";
+
+/** Bump when the bare root's recipe changes. */
+const RECIPE_VERSION = 1;
+
+/** Commands the harness runs on the host (build stages, chroot steps, image). */
+export const HOST_COMMANDS = [
+  "apt-get",
+  "dpkg-query",
+  "dpkg-source",
+  "debootstrap",
+  "unshare",
+  "chroot",
+  "mount",
+  "mkfs.ext4",
+  "cpio",
+  "xz",
+  "zstd",
+  "ssh-keygen",
+  "meson",
+  "ninja",
+  "pkg-config",
+  "python3",
+  "cc",
+  "make",
+];
+
+/** Firmware QEMU loads to boot a guest with `-kernel` (searched in QEMU_FIRMWARE_DIRS). */
+export const HOST_FIRMWARE = ["bios-256k.bin", "linuxboot_dma.bin", "kvmvapic.bin"];
+
+/** A step of the check failed; the message says what was missing, in one line. */
+export class FreshHostProblem extends Error {
+  override name = "FreshHostProblem";
+}
+
+/** Runs one named step of the check (a row passes its `ctx.step`). */
+export type StepRunner = (name: string, fn: () => Promise<void>) => Promise<void>;
+
+/** Options of `checkFreshHost`. */
+export interface FreshHostOptions {
+  /** Where the steps' logs go (a row's directory). */
+  logDir: string;
+  /** Packages left out of the list, to prove the check fails without them. */
+  without?: string[];
+  /** Runs each step (default: just calls it). */
+  step?: StepRunner;
+}
+
+/** The cached bare root: `debootstrap --variant=minbase bookworm`, nothing added. */
+export async function buildBareRoot(config: Config): Promise<string> {
+  const inputs = { suite: FRESH_HOST_SUITE, variant: "minbase", RECIPE_VERSION };
+  const entry = await cached(config.cacheDir, "bare-root", inputs, async (out, logs) => {
+    await ensureHostPackages(["guest"], join(logs, "host-packages.log"));
+    const log = join(logs, "debootstrap.log");
+    progress("bare-root", `debootstrap --variant=minbase ${FRESH_HOST_SUITE} (log: ${log})`);
+    await exec([
+      "unshare",
+      "--mount",
+      "--propagation",
+      "private",
+      "debootstrap",
+      "--variant=minbase",
+      FRESH_HOST_SUITE,
+      join(out, "root"),
+      config.mirror,
+    ], { logPath: log });
+  });
+  return join(entry.dir, "root");
+}
+
+/**
+ * A root tree as a package host. `binds` keep apt's downloads in the cache
+ * across runs (a cache, never required: an empty one only costs time).
+ */
+function chrootHost(root: string, binds: { host: string; inRoot: string }[]): PackageHost {
+  return {
+    root: true,
+    run: (argv: string[], opts: ExecOptions = {}) =>
+      inChroot(root, argv.map(shellQuote).join(" "), {
+        logPath: opts.logPath,
+        allowFail: opts.allowFail,
+        env: opts.env,
+        binds,
+      }),
+  };
+}
+
+/**
+ * Run the check, step by step; the first failed step throws a
+ * FreshHostProblem naming what was missing and where its log is. Never
+ * leaves the copied root behind.
+ */
+export async function checkFreshHost(config: Config, opts: FreshHostOptions): Promise<void> {
+  const bare = await buildBareRoot(config);
+  const work = join(config.cacheDir, "fresh-host", `work-${Deno.pid}`);
+  const root = join(work, "root");
+  const aptCache = join(config.cacheDir, "fresh-host", "apt-archives");
+  await removeTree(work);
+  await Deno.mkdir(join(aptCache, "partial"), { recursive: true });
+  await Deno.mkdir(work, { recursive: true });
+  const runStep: StepRunner = opts.step ?? ((_name, fn) => fn());
+  const step = (id: string, name: string, fn: (log: string) => Promise<void>) =>
+    runStep(name, async () => {
+      const log = join(opts.logDir, `fresh-host.${id}.log`);
+      try {
+        await fn(log);
+      } catch (e) {
+        if (e instanceof FreshHostProblem) throw e;
+        throw new FreshHostProblem(`${name}: ${await explainFailure(log, (e as Error).message)}`);
+      }
+    });
+  try {
+    await exec(["cp", "-a", bare, root]);
+    // debootstrap copied the resolver config of its day; use today's.
+    await Deno.copyFile("/etc/resolv.conf", join(root, "etc/resolv.conf")).catch(() => {});
+    const host = chrootHost(root, [{ host: aptCache, inRoot: "/var/cache/apt/archives" }]);
+    const wanted = hostPackageList().filter((p) => !(opts.without ?? []).includes(p));
+    await step(
+      "install",
+      `the harness installs its ${wanted.length} host packages in a bare ${FRESH_HOST_SUITE}`,
+      (log) => ensurePackages(wanted, log, host),
+    );
+    await step(
+      "probe",
+      "every host command and firmware file is there",
+      (log) => probeTools(root, log),
+    );
+    await step(
+      "qemu-configure",
+      "QEMU's pinned source extracts and configures",
+      (log) => configureQemu(config, root, log),
+    );
+    await step("switch-make", "the switch builds", (log) => buildSwitchIn(config, root, log));
+  } finally {
+    await removeTree(work);
+  }
+}
+
+async function probeTools(root: string, log: string): Promise<void> {
+  const fw = HOST_FIRMWARE.map((f) =>
+    `found=; for d in ${QEMU_FIRMWARE_DIRS.join(" ")}; do [ -f "$d/${f}" ] && found=1; done; ` +
+    `[ -n "$found" ] || echo "firmware ${f}"`
+  );
+  const script = [
+    ...HOST_COMMANDS.map((c) => `command -v ${c} >/dev/null || echo "command ${c}"`),
+    ...fw,
+  ].join("\n");
+  const r = await inChroot(root, script, { allowFail: true });
+  await Deno.writeTextFile(log, `$ ${script}\n${r.stdout}${r.stderr}`);
+  const missing = r.stdout.split("\n").filter((l) => /^(command|firmware) \S+$/.test(l));
+  if (missing.length) {
+    throw new FreshHostProblem(`missing on the bare host: ${missing.join(", ")} (see ${log})`);
+  }
+}
+
+async function configureQemu(config: Config, root: string, log: string): Promise<void> {
+  const pins = await readPins(config);
+  const files = await fetchSource(config, pins.sources.qemu);
+  const build = join(root, "build", "qemu");
+  await Deno.mkdir(join(build, "dl"), { recursive: true });
+  for (const [name, path] of Object.entries(files)) {
+    await Deno.copyFile(path, join(build, "dl", name));
+  }
+  const dsc = Object.keys(files).find((n) => n.endsWith(".dsc"))!;
+  await inChroot(root, `dpkg-source --no-check -x /build/qemu/dl/${dsc} /build/qemu/src`, {
+    logPath: log,
+  });
+  await addCnuasGlue(join(build, "src"));
+  await syncModels(config, build);
+  await Deno.mkdir(join(build, "build"));
+  await inChroot(
+    root,
+    `cd /build/qemu/build && ../src/configure ${QEMU_CONFIGURE_FLAGS.map(shellQuote).join(" ")}`,
+    { logPath: log },
+  );
+}
+
+async function buildSwitchIn(config: Config, root: string, log: string): Promise<void> {
+  await exec(["cp", "-a", join(config.repoRoot, "qemu", "switch"), join(root, "build", "switch")]);
+  await inChroot(root, "make -C /build/switch O=/build/switch-out", { logPath: log });
+}
+
+/**
+ * One line saying what a failed step could not find: the configure/meson
+ * `ERROR:` lines, a compiler's `fatal error:`, or apt's `E:` lines; else the
+ * failure's own message. Exported for its unit test.
+ */
+export async function explainFailure(logPath: string, fallback: string): Promise<string> {
+  const text = await Deno.readTextFile(logPath).catch(() => "");
+  return explainLog(text, logPath) ?? `${fallback.split("\n")[0]} (see ${logPath})`;
+}
+
+/** A line saying what a build could not find: meson's and configure's, cc's, apt's. */
+const FINDING = /(?:^|: )ERROR: |fatal error: |^E: |: not found$/;
+
+/**
+ * The lines of a failed build log that name what was missing, or undefined.
+ * Meson's specific error comes before configure's generic "meson setup
+ * failed", which is dropped when there is one.
+ */
+export function explainLog(text: string, logPath: string): string | undefined {
+  const findings = [
+    ...new Set(
+      text.split("\n").map((l) => l.trim()).filter((l) => FINDING.test(l))
+        // "../src/meson.build:2768:2: ERROR: Problem encountered: x" → "ERROR: x"
+        .map((l) => l.replace(/^\S+:\d+:\d+: ERROR: (Problem encountered: )?/, "ERROR: ")),
+    ),
+  ];
+  const specific = findings.filter((l) => l !== "ERROR: meson setup failed");
+  const said = specific.length ? specific : findings;
+  return said.length ? `${said.slice(0, 3).join(" | ")} (see ${logPath})` : undefined;
+}
