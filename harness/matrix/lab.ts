@@ -62,6 +62,7 @@ export class Lab {
   /** Seconds a guest gets to answer SSH; default BOOT_TIMEOUT_SEC scaled by the accelerator. */
   bootTimeoutSec?: number;
   #builds = new Map<BuildTarget, Promise<Partial<BuildOutputs>>>();
+  #buildFailures = new Map<BuildTarget, { row: string; firstLine: string }>();
   #fabricStarter?: FabricStarter;
   #accelChoice?: Promise<AccelChoice>;
 
@@ -71,15 +72,36 @@ export class Lab {
     this.#fabricStarter = fabricStarter;
   }
 
-  /** Build (or find) what the targets need; each target once per run. */
-  async ensureBuilds(targets: BuildTarget[]): Promise<BuildOutputs> {
+  /**
+   * Build (or find) what the targets need; each target once per run. A
+   * failed build is told in full once, to the row that first needed it;
+   * every later row gets one line pointing there.
+   */
+  async ensureBuilds(targets: BuildTarget[], forRow = "build"): Promise<BuildOutputs> {
     const out: BuildOutputs = {};
     for (const t of targets) {
+      const failed = this.#buildFailures.get(t);
+      if (failed) {
+        throw new LabError(
+          `needs build ${t}, which failed in row ${failed.row}: ${failed.firstLine}`,
+        );
+      }
       if (!this.#builds.has(t)) this.#builds.set(t, this.#build(t));
       try {
         Object.assign(out, await this.#builds.get(t));
       } catch (e) {
-        throw new LabError(`build ${t} failed: ${(e as Error).message}`);
+        const message = (e as Error).message;
+        const firstLine = message.split("\n")[0];
+        // Stages under two targets (the root under image and modules) fail
+        // with the same first line: said in full the first time only.
+        const earlier = [...this.#buildFailures.values()].find((f) => f.firstLine === firstLine);
+        this.#buildFailures.set(t, { row: earlier?.row ?? forRow, firstLine });
+        if (earlier) {
+          throw new LabError(
+            `needs build ${t}, whose stage failed in row ${earlier.row}: ${firstLine}`,
+          );
+        }
+        throw new LabError(`build ${t} failed: ${message}`);
       }
     }
     return out;
@@ -135,7 +157,7 @@ export class Lab {
     const targets = new Set<BuildTarget>(row.needs.builds);
     if (n > 0) ["qemu", "image"].forEach((t) => targets.add(t as BuildTarget));
     if (row.needs.fabric) targets.add("switch");
-    const builds = await this.ensureBuilds([...targets]);
+    const builds = await this.ensureBuilds([...targets], row.id);
     const closers: (() => Promise<string[]>)[] = [];
     const close = async () => {
       const arts: string[] = [];
