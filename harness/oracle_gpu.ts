@@ -35,7 +35,8 @@ import { shrinkOps } from "./shrink.ts";
 export type GpuOp =
   | { op: "read"; off: number }
   | { op: "write"; off: number; val: number }
-  | { op: "odd"; off: number; size: 1 | 2 | 4 | 8; val?: number }
+  /** A BAR0 access of another size or alignment (`val` in hex: a write). */
+  | { op: "odd"; off: number; size: 1 | 2 | 4 | 8; val?: string }
   | { op: "memWrite"; off: number; len: number; seed: number }
   | { op: "memRead"; off: number; len: number }
   | { op: "send"; len: number; seed: number }
@@ -106,6 +107,24 @@ const WRITABLE_REGS = [
   GPU_REG.LINK_RX_BUF_SIZE,
   GPU_REG.LINK_RX_CONSUME,
 ];
+
+/**
+ * A BAR0 access that is not an aligned 32-bit one, aimed at the registers:
+ * 1-, 2- and 8-byte accesses at and just past a register (8-byte ones both
+ * 8- and only 4-aligned, so a 64-bit pair like LINK_TX_OFFSET_LO/HI is hit
+ * whole), and unaligned 4-byte ones. Half are writes of a 64-bit value.
+ */
+export function oddAccess(
+  rng: () => number,
+  pick: <T>(xs: readonly T[]) => T,
+): Extract<GpuOp, { op: "odd" }> {
+  const size = pick([1, 2, 4, 8] as const);
+  const base = pick(ALL_REGS);
+  const off = size === 4 ? base + randInt(rng, 1, 3) : base + (rng() % 2 === 0 ? 0 : size);
+  if (rng() % 2 === 0) return { op: "odd", off, size };
+  const val = (BigInt(rng()) << 32n) | BigInt(rng());
+  return { op: "odd", off, size, val: `0x${val.toString(16)}` };
+}
 
 /** Device configuration a seed runs with (small BAR1 sizes keep full compares cheap). */
 export function gpuConfigForSeed(seed: number): GpuConfig {
@@ -206,11 +225,7 @@ export function generateGpuOps(
     if (r < 14) {
       push({ op: "read", off: chance(0.9) ? pick(ALL_REGS) : randInt(rng, 0, 0xffff) & ~3 });
     } else if (r < 17) {
-      const size = pick([1, 2, 4, 8] as const);
-      const off = size === 4
-        ? (randInt(rng, 0, 0x3ff) | 1)
-        : pick(ALL_REGS) + (size === 8 ? 0 : randInt(rng, 0, 3));
-      push(chance(0.5) ? { op: "odd", off, size } : { op: "odd", off, size, val: rng() });
+      push(oddAccess(rng, pick));
     } else if (r < 38) {
       const w = rng() % 20;
       const off = w < 16
@@ -302,21 +317,8 @@ export function applyToModel(
     case "write":
       return { fx: m.write(op.off, op.val), listening };
     case "odd": {
-      if (op.size !== 8) {
-        // Not an aligned 32-bit access: refused by the device, reads 0.
-        return { fx: emptyFx(), value: 0n, listening };
-      }
-      const lo = op.val === undefined
-        ? m.read(op.off)
-        : { ...m.write(op.off, op.val >>> 0), value: 0 };
-      const hi = op.val === undefined
-        ? m.read(op.off + 4)
-        : { ...m.write(op.off + 4, Math.floor(op.val / 0x1_0000_0000) >>> 0), value: 0 };
-      return {
-        fx: mergeFx(lo, hi),
-        value: BigInt(lo.value) | (BigInt(hi.value) << 32n),
-        listening,
-      };
+      const r = m.access(op.off, op.size, op.val === undefined ? undefined : BigInt(op.val));
+      return { fx: r, value: BigInt(r.value), listening };
     }
     case "memWrite":
       m.writeMem(op.off, opBytes(op.seed, op.len));
@@ -341,15 +343,6 @@ export function applyToModel(
 
 function emptyFx(): GpuEffects {
   return { logs: [], sent: [], msi: 0, connects: 0 };
-}
-
-function mergeFx(a: GpuEffects, b: GpuEffects): GpuEffects {
-  return {
-    logs: [...a.logs, ...b.logs],
-    sent: [...a.sent, ...b.sent],
-    msi: a.msi + b.msi,
-    connects: a.connects + b.connects,
-  };
 }
 
 // ---- execution ----------------------------------------------------------------
@@ -479,7 +472,11 @@ async function execOp(rig: Rig, model: GpuModel, op: GpuOp, listening: boolean):
       fx = model.write(op.off, op.val);
       break;
     case "odd": {
-      const dev = await gpu.regAccess(op.off, op.size, op.val);
+      const dev = await gpu.regAccess(
+        op.off,
+        op.size,
+        op.val === undefined ? undefined : BigInt(op.val),
+      );
       const res = applyToModel(model, op, listening);
       fx = res.fx!;
       if (op.val === undefined) {

@@ -155,8 +155,8 @@ export class QtestGpu {
     return this.qt.writel(GPU_QTEST_BAR0 + off, value >>> 0);
   }
 
-  /** An access of any size to BAR0 (for the sizes the device refuses). */
-  regAccess(off: number, size: 1 | 2 | 4 | 8, value?: number): Promise<bigint | void> {
+  /** An access of any size to BAR0 (for the sizes the device refuses); a write when `value` is given. */
+  regAccess(off: number, size: 1 | 2 | 4 | 8, value?: number | bigint): Promise<bigint | void> {
     const addr = GPU_QTEST_BAR0 + off;
     return value === undefined ? this.qt.read(addr, size) : this.qt.write(addr, size, value);
   }

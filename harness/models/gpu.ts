@@ -234,6 +234,22 @@ export class GpuModel {
     return this.take();
   }
 
+  /**
+   * A BAR0 access of `size` bytes at `offset`: a read when `value` is absent,
+   * else a write. The contract (docs/device-contract.md, "Both devices") makes
+   * registers 32-bit: an aligned 32-bit access is `read`/`write`; any other
+   * size, or an unaligned offset, is one guest error that reads 0 and changes
+   * nothing — an 8-byte access is not two 32-bit ones.
+   */
+  access(offset: number, size: 1 | 2 | 4 | 8, value?: bigint): GpuRead {
+    if (size === 4 && offset % 4 === 0) {
+      if (value === undefined) return this.read(offset);
+      return { value: 0, ...this.write(offset, Number(value & 0xffff_ffffn)) };
+    }
+    this.log(`${size}-byte ${value === undefined ? "read" : "write"} refused`);
+    return { value: 0, ...this.take() };
+  }
+
   // ---- BAR1 ----------------------------------------------------------------
 
   /** Read `len` bytes of device memory at `offset` (the guest's view of BAR1). */

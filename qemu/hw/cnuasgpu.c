@@ -407,9 +407,31 @@ static void cnuasgpu_link_doorbell(CnuasGpuState *s)
 
 /* ---- BAR0 registers ------------------------------------------------------ */
 
+/*
+ * Registers are 32-bit: an access of another size or at an unaligned offset
+ * reads 0 and writes nothing (docs/device-contract.md, "Both devices").  The
+ * ops below let every access through unsplit so this check sees it whole.
+ */
+static bool cnuasgpu_access_ok(CnuasGpuState *s, hwaddr addr, unsigned size,
+                               const char *what)
+{
+    if (size == 4 && !(addr & 3)) {
+        return true;
+    }
+    qemu_log_mask(LOG_GUEST_ERROR,
+                  "cnuasgpu %u: %u-byte %s at 0x%" HWADDR_PRIx " refused "
+                  "(only aligned 32-bit accesses)\n", s->gpu_id, size, what,
+                  addr);
+    return false;
+}
+
 static uint64_t cnuasgpu_read(void *opaque, hwaddr addr, unsigned size)
 {
     CnuasGpuState *s = opaque;
+
+    if (!cnuasgpu_access_ok(s, addr, size, "read")) {
+        return 0;
+    }
 
     switch (addr) {
     case REG_VENDOR_ID:
@@ -468,6 +490,10 @@ static void cnuasgpu_write(void *opaque, hwaddr addr, uint64_t val,
                            unsigned size)
 {
     CnuasGpuState *s = opaque;
+
+    if (!cnuasgpu_access_ok(s, addr, size, "write")) {
+        return;
+    }
 
     switch (addr) {
     case REG_IRQ_STATUS:
@@ -537,13 +563,21 @@ static const MemoryRegionOps cnuasgpu_regs_ops = {
     .read = cnuasgpu_read,
     .write = cnuasgpu_write,
     .endianness = DEVICE_LITTLE_ENDIAN,
+    /*
+     * Accept every size and alignment, unsplit, in the handlers: a narrower
+     * .valid/.impl would let the memory core split an 8-byte access into two
+     * 32-bit ones on some paths (qtest, KVM MMIO exits) and refuse it on
+     * others (TCG), so the outcome would depend on the accelerator.
+     */
     .valid = {
-        .min_access_size = 4,
-        .max_access_size = 4,
+        .min_access_size = 1,
+        .max_access_size = 8,
+        .unaligned = true,
     },
     .impl = {
-        .min_access_size = 4,
-        .max_access_size = 4,
+        .min_access_size = 1,
+        .max_access_size = 8,
+        .unaligned = true,
     },
 };
 

@@ -226,16 +226,28 @@ Deno.test("with MSI enabled a newly pending enabled cause sends one message and 
   });
 });
 
-Deno.test("disabling MSI hands a pending interrupt back to INTx", async () => {
+Deno.test("disabling MSI hands a pending interrupt back to INTx; ack and mask then deassert it", async () => {
   await withGpu({ devmem_size: "64K" }, async (rig) => {
     const { gpu } = rig;
     await gpu.setMsi(true);
-    await gpu.setReg(R.IRQ_MASK, 1);
+    await gpu.setReg(R.IRQ_MASK, GPU_IRQ.TX_DONE);
     await gpu.devmemWrite(0, pattern(8, 5));
     await ring(rig, 0, 8);
-    assert.equal(await gpu.intx(), false);
+    assert.equal(await gpu.takeMsi(), true);
+    assert.equal(await gpu.intx(), false, "MSI on: INTx stays low");
     await gpu.setMsi(false);
-    assert.equal(await gpu.intx(), true);
+    assert.equal(await gpu.intx(), true, "MSI off, TX_DONE pending and enabled");
+    await gpu.setReg(R.IRQ_STATUS, GPU_IRQ.TX_DONE);
+    assert.equal(await gpu.intx(), false, "acknowledged");
+    await ring(rig, 0, 8);
+    assert.equal(await gpu.intx(), true, "TX_DONE pending again");
+    await gpu.setReg(R.IRQ_MASK, 0);
+    assert.equal(await gpu.intx(), false, "masked");
+    await gpu.setReg(R.IRQ_MASK, GPU_IRQ.TX_DONE);
+    assert.equal(await gpu.intx(), true, "unmasked");
+    await gpu.setMsi(true);
+    assert.equal(await gpu.intx(), false, "MSI on again: INTx deasserted");
+    assert.equal(await gpu.takeMsi(), false, "no message for a cause already pending");
   });
 });
 
@@ -485,14 +497,97 @@ Deno.test("the write-only doorbells read 0 without a log line", async () => {
   });
 });
 
-Deno.test("byte, word and unaligned accesses to BAR0 read 0 and change nothing", async () => {
-  await withGpu({ gpu_id: 0x11223344 }, async ({ gpu }) => {
-    assert.equal(await gpu.regAccess(R.GPU_ID, 1), 0n);
-    assert.equal(await gpu.regAccess(R.GPU_ID, 2), 0n);
-    assert.equal(await gpu.regAccess(R.GPU_ID + 1, 4), 0n);
-    await gpu.regAccess(R.IRQ_MASK, 1, 3);
-    await gpu.regAccess(R.IRQ_MASK + 2, 4, 3);
-    assert.equal(await gpu.reg(R.IRQ_MASK), 0);
+/** Every register's value, in GPU_REG order. */
+function allRegs(rig: GpuRig): Promise<number[]> {
+  return Promise.all(Object.values(R).map((off) => rig.gpu.reg(off)));
+}
+
+/** Registers with values in both halves of the 8-byte windows below; a frame ready to send. */
+async function fillRegisters(rig: GpuRig): Promise<void> {
+  await rig.gpu.devmemWrite(0x100, pattern(32, 21));
+  await rig.gpu.setReg(R.LINK_TX_OFFSET_LO, 0x1111_1000);
+  await rig.gpu.setReg(R.LINK_TX_OFFSET_HI, 0x2222_2222);
+  await rig.gpu.setReg(R.LINK_TX_LEN, 0x3333);
+  await rig.gpu.setReg(R.LINK_RX_OFFSET_LO, 0x4444_4000);
+  await rig.gpu.setReg(R.LINK_RX_OFFSET_HI, 0x5555_5555);
+  await rig.gpu.setReg(R.LINK_RX_BUF_SIZE, 0x6666);
+  await rig.gpu.setReg(R.IRQ_MASK, GPU_IRQ.RX_READY);
+}
+
+/** 8-byte windows over register pairs: 8-aligned and only 4-aligned ones. */
+const EIGHT_BYTE_OFFSETS = [
+  R.VENDOR_ID,
+  R.DEVICE_ID,
+  R.GPU_ID,
+  R.DEVMEM_SIZE_LO,
+  R.IRQ_STATUS,
+  R.LINK_STATUS,
+  R.LINK_TX_OFFSET_LO,
+  R.LINK_TX_LEN,
+  R.LINK_RX_OFFSET_LO,
+  R.LINK_RX_BUF_SIZE,
+  R.LINK_RX_LEN,
+];
+
+Deno.test("8-byte reads of BAR0 read 0 at every offset, each logged, never two registers", async () => {
+  await withGpu({ gpu_id: 0x11223344, devmem_size: "64K" }, async (rig) => {
+    await fillRegisters(rig);
+    const logs = rig.gpu.guestErrorCount();
+    for (const off of EIGHT_BYTE_OFFSETS) {
+      assert.equal(await rig.gpu.regAccess(off, 8), 0n, `8-byte read at 0x${off.toString(16)}`);
+    }
+    assert.equal(rig.gpu.guestErrorCount(), logs + EIGHT_BYTE_OFFSETS.length);
+  });
+});
+
+Deno.test("8-byte writes to BAR0 change no register and ring no doorbell, at every offset", async () => {
+  await withGpu({ devmem_size: "64K" }, async (rig) => {
+    await fillRegisters(rig);
+    const before = await allRegs(rig);
+    const logs = rig.gpu.guestErrorCount();
+    // Were an 8-byte write split in two 32-bit ones, these would point the
+    // transmit range at the frame at 0x100 and ring with a valid length, and
+    // enable every cause.
+    const value = (off: number): bigint =>
+      off === R.LINK_TX_OFFSET_LO
+        ? 0x100n
+        : off === R.LINK_TX_LEN
+        ? 1n << 32n | 32n
+        : 0x3_0000_0003n;
+    for (const off of EIGHT_BYTE_OFFSETS) await rig.gpu.regAccess(off, 8, value(off));
+    assert.deepEqual(await allRegs(rig), before);
+    assert.equal(rig.conn!.tryRecv(), null, "no frame went out");
+    assert.equal(rig.gpu.guestErrorCount(), logs + EIGHT_BYTE_OFFSETS.length);
+  });
+});
+
+Deno.test("byte, word and unaligned 32-bit accesses to BAR0 read 0 and change nothing, each logged", async () => {
+  await withGpu({ gpu_id: 0x11223344, devmem_size: "64K" }, async (rig) => {
+    const { gpu } = rig;
+    await fillRegisters(rig);
+    const before = await allRegs(rig);
+    const logs = gpu.guestErrorCount();
+    let refused = 0;
+    for (const off of [R.GPU_ID, R.IRQ_MASK, R.LINK_TX_OFFSET_LO, R.LINK_RX_BUF_SIZE]) {
+      for (let b = 0; b < 4; b++) {
+        const at = `0x${(off + b).toString(16)}`;
+        assert.equal(await gpu.regAccess(off + b, 1), 0n, `1-byte read at ${at}`);
+        await gpu.regAccess(off + b, 1, 0xff);
+        refused += 2;
+        if (b % 2 === 0) {
+          assert.equal(await gpu.regAccess(off + b, 2), 0n, `2-byte read at ${at}`);
+          await gpu.regAccess(off + b, 2, 0xffff);
+          refused += 2;
+        }
+        if (b > 0) {
+          assert.equal(await gpu.regAccess(off + b, 4), 0n, `4-byte read at ${at}`);
+          await gpu.regAccess(off + b, 4, 0xffff_ffff);
+          refused += 2;
+        }
+      }
+    }
+    assert.deepEqual(await allRegs(rig), before);
+    assert.equal(gpu.guestErrorCount(), logs + refused);
   });
 });
 

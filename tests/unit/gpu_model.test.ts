@@ -153,3 +153,57 @@ Deno.test("INTx follows IRQ_STATUS & IRQ_MASK while MSI is off", () => {
   m.write(R.IRQ_STATUS, GPU_IRQ.TX_DONE);
   assert.equal(m.intx, false);
 });
+
+Deno.test("switching MSI off with a cause pending asserts INTx; ack and mask deassert it", () => {
+  const m = connected();
+  m.setMsiEnabled(true);
+  m.write(R.IRQ_MASK, GPU_IRQ.TX_DONE);
+  assert.equal(ring(m, 0, 8).msi, 1);
+  assert.equal(m.intx, false, "MSI on");
+  m.setMsiEnabled(false);
+  assert.equal(m.intx, true, "MSI off, TX_DONE pending and enabled");
+  m.write(R.IRQ_STATUS, GPU_IRQ.TX_DONE);
+  assert.equal(m.intx, false, "acknowledged");
+  ring(m, 0, 8);
+  m.write(R.IRQ_MASK, 0);
+  assert.equal(m.intx, false, "masked");
+  m.write(R.IRQ_MASK, GPU_IRQ.TX_DONE);
+  assert.equal(m.setMsiEnabled(true).msi, 0, "no message for a cause already pending");
+  assert.equal(m.intx, false, "MSI on again");
+});
+
+/** Every register's value, in GPU_REG order. */
+function registers(m: GpuModel): number[] {
+  return Object.values(R).map((off) => m.read(off).value);
+}
+
+Deno.test("an 8-byte access is refused whole: reads 0, writes nothing, rings nothing, one log", () => {
+  const m = connected();
+  m.writeMem(0x100, bytes(32, 4));
+  m.write(R.LINK_TX_OFFSET_LO, 0x100);
+  m.write(R.IRQ_MASK, GPU_IRQ.RX_READY);
+  const before = registers(m);
+  for (const off of [R.VENDOR_ID, R.DEVICE_ID, R.IRQ_STATUS, R.LINK_TX_OFFSET_LO, R.LINK_TX_LEN]) {
+    const rd = m.access(off, 8);
+    assert.deepEqual([rd.value, rd.logs.length], [0, 1], `8-byte read at 0x${off.toString(16)}`);
+    // As two 32-bit writes this would set LINK_TX_LEN to 32 and ring.
+    const wr = m.access(off, 8, 1n << 32n | 32n);
+    assert.deepEqual(
+      [wr.sent.length, wr.logs.length],
+      [0, 1],
+      `8-byte write at 0x${off.toString(16)}`,
+    );
+  }
+  assert.deepEqual(registers(m), before);
+});
+
+Deno.test("1- and 2-byte and unaligned 32-bit accesses read 0 and write nothing; aligned 32-bit ones reach the register", () => {
+  const m = connected();
+  for (const [off, size] of [[R.IRQ_MASK, 1], [R.IRQ_MASK + 2, 2], [R.IRQ_MASK + 1, 4]] as const) {
+    assert.equal(m.access(off, size).value, 0);
+    assert.equal(m.access(off, size, 3n).logs.length, 1);
+  }
+  assert.equal(m.read(R.IRQ_MASK).value, 0);
+  assert.equal(m.access(R.IRQ_MASK, 4, 3n).logs.length, 0);
+  assert.equal(m.access(R.IRQ_MASK, 4).value, 3);
+});
