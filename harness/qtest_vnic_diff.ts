@@ -156,6 +156,8 @@ class Run {
   #batch: Promise<void>[] = [];
   #batchTxBytes = 0;
   #msiSeen = 0;
+  /** MSI enable as the driver last set it (the setup's mode after start and FLR). */
+  #msiOn: boolean;
 
   constructor(rig: VnicRig, setup: VnicDiffSetup) {
     this.rig = rig;
@@ -170,6 +172,7 @@ class Run {
       memory: this.mem,
     });
     this.model.setMsiEnabled(setup.irq === "msi");
+    this.#msiOn = setup.irq === "msi";
     if (setup.socket === "listening") this.model.peerAccept();
   }
 
@@ -190,9 +193,9 @@ class Run {
     }
   }
 
-  /** Queue the MSI check for op i (MSI mode only). */
-  #checkMsi(i: number): void {
-    if (this.rig.irq !== "msi") return;
+  /** Queue the MSI check for op i (while MSI is on, and once after it is switched off). */
+  #checkMsi(i: number, always = false): void {
+    if (!this.#msiOn && !always) return;
     const want = this.model.msiCount - this.#msiSeen;
     this.#msiSeen = this.model.msiCount;
     if (want > 1) throw new Error(`model sent ${want} MSIs in one event: model bug`);
@@ -380,7 +383,18 @@ class Run {
         model.setMsiEnabled(false);
         await this.rig.flr();
         model.setMsiEnabled(this.rig.irq === "msi");
+        this.#msiOn = this.rig.irq === "msi";
         await this.#afterSocketEvent(i);
+        break;
+      case "msi":
+        model.setMsiEnabled(op.on);
+        // Awaited: the config sequence reads the capability list first, so
+        // commands issued meanwhile would overtake its writes.
+        if (op.on) await this.rig.pci.enableMsi(VNIC_RIG.msiAddr, VNIC_RIG.msiData);
+        else await this.rig.pci.disableMsi();
+        this.#msiOn = op.on;
+        // No message either way; the check's response carries the INTx level.
+        this.#checkMsi(i, true);
         break;
     }
     this.#checkDelivery(i, deliveries);
@@ -394,7 +408,7 @@ class Run {
    */
   async #afterSocketEvent(i: number): Promise<void> {
     await this.rig.qt.sync();
-    if (this.rig.irq === "msi") {
+    if (this.#msiOn) {
       this.#checkMsi(i);
       return;
     }

@@ -44,7 +44,9 @@ export type VnicOp =
   /** advance the virtual clock, then accept whatever connected */
   | { k: "step"; ns: number }
   /** function-level reset, then the driver's setup again */
-  | { k: "flr" };
+  | { k: "flr" }
+  /** the driver switches MSI on or off in config space */
+  | { k: "msi"; on: boolean };
 
 /** How a seed's machine starts. */
 export interface VnicDiffSetup {
@@ -323,6 +325,10 @@ export class VnicOpGenerator {
       q.push(this.#rd(VNIC_REG.LINK_STATUS));
     } else if (r < 955) {
       q.push({ k: "flr" });
+    } else if (r < 970) {
+      // MSI on or off, often while a cause is pending: INTx must follow at once.
+      q.push({ k: "msi", on: this.#chance(0.5) });
+      if (this.#chance(0.5)) q.push(this.#rd(VNIC_REG.IRQ_STATUS));
     } else {
       const pick = this.#recent.length ? this.#recent[this.#int(0, this.#recent.length - 1)] : null;
       const len = this.#int(1, 4096);

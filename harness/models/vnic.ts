@@ -47,8 +47,8 @@ export const VNIC_MAX_FRAME = 9216;
 /** BAR0 size in bytes. */
 export const VNIC_BAR_SIZE = 0x1000;
 
-/** PCI identity. */
-export const VNIC_PCI = { vendor: 0x1af4, device: 0x10f0, classCode: 0x0200, revision: 0 } as const;
+/** PCI identity; class 0x0280 is the datasheet's "Network, other". */
+export const VNIC_PCI = { vendor: 0x1af4, device: 0x10f0, classCode: 0x0280, revision: 0 } as const;
 
 /** Reconnect backoff on the virtual clock. */
 export const VNIC_RECONNECT = { firstMs: 100, maxMs: 2000 } as const;
@@ -380,12 +380,16 @@ export class VnicModel {
   }
 
   /**
-   * The MSI enable bit in config space changed. The PCI core deasserts INTx
-   * when MSI is switched on; a reset of the function switches it off.
+   * The MSI enable bit in config space changed (a reset of the function
+   * switches it off). Contract (docs/device-contract.md, "Both devices"):
+   * while MSI is off INTx is asserted exactly while `IRQ_STATUS & IRQ_MASK`
+   * is non-zero, so switching it off with a cause pending and enabled asserts
+   * INTx at once; switching it on deasserts INTx and sends no message for
+   * causes already pending (only a newly pending one sends one).
    */
   setMsiEnabled(on: boolean): void {
-    if (on && !this.#msiEnabled) this.#intx = false;
     this.#msiEnabled = on;
+    this.#intx = !on && (this.#regs.irqStatus & this.#regs.irqMask) !== 0;
   }
 
   // ---- peer side ---------------------------------------------------------

@@ -497,11 +497,22 @@ static void vnic_fill_link(CnuasVnicState *s)
     }
 }
 
+/*
+ * Enabling MSI deasserts INTx (msi_write_config, from the default handler);
+ * disabling it hands a cause that is still pending and enabled back to INTx
+ * at once, as the line follows IRQ_STATUS & IRQ_MASK whenever MSI is off
+ * (docs/device-contract.md, "Both devices", interrupts).
+ */
 static void vnic_write_config(PCIDevice *pdev, uint32_t addr, uint32_t val,
                               int len)
 {
+    CnuasVnicState *s = CNUAS_VNIC(pdev);
+
     pci_default_write_config(pdev, addr, val, len);
     pcie_cap_flr_write_config(pdev, addr, val, len);
+    if (!msi_enabled(pdev)) {
+        pci_set_irq(pdev, (s->irq_status & s->irq_mask) != 0);
+    }
 }
 
 static void vnic_realize(PCIDevice *pdev, Error **errp)
@@ -605,7 +616,7 @@ static void vnic_class_init(ObjectClass *klass, void *data)
     k->vendor_id = CNUAS_VNIC_VENDOR_ID;
     k->device_id = CNUAS_VNIC_DEVICE_ID;
     k->revision = CNUAS_VNIC_REVISION;
-    k->class_id = PCI_CLASS_NETWORK_ETHERNET;
+    k->class_id = PCI_CLASS_NETWORK_OTHER;    /* datasheet: Network, other */
     dc->desc = "Cnuas virtual NIC (SOCK_SEQPACKET wire)";
     dc->reset = vnic_reset;
     dc->vmsd = &vmstate_vnic;

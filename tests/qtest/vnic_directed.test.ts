@@ -6,7 +6,7 @@
  * device only.
  */
 import assert from "node:assert/strict";
-import { VNIC_IRQ, VNIC_MAX_FRAME, VNIC_REG } from "../../harness/models/vnic.ts";
+import { VNIC_IRQ, VNIC_MAX_FRAME, VNIC_PCI, VNIC_REG } from "../../harness/models/vnic.ts";
 import { QtestMachine } from "../../harness/qtest.ts";
 import { PCI_CFG, QtestPciDevice } from "../../harness/qtest_pci.ts";
 import { VnicRig } from "../../harness/qtest_vnic.ts";
@@ -276,6 +276,30 @@ both("a second cause arriving while one is pending sends another MSI", async (ni
   assert.equal(await nic.msiFired(), true);
 }, { irq: "msi" });
 
+both(
+  "MSI switched off with a cause pending asserts INTx at once; ack and mask deassert it",
+  async (nic) => {
+    await nic.setReg(VNIC_REG.IRQ_MASK, VNIC_IRQ.TX);
+    await transmit(nic, pattern(10));
+    assert.equal(await nic.msiFired(), true);
+    assert.equal(await nic.intx(), false, "MSI on: INTx stays low");
+    await nic.setMsi(false);
+    assert.equal(await nic.intx(), true, "MSI off, TX pending and enabled");
+    await nic.setReg(VNIC_REG.IRQ_STATUS, VNIC_IRQ.TX);
+    assert.equal(await nic.intx(), false, "acknowledged");
+    await transmit(nic, pattern(10));
+    assert.equal(await nic.intx(), true, "TX pending again");
+    await nic.setReg(VNIC_REG.IRQ_MASK, 0);
+    assert.equal(await nic.intx(), false, "masked");
+    await nic.setReg(VNIC_REG.IRQ_MASK, VNIC_IRQ.TX);
+    assert.equal(await nic.intx(), true, "unmasked");
+    await nic.setMsi(true);
+    assert.equal(await nic.intx(), false, "MSI on again: INTx deasserted");
+    assert.equal(await nic.msiFired(), false, "no message for a cause already pending");
+  },
+  { irq: "msi" },
+);
+
 // ---- link changes and reconnects ----------------------------------------------------
 
 both("a peer close drops the link and raises link changed", async (nic) => {
@@ -347,6 +371,81 @@ both("accesses other than aligned 32-bit read 0 and write nothing", async (nic) 
   assert.equal(await nic.reg(VNIC_REG.RX_ADDR_LO), 0);
 }, { mac: [1, 2, 3, 4, 5, 6] });
 
+/** Registers with a value in both halves of every 8-byte window the tests below touch. */
+async function fillRegisters(nic: NicUnderTest): Promise<void> {
+  await nic.setReg(VNIC_REG.TX_ADDR_LO, 0x1111_1111);
+  await nic.setReg(VNIC_REG.TX_ADDR_HI, 0x2222_2222);
+  await nic.setReg(VNIC_REG.TX_LEN, 60);
+  await nic.setReg(VNIC_REG.RX_ADDR_LO, 0x3333_3333);
+  await nic.setReg(VNIC_REG.RX_ADDR_HI, 0x4444_4444);
+  await nic.setReg(VNIC_REG.IRQ_MASK, VNIC_IRQ.RX);
+}
+
+const EIGHT_BYTE_OFFSETS = [
+  VNIC_REG.TX_ADDR_LO, // the TX address pair
+  VNIC_REG.TX_ADDR_HI, // 4-aligned only: TX_ADDR_HI and TX_LEN
+  VNIC_REG.TX_LEN, // TX_LEN and TX_DOORBELL
+  VNIC_REG.RX_ADDR_LO, // the RX address pair
+  VNIC_REG.RX_LEN, // RX_LEN and RX_STATUS
+  VNIC_REG.IRQ_STATUS, // IRQ_STATUS and IRQ_MASK
+  VNIC_REG.MAC_LO, // the MAC
+];
+
+both("an 8-byte read reads 0 at every offset, never two registers", async (nic) => {
+  await fillRegisters(nic);
+  for (const off of EIGHT_BYTE_OFFSETS) {
+    assert.equal(await nic.rawRead(off, 8), 0n, `8-byte read at 0x${off.toString(16)}`);
+  }
+}, { mac: [1, 2, 3, 4, 5, 6] });
+
+both("an 8-byte write changes no register and rings no doorbell, at every offset", async (nic) => {
+  await fillRegisters(nic);
+  await nic.memWrite(TX_BUF, pattern(60));
+  const before = await Promise.all(Object.values(VNIC_REG).map((off) => nic.reg(off)));
+  // Were an 8-byte write split in two 32-bit ones, these would point TX at
+  // the frame and ring with a valid length, and enable every cause.
+  const value = (off: number): bigint =>
+    off === VNIC_REG.TX_ADDR_LO
+      ? BigInt(TX_BUF)
+      : off === VNIC_REG.TX_LEN
+      ? 1n << 32n | 60n
+      : 0x7_0000_0007n;
+  for (const off of EIGHT_BYTE_OFFSETS) await nic.rawWrite(off, 8, value(off));
+  const after = await Promise.all(Object.values(VNIC_REG).map((off) => nic.reg(off)));
+  assert.deepEqual(after, before);
+  assert.deepEqual(await nic.framesOut(), [], "no frame went out");
+  assert.equal(await nic.intx(), false);
+});
+
+both("1- and 2-byte accesses and unaligned 32-bit ones read 0 and write nothing", async (nic) => {
+  await fillRegisters(nic);
+  for (const off of [VNIC_REG.TX_ADDR_LO, VNIC_REG.RX_ADDR_HI, VNIC_REG.IRQ_MASK]) {
+    for (let b = 0; b < 4; b++) {
+      assert.equal(await nic.rawRead(off + b, 1), 0n, `1-byte read at 0x${(off + b).toString(16)}`);
+      if (b % 2 === 0) {
+        assert.equal(
+          await nic.rawRead(off + b, 2),
+          0n,
+          `2-byte read at 0x${(off + b).toString(16)}`,
+        );
+      }
+      if (b > 0) {
+        assert.equal(
+          await nic.rawRead(off + b, 4),
+          0n,
+          `4-byte read at 0x${(off + b).toString(16)}`,
+        );
+      }
+      await nic.rawWrite(off + b, 1, 0xffn);
+      if (b % 2 === 0) await nic.rawWrite(off + b, 2, 0xffffn);
+      if (b > 0) await nic.rawWrite(off + b, 4, 0xffff_ffffn);
+    }
+  }
+  assert.equal(await nic.reg(VNIC_REG.TX_ADDR_LO), 0x1111_1111);
+  assert.equal(await nic.reg(VNIC_REG.RX_ADDR_HI), 0x4444_4444);
+  assert.equal(await nic.reg(VNIC_REG.IRQ_MASK), VNIC_IRQ.RX);
+});
+
 both("unknown offsets read 0 and ignore writes", async (nic) => {
   for (const off of [0x34, 0x100, 0xffc]) {
     await nic.setReg(off, 0xffff_ffff);
@@ -407,13 +506,15 @@ async function rig(opts: Partial<Parameters<typeof VnicRig.start>[0]> = {}): Pro
   return await VnicRig.start({ ...env, socket: "listening", irq: "intx", ...opts });
 }
 
-Deno.test("device: PCI identity is 1af4:10f0, class 0x0200, revision 0, interrupt pin A", async () => {
+Deno.test("device: PCI identity is 1af4:10f0, class 0x0280 (network, other), revision 0, interrupt pin A", async () => {
   const r = await rig();
   try {
     assert.equal(await r.pci.read(PCI_CFG.VENDOR_ID, 2), 0x1af4);
     assert.equal(await r.pci.read(PCI_CFG.DEVICE_ID, 2), 0x10f0);
     assert.equal(await r.pci.read(PCI_CFG.REVISION, 1), 0);
-    assert.equal((await r.pci.read(PCI_CFG.REVISION, 4)) >>> 8, 0x02_00_00);
+    // Base class 0x02, subclass 0x80, programming interface 0 (datasheet: "Network, other").
+    assert.equal((await r.pci.read(PCI_CFG.REVISION, 4)) >>> 8, 0x02_80_00);
+    assert.equal(VNIC_PCI.classCode, 0x0280, "the model states the same class");
     assert.equal(await r.pci.read(PCI_CFG.INTERRUPT_PIN, 1), 1);
   } finally {
     await r.close();

@@ -57,6 +57,8 @@ export interface NicUnderTest {
   intx(): Promise<boolean>;
   /** Whether an MSI arrived since the last call. */
   msiFired(): Promise<boolean>;
+  /** The driver switches MSI on or off in config space (the message target stays the rig's). */
+  setMsi(on: boolean): Promise<void>;
   peerSend(frame: Uint8Array): Promise<RigSendResult>;
   peerClose(): Promise<void>;
   /** Frames the device has put on the wire since the last call. */
@@ -99,6 +101,11 @@ class DeviceNic implements NicUnderTest {
   }
   msiFired() {
     return this.rig.msiFired();
+  }
+  setMsi(on: boolean) {
+    return on
+      ? this.rig.pci.enableMsi(VNIC_RIG.msiAddr, VNIC_RIG.msiData)
+      : this.rig.pci.disableMsi();
   }
   async peerSend(frame: Uint8Array) {
     const r = this.rig.peerSend(frame);
@@ -179,6 +186,10 @@ class ModelNic implements NicUnderTest {
     const fired = this.model.msiCount > this.#msiSeen;
     this.#msiSeen = this.model.msiCount;
     return Promise.resolve(fired);
+  }
+  setMsi(on: boolean) {
+    this.model.setMsiEnabled(on);
+    return Promise.resolve();
   }
   peerSend(frame: Uint8Array) {
     return Promise.resolve(this.model.peerSend(frame));
