@@ -171,36 +171,29 @@ export async function waitCarrier(
   return r.code === 0;
 }
 
-/** Largest frame the device moves (DEVICES.md). */
+/** Largest frame the device moves (DEVICES.md; datasheet "Maximum frame"). */
 export const VNIC_MAX_FRAME = 9216;
 
 /*
- * The receive oracle below is written from the documented contract only, not
- * from the driver's C:
- * - DEVICES.md and docs/device-contract.md (cnuas-vnic): one datagram is one
- *   frame without FCS; empty datagrams and datagrams above 9216 bytes are
- *   dropped by the device, so the driver never sees them.
- * - drivers/nic/cnuas_net.h, LINK LAYER and RECEIVE: with no RDMA consumer
- *   every frame goes to the stack; delivered Ethernet frames have passed the
- *   length checks 14..MTU+18 bytes (header, payload up to the MTU, one VLAN
- *   tag); the administrative state gates only the normal stack.
- * - Issue 5 (the driver's specification): malformed, runt and oversize frames
- *   are dropped and counted by reason; `ethtool -S` has tx/rx packets and
- *   bytes, drops by reason and per-priority PFC counters. The counter names
- *   are the ones `ethtool -S` lists (the driver-load row requires them).
+ * The receive oracle below states the acceptance rule of
+ * docs/device-contract.md, "cnuas_net: which received frames are accepted",
+ * and nothing else: not the driver's C or headers, which it checks. The
+ * contract takes the length limits from DEVICES.md and the datasheet (frames
+ * of 1..9216 bytes, MTU up to 9202), decides the driver's rules there (no
+ * destination filter, length before content, counter names), and cites the
+ * standards it leans on:
  * - IEEE 802.3: clause 3.2.3 reserves the first bit of the source address
  *   (a group source is malformed); a frame longer than the maximum is a
- *   MAC-level error (frameTooLong) rejected before any field is interpreted,
- *   so length errors take precedence over content errors; clause 31 MAC
- *   Control frames (EtherType 0x8808) are consumed by the MAC Control
- *   sublayer, never passed to the client, are minFrameSize long (64 bytes
- *   with FCS, 60 on this FCS-less wire) and unsupported opcodes are
+ *   MAC-level error (frameTooLong) rejected before any field is interpreted;
+ *   clause 31 MAC Control frames (EtherType 0x8808) are consumed by the MAC
+ *   Control sublayer, never passed to the client, are minFrameSize long (64
+ *   bytes with FCS, 60 on this FCS-less wire) and unsupported opcodes are
  *   discarded; Annex 31B PAUSE is opcode 0x0001 with a 2-byte pause time.
  * - IEEE 802.1Qbb PFC: opcode 0x0101, a 16-bit class-enable vector whose
  *   bit n (n = 0..7, counted from the least significant bit) enables
  *   priority n (the upper 8 bits are reserved), then eight 2-byte times.
- * Where these do not decide the outcome the prediction is `open` and lists
- * the outcomes the contract allows (see `predictRx`).
+ * Where the contract leaves the outcome to the implementation the prediction
+ * is `open` and lists the outcomes it allows (see `predictRx`).
  */
 
 /** EtherType of IEEE 802.3 clause 31 MAC Control frames. */
@@ -286,9 +279,12 @@ function macControl(frame: Uint8Array): RxPrediction {
 /**
  * Predict what one frame delivered by the switch to a cnuas-vnic moves in
  * `ethtool -S`, with no RDMA consumer registered, the interface at `mtu` and
- * administratively `up` (or down). The rules and their sources are listed
- * above; in order:
+ * administratively `up` (or down). The rule is docs/device-contract.md,
+ * "cnuas_net: which received frames are accepted"; in order:
  * - empty or above 9216 bytes: the device drops it, no counter moves;
+ * - the destination address is never looked at: unicast to this or another
+ *   host, multicast and broadcast frames are all accepted (no filter, no
+ *   promiscuous switch);
  * - shorter than 14 bytes: `rx_drop_runt`; longer than MTU + 18 (capped at
  *   9216): `rx_drop_oversize` — length before content;
  * - a group (multicast) source address: `rx_drop_bad_src`;

@@ -312,7 +312,10 @@ enum cnuas_rx_dest { CNUAS_RX_CONSUMED, CNUAS_RX_STACK, CNUAS_RX_RDMA };
 
 /*
  * Decide where the landed frame goes, counting the drops.  Looks at the
- * device buffer in place so nothing is copied for a dropped frame.
+ * device buffer in place so nothing is copied for a dropped frame.  The
+ * rule (no destination filter, lengths before content, the counter each
+ * drop moves) is docs/device-contract.md, "cnuas_net: which received
+ * frames are accepted"; harness/netdev.ts predictRx checks it from there.
  */
 static enum cnuas_rx_dest cnuas_rx_classify(struct cnuas_net *net,
 					    unsigned int len,

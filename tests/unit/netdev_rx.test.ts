@@ -142,3 +142,70 @@ Deno.test("a search over too many open frames ends and says so instead of passin
   assert.equal(v.ok, false);
   assert.match(v.problems[0], /too many to search/);
 });
+
+// ---- the acceptance rule of docs/device-contract.md ("cnuas_net: which received frames are
+// accepted"), pinned: a change to any of these is a change to the contract. ----
+
+/** A `len`-byte IPv4 frame from a unicast source to destination `dst`. */
+function toDest(dst: number[], len = 100): Uint8Array {
+  const f = frame(len);
+  f.set(dst, 0);
+  return f;
+}
+
+Deno.test("contract: no destination filter — own, other unicast, multicast and broadcast frames all go up", () => {
+  const destinations = [
+    [0x02, 0xc7, 0x0a, 0, 1, 0], // the interface's own address
+    [0x02, 0x11, 0x22, 0x33, 0x44, 0x55], // another host
+    [0x01, 0x00, 0x5e, 0x00, 0x00, 0x01], // IPv4 multicast
+    [0x33, 0x33, 0x00, 0x00, 0x00, 0x01], // IPv6 multicast
+    [0xff, 0xff, 0xff, 0xff, 0xff, 0xff], // broadcast
+  ];
+  for (const dst of destinations) {
+    assert.deepEqual(
+      expectedRxCounters(toDest(dst), 1500),
+      { rx_packets: 1, rx_bytes: 100 },
+      `${dst}`,
+    );
+    assert.deepEqual(
+      expectedRxCounters(toDest(dst), 1500, false),
+      { rx_drop_down: 1 },
+      `${dst}, down`,
+    );
+  }
+});
+
+Deno.test("contract: a frame is accepted from 14 to min(MTU + 18, 9216) bytes, at any MTU", () => {
+  for (const [mtu, max] of [[68, 86], [1500, 1518], [9000, 9018], [9198, 9216], [9202, 9216]]) {
+    assert.deepEqual(
+      expectedRxCounters(frame(13), mtu),
+      { rx_drop_runt: 1 },
+      `13 bytes, MTU ${mtu}`,
+    );
+    assert.deepEqual(
+      expectedRxCounters(frame(14), mtu),
+      { rx_packets: 1, rx_bytes: 14 },
+      `14, MTU ${mtu}`,
+    );
+    assert.deepEqual(
+      expectedRxCounters(frame(max), mtu),
+      { rx_packets: 1, rx_bytes: max },
+      `${max}, MTU ${mtu}`,
+    );
+    const over = max + 1;
+    const want = over > 9216 ? {} : { rx_drop_oversize: 1 };
+    assert.deepEqual(expectedRxCounters(frame(over), mtu), want, `${over} bytes, MTU ${mtu}`);
+  }
+});
+
+Deno.test("contract: a broadcast frame from a group source is still malformed (the source is checked, the destination not)", () => {
+  assert.deepEqual(
+    expectedRxCounters(
+      toDest([0xff, 0xff, 0xff, 0xff, 0xff, 0xff], 64).map((b, i) => i === 6 ? 0x03 : b),
+      1500,
+    ),
+    {
+      rx_drop_bad_src: 1,
+    },
+  );
+});
