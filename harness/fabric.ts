@@ -65,6 +65,8 @@ export interface PortStatus {
 export interface FabricStats {
   /** The mode the daemon runs in. */
   mode: FabricMode;
+  /** Port slots (1..maxPorts). */
+  maxPorts: number;
   /** Ports with a device connected now. */
   portsUp: number;
   /** Device connections accepted since start. */
@@ -119,6 +121,142 @@ function num(v: unknown): number {
 function drops(v: unknown): Record<DropReason, number> {
   const o = (v ?? {}) as Record<string, unknown>;
   return Object.fromEntries(DROP_REASONS.map((r) => [r, num(o[r])])) as Record<DropReason, number>;
+}
+
+/** One learned MAC address of an eth-mode switch (`table` op). */
+export interface MacEntry {
+  /** `02:00:…`, lowercase. */
+  mac: string;
+  /** The port it was learned on. */
+  port: number;
+  /** Time since it was last seen, ms (switch clock). */
+  ageMs: number;
+}
+
+/**
+ * The typed control operations over any handle that can send a request — a
+ * {@link Fabric} this process started, or the runner's `FabricHandle` a row
+ * gets. Every method throws {@link FabricControlError} on `ok: false`.
+ */
+export class FabricClient {
+  readonly #send: (request: Record<string, unknown>) => Promise<Record<string, unknown>>;
+
+  /** Wrap `handle.control` (the reply as is, `ok: false` included). */
+  constructor(handle: Pick<FabricHandle, "control">) {
+    this.#send = (r) => handle.control(r);
+  }
+
+  /** Send one request; throw FabricControlError on `ok: false`. */
+  async request(request: Record<string, unknown>): Promise<Record<string, unknown>> {
+    const reply = await this.#send(request);
+    if (reply.ok !== true) throw new FabricControlError(request, reply);
+    return reply;
+  }
+
+  /** Ports with a device connected or taken down. */
+  async ports(): Promise<PortStatus[]> {
+    const r = await this.request({ op: "ports" });
+    return (r.ports as Record<string, unknown>[]).map((p) => ({
+      port: num(p.port),
+      state: p.state as "up" | "down",
+      queueLen: num(p.queue_len),
+      gpuId: typeof p.gpu_id === "number" ? p.gpu_id : undefined,
+      rxFrames: num(p.rx_frames),
+      rxBytes: num(p.rx_bytes),
+      txFrames: num(p.tx_frames),
+      txBytes: num(p.tx_bytes),
+      drops: drops(p.drops),
+    }));
+  }
+
+  /** Whole-switch totals. */
+  async stats(): Promise<FabricStats> {
+    const r = await this.request({ op: "stats" });
+    return {
+      mode: r.mode as FabricMode,
+      maxPorts: num(r.max_ports),
+      portsUp: num(r.ports_up),
+      connections: num(r.connections),
+      refused: num(r.refused),
+      rxFrames: num(r.rx_frames),
+      rxBytes: num(r.rx_bytes),
+      txFrames: num(r.tx_frames),
+      txBytes: num(r.tx_bytes),
+      drops: drops(r.drops),
+      capture: r.capture as FabricStats["capture"],
+    };
+  }
+
+  /** The mode's table: `macs` (eth), `lft` + `mcast` (ib) or `gpu_ids` (link). */
+  table(): Promise<Record<string, unknown>> {
+    return this.request({ op: "table" });
+  }
+
+  /** The MAC table of an eth-mode switch. */
+  async macs(): Promise<MacEntry[]> {
+    const r = await this.table();
+    return ((r.macs ?? []) as Record<string, unknown>[]).map((m) => ({
+      mac: String(m.mac),
+      port: num(m.port),
+      ageMs: num(m.age_ms),
+    }));
+  }
+
+  /** The port `mac` was learned on; undefined when the switch has not learned it. */
+  async macPort(mac: string): Promise<number | undefined> {
+    const want = mac.toLowerCase();
+    return (await this.macs()).find((m) => m.mac === want)?.port;
+  }
+
+  /** Set (or with `port: null` clear) LFT entries; all or nothing. */
+  async setLft(entries: LftEntry[]): Promise<void> {
+    await this.request({ op: "set_lft", entries });
+  }
+
+  /** Subscribe a port to a multicast LID. */
+  async mcastJoin(mlid: number, port: number): Promise<void> {
+    await this.request({ op: "mcast_join", mlid, port });
+  }
+
+  /** Unsubscribe a port from a multicast LID. */
+  async mcastLeave(mlid: number, port: number): Promise<void> {
+    await this.request({ op: "mcast_leave", mlid, port });
+  }
+
+  /** Pull the cable: the device's socket closes, the slot stays reserved until `linkUp`. */
+  async linkDown(port: number): Promise<void> {
+    await this.request({ op: "link_down", port });
+  }
+
+  /** Free a downed slot: the next connection takes the lowest free port. */
+  async linkUp(port: number): Promise<void> {
+    await this.request({ op: "link_up", port });
+  }
+
+  /** Inject a frame as if it arrived on `port` (ingress) or send it out of `port` (egress). */
+  async inject(
+    port: number,
+    frame: Uint8Array,
+    direction: "ingress" | "egress" = "ingress",
+  ): Promise<void> {
+    await this.request({ op: "inject", port, direction, hex: toHex(frame) });
+  }
+
+  /** Move the switch's clock forward (MAC aging) by whole seconds. */
+  async advanceTime(seconds: number): Promise<void> {
+    await this.request({ op: "advance_time", seconds });
+  }
+
+  /** Start a pcapng capture of every frame received (and injected) to `path`. */
+  async startCapture(path: string): Promise<void> {
+    await this.request({ op: "capture_start", path });
+  }
+
+  /** Stop the capture; resolves once the file is complete on disk. */
+  async stopCapture(): Promise<{ path: string; packets: number }> {
+    const r = await this.request({ op: "capture_stop" });
+    return { path: String(r.path), packets: num(r.packets) };
+  }
 }
 
 /** JSON-lines client: one request in flight per line, replies in request order. */
@@ -258,6 +396,7 @@ export class Fabric implements FabricHandle {
   #stderr: Promise<string>;
   readonly #opts: FabricOptions;
   #nextId = 1;
+  readonly #ops: FabricClient;
   #closed?: Promise<void>;
   #onAbort?: () => void;
   #signal?: AbortSignal;
@@ -279,6 +418,7 @@ export class Fabric implements FabricHandle {
     this.#child = child;
     this.#client = client;
     this.#stderr = stderr;
+    this.#ops = new FabricClient(this);
     if (opts.signal) {
       this.#signal = opts.signal;
       this.#onAbort = () => void this.close();
@@ -352,99 +492,73 @@ export class Fabric implements FabricHandle {
   }
 
   /** Like `control`, but throws FabricControlError on `ok: false`. */
-  async request(request: Record<string, unknown>): Promise<Record<string, unknown>> {
-    const reply = await this.control(request);
-    if (reply.ok !== true) throw new FabricControlError(request, reply);
-    return reply;
+  request(request: Record<string, unknown>): Promise<Record<string, unknown>> {
+    return this.#ops.request(request);
   }
 
   /** Ports with a device connected or taken down. */
-  async ports(): Promise<PortStatus[]> {
-    const r = await this.request({ op: "ports" });
-    return (r.ports as Record<string, unknown>[]).map((p) => ({
-      port: num(p.port),
-      state: p.state as "up" | "down",
-      queueLen: num(p.queue_len),
-      gpuId: typeof p.gpu_id === "number" ? p.gpu_id : undefined,
-      rxFrames: num(p.rx_frames),
-      rxBytes: num(p.rx_bytes),
-      txFrames: num(p.tx_frames),
-      txBytes: num(p.tx_bytes),
-      drops: drops(p.drops),
-    }));
+  ports(): Promise<PortStatus[]> {
+    return this.#ops.ports();
   }
 
   /** Whole-switch totals. */
-  async stats(): Promise<FabricStats> {
-    const r = await this.request({ op: "stats" });
-    return {
-      mode: r.mode as FabricMode,
-      portsUp: num(r.ports_up),
-      connections: num(r.connections),
-      refused: num(r.refused),
-      rxFrames: num(r.rx_frames),
-      rxBytes: num(r.rx_bytes),
-      txFrames: num(r.tx_frames),
-      txBytes: num(r.tx_bytes),
-      drops: drops(r.drops),
-      capture: r.capture as FabricStats["capture"],
-    };
+  stats(): Promise<FabricStats> {
+    return this.#ops.stats();
   }
 
   /** The mode's table: `macs` (eth), `lft` + `mcast` (ib) or `gpu_ids` (link). */
   table(): Promise<Record<string, unknown>> {
-    return this.request({ op: "table" });
+    return this.#ops.table();
   }
 
   /** Set (or with `port: null` clear) LFT entries; all or nothing. */
-  async setLft(entries: LftEntry[]): Promise<void> {
-    await this.request({ op: "set_lft", entries });
+  setLft(entries: LftEntry[]): Promise<void> {
+    return this.#ops.setLft(entries);
   }
 
   /** Subscribe a port to a multicast LID. */
-  async mcastJoin(mlid: number, port: number): Promise<void> {
-    await this.request({ op: "mcast_join", mlid, port });
+  mcastJoin(mlid: number, port: number): Promise<void> {
+    return this.#ops.mcastJoin(mlid, port);
   }
 
   /** Unsubscribe a port from a multicast LID. */
-  async mcastLeave(mlid: number, port: number): Promise<void> {
-    await this.request({ op: "mcast_leave", mlid, port });
+  mcastLeave(mlid: number, port: number): Promise<void> {
+    return this.#ops.mcastLeave(mlid, port);
   }
 
   /** Pull the cable: the device's socket closes, the slot stays reserved until `linkUp`. */
-  async linkDown(port: number): Promise<void> {
-    await this.request({ op: "link_down", port });
+  linkDown(port: number): Promise<void> {
+    return this.#ops.linkDown(port);
   }
 
   /** Free a downed slot: the next connection takes the lowest free port. */
-  async linkUp(port: number): Promise<void> {
-    await this.request({ op: "link_up", port });
+  linkUp(port: number): Promise<void> {
+    return this.#ops.linkUp(port);
   }
 
   /** Inject a frame as if it arrived on `port` (ingress) or send it out of `port` (egress). */
-  async inject(
+  inject(
     port: number,
     frame: Uint8Array,
     direction: "ingress" | "egress" = "ingress",
   ): Promise<void> {
-    await this.request({ op: "inject", port, direction, hex: toHex(frame) });
+    return this.#ops.inject(port, frame, direction);
   }
 
   /** Move the switch's clock forward (MAC aging) by whole seconds. */
-  async advanceTime(seconds: number): Promise<void> {
-    await this.request({ op: "advance_time", seconds });
+  advanceTime(seconds: number): Promise<void> {
+    return this.#ops.advanceTime(seconds);
   }
 
   /** Start a pcapng capture of every frame received (and injected) to `path`. */
   async startCapture(path: string): Promise<void> {
-    await this.request({ op: "capture_start", path });
+    await this.#ops.startCapture(path);
     this.captures.push(path);
   }
 
   /** Stop the capture; resolves once the file is complete on disk. */
-  async stopCapture(): Promise<{ path: string; packets: number }> {
-    const r = await this.request({ op: "capture_stop" });
-    return { path: String(r.path), packets: num(r.packets) };
+  stopCapture(): Promise<{ path: string; packets: number }> {
+    return this.#ops.stopCapture();
   }
 
   /** Wait until `n` ports are up (devices connect asynchronously). */

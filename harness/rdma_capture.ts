@@ -1,62 +1,262 @@
 /**
- * A row segment captured at the switch and checked by the RDMA wire oracle
- * (harness/models/rdma/): the end-to-end RDMA rows wrap each segment of
- * traffic in {@link captured}. Totals over a row's segments are its
- * `framesChecked` and `violations` measurements.
+ * Switch captures of a row's traffic, checked by the RDMA wire oracle
+ * (harness/models/rdma/). Every end-to-end row (eth-forwarding, roce-e2e,
+ * peermem) records its traffic through {@link WireCapture} — directly, or a
+ * segment at a time with {@link captured} — and the same rules fail the row:
+ *
+ * - `capture_stop` failed (the file may be cut short);
+ * - the file holds a different number of frames than `capture_stop` said it
+ *   wrote, or the capture's own count moved differently from the switch's
+ *   receive counters over the same interval (frames lost between the
+ *   forwarding path and the file);
+ * - the capture is empty, or holds no frame of the kind the row checks;
+ * - a frame was cut short, or the oracle found a violation.
+ *
+ * Measurements, the same names and units in every row:
+ * `oracle.<segment>.framesChecked` / `.rdmaFrames` / `.switchFrames` (frames),
+ * `oracle.<segment>.violations` (violations), and the row's running totals
+ * `framesChecked` (frames) and `violations` (violations).
  */
 import { join } from "node:path";
+import { FabricClient } from "./fabric.ts";
 import { type RowContext, RowFailure } from "./matrix/row.ts";
-import { checkPcapngFile } from "./rdma_check.ts";
+import { checkPcapngFile, type PcapngCheckSummary } from "./rdma_check.ts";
+
+/** The frames a row's capture must contain some of: RDMA transport, or any IPv4. */
+export type CaptureKind = "rdma" | "ipv4";
+
+/** The switch's receive total and the capture's live packet count, from one `stats` reply. */
+export interface CounterSample {
+  /** Frames received over every port since the daemon started (closed connections included). */
+  rxFrames: number;
+  /** Packets the running capture has recorded so far. */
+  packets: number;
+}
+
+/** What the switch said about one capture segment. */
+export interface SegmentRecord {
+  /** Segment name; the file is `<name>.pcapng` in the row's directory. */
+  name: string;
+  /** The capture file. */
+  path: string;
+  /** Sampled right after `capture_start`. */
+  start?: CounterSample;
+  /** Sampled right before `capture_stop`. */
+  end?: CounterSample;
+  /** Packets `capture_stop` said it wrote. */
+  stopped?: number;
+  /** Why `capture_stop` (or a counter sample) failed. */
+  stopError?: string;
+}
+
+/** The parts of an oracle summary the gate judges. */
+export type FileVerdictInput = Pick<
+  PcapngCheckSummary,
+  | "fileFrames"
+  | "rdmaFrames"
+  | "ipv4Frames"
+  | "truncatedFrames"
+  | "violationCount"
+  | "byRule"
+  | "reportPath"
+>;
+
+/**
+ * Everything wrong with one segment, as messages naming the segment; empty
+ * when it is clean. `file` is undefined when the file could not be read.
+ *
+ * The two counter samples come from single `stats` replies, each holding the
+ * switch's receive total and the capture's packet count at the same instant,
+ * so no frame can fall between the two numbers of a sample: over the
+ * interval the capture must have grown by exactly the frames the switch
+ * received. (Frames injected `egress` are captured without being received;
+ * rows inject outside their captures.)
+ */
+export function segmentProblems(
+  seg: SegmentRecord,
+  kind: CaptureKind,
+  file: FileVerdictInput | undefined,
+  readError?: string,
+): string[] {
+  const n = seg.name;
+  const out: string[] = [];
+  if (seg.stopError !== undefined) out.push(`${n}: ${seg.stopError}`);
+  if (!seg.start || !seg.end) {
+    out.push(`${n}: the switch's counters were not sampled at start and stop`);
+  } else {
+    const received = seg.end.rxFrames - seg.start.rxFrames;
+    const recorded = seg.end.packets - seg.start.packets;
+    if (received !== recorded) {
+      out.push(
+        `${n}: the switch received ${received} frames while the capture ran, ` +
+          `the capture recorded ${recorded}`,
+      );
+    }
+  }
+  if (!file) {
+    out.push(`${n}: the capture file cannot be read: ${readError ?? "unknown error"}`);
+    return out;
+  }
+  if (seg.stopped !== undefined && file.fileFrames !== seg.stopped) {
+    out.push(`${n}: the file holds ${file.fileFrames} frames, the switch wrote ${seg.stopped}`);
+  }
+  if (file.fileFrames === 0) out.push(`${n}: the capture is empty`);
+  else if (kind === "rdma" && file.rdmaFrames === 0) {
+    out.push(`${n}: the capture holds no RDMA frame`);
+  } else if (kind === "ipv4" && file.ipv4Frames === 0) {
+    out.push(`${n}: the capture holds no IPv4 frame`);
+  }
+  if (file.truncatedFrames > 0) out.push(`${n}: ${file.truncatedFrames} frames cut short`);
+  if (file.violationCount > 0) {
+    out.push(
+      `${n}: ${file.violationCount} wire violations (${JSON.stringify(file.byRule)}), ` +
+        `see ${file.reportPath}`,
+    );
+  }
+  return out;
+}
 
 /** Oracle totals over a row's captures (recorded as `framesChecked` and `violations`). */
 const oracleTotals = new WeakMap<RowContext, { frames: number; violations: number }>();
 
+/** Options of a {@link WireCapture}. */
+export interface WireCaptureOptions {
+  /** The frames the capture must hold some of. */
+  kind: CaptureKind;
+}
+
+/**
+ * The switch's capture of a row, in segments (a row stops it around injected
+ * frames and across a switch restart). Each segment is checked by
+ * {@link WireCapture.check}; a clean file is deleted (its
+ * `.violations.json` stays as the proof the check ran), a file with a
+ * problem is kept beside its report.
+ */
+export class WireCapture {
+  readonly #ctx: RowContext;
+  readonly #kind: CaptureKind;
+  readonly #pending: SegmentRecord[] = [];
+  #active?: SegmentRecord;
+
+  /** A capture of the row `ctx` runs; the row must have a fabric. */
+  constructor(ctx: RowContext, opts: WireCaptureOptions) {
+    this.#ctx = ctx;
+    this.#kind = opts.kind;
+  }
+
+  #client(): FabricClient {
+    if (!this.#ctx.fabric) throw new RowFailure(`${this.#ctx.id}: capturing needs a fabric`);
+    return new FabricClient(this.#ctx.fabric);
+  }
+
+  /** One `stats` reply: the receive total and the running capture's packets. */
+  async #sample(): Promise<CounterSample> {
+    const s = await this.#client().stats();
+    if (!s.capture?.active) throw new RowFailure("the switch has no capture running");
+    return { rxFrames: s.rxFrames, packets: s.capture.packets ?? 0 };
+  }
+
+  /** Start capturing into `<name>.pcapng` in the row's directory. */
+  async start(name: string): Promise<void> {
+    if (this.#active) throw new RowFailure(`capture ${this.#active.name} is still running`);
+    const path = join(this.#ctx.dir, `${name}.pcapng`);
+    await this.#client().startCapture(path);
+    const seg: SegmentRecord = { name, path };
+    this.#active = seg;
+    this.#pending.push(seg);
+    this.#ctx.artifact(path);
+    seg.start = await this.#sample();
+  }
+
+  /**
+   * Stop the running capture (if any). A failed `capture_stop` does not
+   * throw here: it is recorded and fails the segment's check.
+   */
+  async stop(): Promise<void> {
+    const seg = this.#active;
+    if (!seg) return;
+    this.#active = undefined;
+    try {
+      seg.end = await this.#sample();
+    } catch (e) {
+      seg.stopError = `counters before capture_stop: ${(e as Error).message}`;
+    }
+    try {
+      seg.stopped = (await this.#client().stopCapture()).packets;
+      this.#ctx.log(`capture ${seg.name}: the switch wrote ${seg.stopped} frames to ${seg.path}`);
+    } catch (e) {
+      seg.stopError = `capture_stop failed: ${(e as Error).message}`;
+      this.#ctx.log(`capture ${seg.name}: ${seg.stopError}`);
+    }
+  }
+
+  /** Check every stopped segment not checked yet, each in its own step. */
+  async check(): Promise<void> {
+    if (this.#active) await this.stop();
+    for (const seg of this.#pending.splice(0)) {
+      await this.#ctx.step(
+        `${seg.name}: the capture passes the RDMA wire oracle`,
+        () => this.#checkOne(seg),
+      );
+    }
+  }
+
+  async #checkOne(seg: SegmentRecord): Promise<void> {
+    const ctx = this.#ctx;
+    let file: PcapngCheckSummary | undefined;
+    let readError: string | undefined;
+    const t0 = performance.now();
+    try {
+      file = await checkPcapngFile(seg.path);
+    } catch (e) {
+      readError = (e as Error).message;
+    }
+    if (seg.start && seg.end) {
+      const received = seg.end.rxFrames - seg.start.rxFrames;
+      ctx.measure(`oracle.${seg.name}.switchFrames`, received, "frames");
+    }
+    if (file) {
+      ctx.artifact(file.reportPath);
+      ctx.log(
+        `${seg.name}: ${file.fileFrames} frames in the file (${file.rdmaFrames} RDMA, ` +
+          `${file.ipv4Frames} IPv4), ${file.violationCount} violations, checked in ` +
+          `${(performance.now() - t0).toFixed(0)} ms`,
+      );
+      ctx.measure(`oracle.${seg.name}.framesChecked`, file.framesChecked, "frames");
+      ctx.measure(`oracle.${seg.name}.rdmaFrames`, file.rdmaFrames, "frames");
+      ctx.measure(`oracle.${seg.name}.violations`, file.violationCount, "violations");
+      const total = oracleTotals.get(ctx) ?? { frames: 0, violations: 0 };
+      total.frames += file.framesChecked;
+      total.violations += file.violationCount;
+      oracleTotals.set(ctx, total);
+      ctx.measure("framesChecked", total.frames, "frames");
+      ctx.measure("violations", total.violations, "violations");
+    }
+    const problems = segmentProblems(seg, this.#kind, file, readError);
+    // A clean capture can be hundreds of MB: its .violations.json stays as
+    // the proof the check ran; one with a problem is kept for inspection.
+    if (problems.length === 0) await Deno.remove(seg.path);
+    ctx.expect(problems.length === 0, problems.join("; "));
+  }
+}
+
 /**
  * Run `fn` with the switch capturing every frame into `<name>.pcapng`, then
- * run the capture through the RDMA wire oracle: any violation fails the
- * row. A clean capture is deleted (its `.violations.json` summary stays as
- * the proof the check ran); one with violations is kept for inspection.
+ * check that segment (see {@link WireCapture}). When `fn` throws, the
+ * capture is stopped, kept, and the error goes on unchanged.
  */
 export async function captured(
   ctx: RowContext,
   name: string,
   fn: () => Promise<void>,
+  opts: WireCaptureOptions = { kind: "rdma" },
 ): Promise<void> {
-  if (!ctx.fabric) throw new RowFailure(`${name}: capturing needs the row's fabric`);
-  const path = join(ctx.dir, `${name}.pcapng`);
-  const start = await ctx.fabric.control({ op: "capture_start", path });
-  if (start.ok !== true) throw new RowFailure(`capture_start: ${String(start.error)}`);
+  const cap = new WireCapture(ctx, opts);
+  await cap.start(name);
   try {
     await fn();
   } finally {
-    const stop = await ctx.fabric!.control({ op: "capture_stop" });
-    if (stop.ok !== true) ctx.log(`capture_stop: ${String(stop.error)}`);
+    await cap.stop();
   }
-  await ctx.step(`${name}: the capture passes the RDMA wire oracle`, async () => {
-    const r = await checkPcapngFile(path);
-    ctx.artifact(r.reportPath);
-    ctx.measure(`oracle.${name}.framesChecked`, r.framesChecked, "frames");
-    ctx.measure(`oracle.${name}.rdmaFrames`, r.rdmaFrames, "frames");
-    ctx.measure(`oracle.${name}.violations`, r.violationCount, "violations");
-    const total = oracleTotals.get(ctx) ?? { frames: 0, violations: 0 };
-    total.frames += r.framesChecked;
-    total.violations += r.violationCount;
-    oracleTotals.set(ctx, total);
-    ctx.measure("framesChecked", total.frames, "frames");
-    ctx.measure("violations", total.violations, "violations");
-    // An empty or cut capture proves nothing: it must not pass as clean.
-    ctx.expect(r.rdmaFrames > 0, `${name}: the capture holds no RDMA frame`);
-    ctx.expect(r.truncatedFrames === 0, `${name}: ${r.truncatedFrames} frames cut short`);
-    if (r.violationCount === 0) {
-      await Deno.remove(path);
-    } else {
-      ctx.artifact(path);
-    }
-    ctx.expect(
-      r.violationCount === 0,
-      `${name}: ${r.violationCount} wire violations (${
-        JSON.stringify(r.byRule)
-      }), see ${r.reportPath}`,
-    );
-  });
+  await cap.check();
 }

@@ -27,6 +27,19 @@ export interface PcapngCheckSummary extends CheckResult {
   reportPath: string;
   /** Packets whose captured length is shorter than their wire length (snap length). */
   truncatedFrames: number;
+  /** Packets in the file (every one is checked: `framesChecked` counts them too). */
+  fileFrames: number;
+  /** Ethernet frames carrying IPv4 (ethertype 0x0800), RoCEv2 included. */
+  ipv4Frames: number;
+}
+
+/** pcapng/libpcap link type of Ethernet. */
+const LINKTYPE_ETHERNET = 1;
+
+/** Whether a frame is Ethernet II carrying IPv4 (no VLAN tag: the fabric has none). */
+function isIpv4(linkType: number, data: Uint8Array): boolean {
+  return linkType === LINKTYPE_ETHERNET && data.length >= 14 && data[12] === 0x08 &&
+    data[13] === 0x00;
 }
 
 /**
@@ -39,8 +52,10 @@ export async function checkPcapngFile(
 ): Promise<PcapngCheckSummary> {
   const { interfaces, packets } = readPcapng(await Deno.readFile(path));
   let truncatedFrames = 0;
+  let ipv4Frames = 0;
   const frames: CaptureFrame[] = packets.map((p) => {
     if (p.data.length < p.origLen) truncatedFrames++;
+    if (isIpv4(interfaces[p.interfaceId].linkType, p.data)) ipv4Frames++;
     return {
       data: p.data,
       linkType: interfaces[p.interfaceId].linkType,
@@ -50,7 +65,14 @@ export async function checkPcapngFile(
   });
   const result = checkCapture(frames, opts);
   const reportPath = `${path}.violations.json`;
-  const summary: PcapngCheckSummary = { ...result, capturePath: path, reportPath, truncatedFrames };
+  const summary: PcapngCheckSummary = {
+    ...result,
+    capturePath: path,
+    reportPath,
+    truncatedFrames,
+    fileFrames: packets.length,
+    ipv4Frames,
+  };
   await Deno.writeTextFile(reportPath, JSON.stringify(summary, null, 2) + "\n");
   return summary;
 }

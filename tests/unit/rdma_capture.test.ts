@@ -1,0 +1,93 @@
+/** The capture gate's verdict on one segment: every way a capture can be wrong fails it. */
+import assert from "node:assert/strict";
+import {
+  type FileVerdictInput,
+  segmentProblems,
+  type SegmentRecord,
+} from "../../harness/rdma_capture.ts";
+
+/** A clean segment: 1000 frames received while capturing, 1004 written in all. */
+function seg(over: Partial<SegmentRecord> = {}): SegmentRecord {
+  return {
+    name: "pingpong",
+    path: "/tmp/pingpong.pcapng",
+    start: { rxFrames: 5000, packets: 2 },
+    end: { rxFrames: 6000, packets: 1002 },
+    stopped: 1004,
+    ...over,
+  };
+}
+
+function file(over: Partial<FileVerdictInput> = {}): FileVerdictInput {
+  return {
+    fileFrames: 1004,
+    rdmaFrames: 990,
+    ipv4Frames: 1000,
+    truncatedFrames: 0,
+    violationCount: 0,
+    byRule: {},
+    reportPath: "/tmp/pingpong.pcapng.violations.json",
+    ...over,
+  };
+}
+
+Deno.test("a clean segment has no problem", () => {
+  assert.deepEqual(segmentProblems(seg(), "rdma", file()), []);
+  assert.deepEqual(segmentProblems(seg(), "ipv4", file({ rdmaFrames: 0 })), []);
+});
+
+Deno.test("a failed capture_stop fails the segment", () => {
+  const p = segmentProblems(
+    seg({ stopped: undefined, stopError: "capture_stop failed: disk full" }),
+    "rdma",
+    file(),
+  );
+  assert.deepEqual(p, ["pingpong: capture_stop failed: disk full"]);
+});
+
+Deno.test("a file with fewer frames than the switch wrote fails the segment", () => {
+  const p = segmentProblems(seg(), "rdma", file({ fileFrames: 1003 }));
+  assert.deepEqual(p, ["pingpong: the file holds 1003 frames, the switch wrote 1004"]);
+});
+
+Deno.test("a capture that grew less than the switch's receive counter fails the segment", () => {
+  const p = segmentProblems(seg({ end: { rxFrames: 6001, packets: 1002 } }), "rdma", file());
+  assert.deepEqual(p, [
+    "pingpong: the switch received 1001 frames while the capture ran, the capture recorded 1000",
+  ]);
+});
+
+Deno.test("missing counter samples fail the segment", () => {
+  const p = segmentProblems(seg({ end: undefined }), "rdma", file());
+  assert.deepEqual(p, ["pingpong: the switch's counters were not sampled at start and stop"]);
+});
+
+Deno.test("an empty capture, or one without the row's kind of frame, fails", () => {
+  const empty = { fileFrames: 0, rdmaFrames: 0, ipv4Frames: 0 };
+  const zero = seg({ start: { rxFrames: 1, packets: 0 }, end: { rxFrames: 1, packets: 0 } });
+  assert.deepEqual(segmentProblems({ ...zero, stopped: 0 }, "ipv4", file(empty)), [
+    "pingpong: the capture is empty",
+  ]);
+  assert.deepEqual(segmentProblems(seg(), "rdma", file({ rdmaFrames: 0 })), [
+    "pingpong: the capture holds no RDMA frame",
+  ]);
+  assert.deepEqual(segmentProblems(seg(), "ipv4", file({ ipv4Frames: 0 })), [
+    "pingpong: the capture holds no IPv4 frame",
+  ]);
+});
+
+Deno.test("cut frames, violations and an unreadable file fail the segment", () => {
+  assert.deepEqual(segmentProblems(seg(), "rdma", file({ truncatedFrames: 2 })), [
+    "pingpong: 2 frames cut short",
+  ]);
+  const v = segmentProblems(
+    seg(),
+    "rdma",
+    file({ violationCount: 3, byRule: { "psn-order": 3 } }),
+  );
+  assert.equal(v.length, 1);
+  assert.match(v[0], /3 wire violations \(\{"psn-order":3\}\), see .*violations\.json/);
+  assert.deepEqual(segmentProblems(seg(), "rdma", undefined, "not a pcapng file"), [
+    "pingpong: the capture file cannot be read: not a pcapng file",
+  ]);
+});
