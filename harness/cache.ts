@@ -98,10 +98,10 @@ export async function cached(
   const key = hashInputs(inputs);
   const stageDir = join(cacheDir, stage);
   const dir = join(stageDir, key);
-  if (await isComplete(dir)) return { dir, key, built: false };
+  if (await markUsed(dir)) return { dir, key, built: false };
   await Deno.mkdir(stageDir, { recursive: true });
   return await withLock(join(stageDir, `${key}.lock`), async () => {
-    if (await isComplete(dir)) return { dir, key, built: false };
+    if (await markUsed(dir)) return { dir, key, built: false };
     // A directory without the marker is a partial entry from a killed run.
     await removeTree(dir);
     const tmp = join(stageDir, `.tmp-${key}-${Deno.pid}`);
@@ -126,6 +126,20 @@ export async function cached(
     }
     return { dir, key, built: true };
   });
+}
+
+/**
+ * If `dir` is a finished entry, stamp its marker with now (the pruner keeps
+ * what was used lately) and say so.
+ */
+async function markUsed(dir: string): Promise<boolean> {
+  const now = new Date();
+  try {
+    await Deno.utime(join(dir, COMPLETE_MARKER), now, now);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /**
@@ -186,15 +200,25 @@ export async function exists(path: string): Promise<boolean> {
 export const KEEP_PER_STAGE = 3;
 
 /**
- * Keep the `keep` newest finished entries of a stage (by the time their
- * marker was written), never removing `protect`. Superseded guest images and
- * root trees are gigabytes each; a long-lived runner would fill its disk.
+ * An entry used this recently is never pruned, however many newer ones
+ * exist: another run on the machine may be using it right now (a matrix
+ * run holds its QEMU build for its whole length, while a developer's edits
+ * publish new ones).
+ */
+export const IN_USE_GRACE_MS = 6 * 3600 * 1000;
+
+/**
+ * Keep the `keep` most recently used finished entries of a stage (by their
+ * marker's time, stamped at every use), never removing `protect` or an entry
+ * used within `graceMs`. Superseded guest images and root trees are
+ * gigabytes each; a long-lived runner would fill its disk.
  */
 export async function pruneStage(
   cacheDir: string,
   stage: string,
   keep: number,
   protect?: string,
+  graceMs: number = IN_USE_GRACE_MS,
 ): Promise<string[]> {
   const stageDir = join(cacheDir, stage);
   const entries: { dir: string; at: number }[] = [];
@@ -208,8 +232,9 @@ export async function pruneStage(
   }
   entries.sort((a, b) => b.at - a.at);
   const removed: string[] = [];
-  for (const { dir } of entries.slice(keep)) {
-    if (dir === protect) continue;
+  const recent = Date.now() - graceMs;
+  for (const { dir, at } of entries.slice(keep)) {
+    if (dir === protect || at > recent) continue;
     await removeTree(dir);
     removed.push(dir);
   }

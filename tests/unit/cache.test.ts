@@ -6,6 +6,7 @@ import {
   hashInputs,
   hashTree,
   KEEP_PER_STAGE,
+  pruneStage,
   removeTree,
 } from "../../harness/cache.ts";
 import { setQuiet } from "../../harness/progress.ts";
@@ -107,7 +108,7 @@ Deno.test("removeTree refuses a tree with a mount inside", async () => {
   await assert.rejects(removeTree(fake), /still mounted/);
 });
 
-Deno.test("publishing keeps only the newest entries of a stage", async () => {
+Deno.test("pruning keeps the most recently used entries of a stage", async () => {
   const dir = await Deno.makeTempDir();
   const made: string[] = [];
   for (let v = 0; v < KEEP_PER_STAGE + 2; v++) {
@@ -117,10 +118,19 @@ Deno.test("publishing keeps only the newest entries of a stage", async () => {
     made.push(e.dir);
     await new Promise((r) => setTimeout(r, 15)); // distinct marker times
   }
-  const left = [...Deno.readDirSync(join(dir, "stage"))]
-    .filter((e) => /^[0-9a-f]{64}$/.test(e.name))
-    .map((e) => join(dir, "stage", e.name))
-    .sort();
-  assert.deepEqual(left, made.slice(-KEEP_PER_STAGE).sort());
+  // Every entry is fresh: within the grace period none goes.
+  assert.equal(entriesOf(dir).length, KEEP_PER_STAGE + 2);
+  // Using the oldest stamps it: it is now among the most recently used.
+  await cached(dir, "stage", { v: 0 }, () => Promise.reject(new Error("must not rebuild")));
+  const removed = await pruneStage(dir, "stage", KEEP_PER_STAGE, undefined, 0);
+  assert.deepEqual(removed.sort(), [made[1], made[2]].sort());
+  assert.deepEqual(entriesOf(dir), [made[0], ...made.slice(-2)].sort());
   await Deno.remove(dir, { recursive: true });
 });
+
+function entriesOf(cacheDir: string): string[] {
+  return [...Deno.readDirSync(join(cacheDir, "stage"))]
+    .filter((e) => /^[0-9a-f]{64}$/.test(e.name))
+    .map((e) => join(cacheDir, "stage", e.name))
+    .sort();
+}
