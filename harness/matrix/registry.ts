@@ -4,7 +4,7 @@
  */
 import { join } from "node:path";
 import { REPO_ROOT } from "../config.ts";
-import type { Row } from "./row.ts";
+import type { ModuleName, Row } from "./row.ts";
 
 /** Every row id, in report order (ARCHITECTURE.md's table, with fresh-host first). */
 export const ROW_IDS = [
@@ -55,6 +55,13 @@ export async function loadRows(ids: string[] = []): Promise<Row[]> {
     rows.push(mod.row);
   }
   return rows;
+}
+
+/** Each row's declared modules (`Row.modules`), by row id: what compat.json credits. */
+export async function moduleCredits(): Promise<Record<string, ModuleName[]>> {
+  const out: Record<string, ModuleName[]> = {};
+  for (const r of await loadRows()) out[r.id] = r.modules ?? [];
+  return out;
 }
 
 /** Rows of shard `index` (1-based) of `count`: round-robin over the ordered ids. */

@@ -16,6 +16,12 @@ export type Status = typeof STATUS_PRIORITY[number];
 /** The mode a cnuas-switch fabric runs in. */
 export type FabricMode = "eth" | "ib" | "link";
 
+/** Our kernel modules, as compat.json names them. */
+export const MODULES = ["cnuas_net", "cnuas_ib", "cnuasgpu", "cnuasgpu_host"] as const;
+
+/** One of our kernel modules. */
+export type ModuleName = typeof MODULES[number];
+
 /** Build stages a row can ask for. */
 export type BuildTarget = "qemu" | "image" | "switch" | "modules" | "provider" | "guestprogs";
 
@@ -129,6 +135,11 @@ export interface Row {
   needs: RowNeeds;
   /** Wall-clock limit under KVM; scaled for TCG. */
   timeoutSec: number;
+  /**
+   * Our kernel modules the row loads and exercises: compat.json credits each
+   * with this row's status. Absent for rows that load none.
+   */
+  modules?: ModuleName[];
   /** The row body; absent for a row not implemented yet. */
   run?: (ctx: RowContext) => Promise<void>;
   /** Why the row reports MISS (required when `run` is absent). */

@@ -2,6 +2,7 @@
  * Renderings of a matrix.json: JUnit XML, Markdown, a self-contained HTML
  * page, and compat.json. Pure functions of the report.
  */
+import { type ModuleName, MODULES } from "../matrix/row.ts";
 import type { MatrixJson, RowResult } from "./schema.ts";
 import { rollUp } from "./schema.ts";
 
@@ -121,21 +122,30 @@ export interface CompatJson {
   modules: { name: string; version: string; rows: string[]; status: string }[];
 }
 
-/** Module versions (from the datasheet) and the rows that exercised each. */
-export const MODULE_ROWS: Record<string, { version: string; rows: string[] }> = {
-  cnuas_net: { version: "0.1.0", rows: ["driver-load", "eth-forwarding", "roce-e2e"] },
-  cnuas_ib: { version: "0.2.0", rows: ["ibstat", "roce-e2e", "ib-forwarding", "ib-e2e"] },
-  cnuasgpu: { version: "0.1.0", rows: ["gpu-smoke", "cnuaslink"] },
-  cnuasgpu_host: { version: "0.1.0", rows: ["gpu-host", "peermem"] },
+/** Module versions, from the datasheet. */
+export const MODULE_VERSIONS: Record<ModuleName, string> = {
+  cnuas_net: "0.1.0",
+  cnuas_ib: "0.2.0",
+  cnuasgpu: "0.1.0",
+  cnuasgpu_host: "0.1.0",
 };
 
-/** compat.json: which module versions were validated against which kernel. */
-export function toCompat(m: MatrixJson): CompatJson {
+/**
+ * compat.json: which module versions were validated against which kernel.
+ * `rowModules` maps a row id to the modules it declares (`Row.modules`,
+ * see `moduleCredits`): a module is credited with exactly the rows that
+ * declare it.
+ */
+export function toCompat(
+  m: MatrixJson,
+  rowModules: Record<string, readonly ModuleName[]>,
+): CompatJson {
   return {
     guestKernel: m.provenance.guestKernel,
     runId: m.provenance.runId,
-    modules: Object.entries(MODULE_ROWS).map(([name, { version, rows }]) => {
-      const ran = m.rows.filter((r) => rows.includes(r.id));
+    modules: MODULES.map((name) => {
+      const version = MODULE_VERSIONS[name];
+      const ran = m.rows.filter((r) => rowModules[r.id]?.includes(name));
       return {
         name,
         version,

@@ -3,6 +3,7 @@
  * shard reports into one.
  */
 import { join, relative } from "node:path";
+import { moduleCredits } from "../matrix/registry.ts";
 import { toCompat, toHtml, toJunit, toMarkdown } from "./render.ts";
 import { type MatrixJson, parseMatrixJson, type RowResult } from "./schema.ts";
 
@@ -13,7 +14,9 @@ export async function writeReport(dir: string, m: MatrixJson, reportsDir?: strin
   await Deno.writeTextFile(join(dir, "junit.xml"), toJunit(m));
   await Deno.writeTextFile(join(dir, "matrix.md"), toMarkdown(m));
   await Deno.writeTextFile(join(dir, "index.html"), toHtml(m));
-  await Deno.writeTextFile(join(dir, "compat.json"), JSON.stringify(toCompat(m), null, 2) + "\n");
+  // compat.json credits each module with the rows that declare it
+  const compat = toCompat(m, await moduleCredits());
+  await Deno.writeTextFile(join(dir, "compat.json"), JSON.stringify(compat, null, 2) + "\n");
   if (reportsDir) {
     const link = join(reportsDir, "latest");
     await Deno.remove(link).catch(() => {});

@@ -199,5 +199,6 @@ export const row: Row = {
     devices: { gpu: 2 },
   },
   timeoutSec: 600,
+  modules: ["cnuasgpu"],
   run,
 };

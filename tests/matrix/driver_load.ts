@@ -331,6 +331,7 @@ export const row: Row = {
   title: "cnuas_net loads, probes, the netdev answers ip/ethtool/dcb, unload/reload clean",
   needs: { guests: 1, builds: ["qemu", "image", "modules"], devices: { vnic: 1 } },
   timeoutSec: 300,
+  modules: ["cnuas_net"],
   async run(ctx) {
     const g = ctx.guests[0];
     const [nic] = await ctx.step("insmod cnuas_net", () => loadCnuasNet(g, 1));

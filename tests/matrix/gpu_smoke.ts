@@ -6,7 +6,9 @@
  * patterns, mmap, free, the whole allocator region) passes on both;
  * devmem_used follows allocations; an ioctl fuzz of at least 10,000 calls per
  * device (double frees of real allocations among them) ends every call as
- * documented and leaves dmesg clean; unload and reload are clean.
+ * documented and leaves dmesg clean; unbinding a device through sysfs while
+ * copies run ends them with ENODEV (no crash, no hang, no success after it),
+ * and after binding it again the device works; unload and reload are clean.
  */
 import { type Row, type RowContext } from "../../harness/matrix/row.ts";
 import {
@@ -21,6 +23,8 @@ import {
   nodesFor,
   readGpuSysfs,
   runSmoke,
+  unbindProblems,
+  unbindUnderCopies,
 } from "../../harness/gpu_guest.ts";
 
 const GPUS = 2;
@@ -140,7 +144,28 @@ EOF`,
   }
   ctx.measure("fuzzCalls", fuzzCalls, "calls");
 
-  await ctx.step("dmesg has no warnings or errors from the fuzz", async () => {
+  // The second device goes away under a process copying to and from it.
+  await ctx.step(
+    `${nodes[1]}: unbind while copies run (they end with ENODEV), bind again, smoke`,
+    async () => {
+      const r = await unbindUnderCopies(g, nodes[1]);
+      ctx.log(r.stdout.trim());
+      const bad = unbindProblems(r.kv);
+      ctx.expect(bad.length === 0, bad.join("\n"));
+      ctx.measure("unbind.copiesBeforeUnbind", Number(r.kv.copies_ok ?? "0"), "copies");
+      if (bad.length > 0) return;
+      const smoke = await runSmoke(g, ["smoke", `/dev/${r.kv.rebound}`]);
+      ctx.log(smoke.stdout.trim());
+      ctx.expect(smoke.code === 0, `smoke after bind failed: ${smoke.stderr.trim()}`);
+      const info = mismatches(`${r.kv.rebound} INFO after bind`, smoke.kv, {
+        ...expectedInfo(props[1]),
+        devmem_used: "0",
+      });
+      ctx.expect(info.length === 0, info.join("\n"));
+    },
+  );
+
+  await ctx.step("dmesg has no warnings or errors from the fuzz or the unbind", async () => {
     const r = await g.run("dmesg --level=emerg,alert,crit,err,warn", { check: true });
     const bad = r.stdout.split("\n").filter((l) =>
       /cnuasgpu|BUG|WARNING|Oops/.test(l) && !/out-of-tree module taints kernel/.test(l)
@@ -166,5 +191,6 @@ export const row: Row = {
   title: "cnuasgpu.ko probes; info, alloc, copy, free, mmap of BAR1, sysfs",
   needs: { guests: 1, builds: ["qemu", "image", "modules", "guestprogs"], devices: { gpu: GPUS } },
   timeoutSec: 600,
+  modules: ["cnuasgpu"],
   run,
 };

@@ -11,6 +11,7 @@ export const row: Row = {
     devices: { vnic: 1 },
   },
   timeoutSec: 600,
+  modules: ["cnuas_net", "cnuas_ib"],
   missReason:
     "native InfiniBand link layer (subnet manager, cnuas_ib link_layer=ib) has no issue done yet",
 };

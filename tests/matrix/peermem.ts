@@ -54,6 +54,7 @@ export const row: Row = {
     devices: { vnic: 1, gpu: 1 },
   },
   timeoutSec: 600,
+  modules: ["cnuasgpu", "cnuas_net", "cnuas_ib"],
   async run(ctx) {
     const nodes = [];
     for (const [i, g] of ctx.guests.entries()) {

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { toCompat, toHtml, toJunit, toMarkdown } from "../../harness/report/render.ts";
+import { moduleCredits } from "../../harness/matrix/registry.ts";
 import {
   type MatrixJson,
   parseMatrixJson,
@@ -74,13 +75,34 @@ Deno.test("markdown and html show every row, its status and its measurements", (
   assert.match(html, /step &amp; more/);
 });
 
-Deno.test("compat.json lists module versions with the rows that validated them", () => {
-  const c = toCompat(sample("r1", ["driver-load"]));
+Deno.test("compat.json lists module versions with the rows that validated them", async () => {
+  const c = toCompat(sample("r1", ["driver-load"]), await moduleCredits());
   const net = c.modules.find((m) => m.name === "cnuas_net")!;
   assert.equal(net.version, "0.1.0");
   assert.deepEqual(net.rows, ["driver-load:PASS"]);
   assert.equal(c.guestKernel, "6.12.117+deb13-amd64");
   assert.equal(c.modules.find((m) => m.name === "cnuas_ib")!.status, "SKIP");
+});
+
+Deno.test("compat.json credits peermem to the modules the row declares, not cnuasgpu_host", async () => {
+  const credits = await moduleCredits();
+  assert.deepEqual([...credits["peermem"]].sort(), ["cnuas_ib", "cnuas_net", "cnuasgpu"]);
+  const c = toCompat(sample("r1", ["peermem", "gpu-host"]), credits);
+  const rows = (name: string) => c.modules.find((m) => m.name === name)!.rows;
+  for (const name of ["cnuasgpu", "cnuas_net", "cnuas_ib"]) {
+    assert.deepEqual(rows(name), ["peermem:PASS"], name);
+  }
+  assert.deepEqual(rows("cnuasgpu_host"), ["gpu-host:FAIL"]);
+});
+
+Deno.test("every row that loads one of our modules declares it", async () => {
+  const credits = await moduleCredits();
+  for (const id of ["driver-load", "eth-forwarding", "ibstat", "roce-e2e", "gpu-smoke"]) {
+    assert.ok(credits[id].length > 0, id);
+  }
+  for (const id of ["boot", "qtest-vnic", "switch", "qtest-gpu"]) {
+    assert.deepEqual(credits[id], [], id);
+  }
 });
 
 Deno.test("a malformed matrix.json is rejected naming the file", () => {
