@@ -1,5 +1,6 @@
 import type { Guest } from "../../harness/vm/types.ts";
-import type { Row, RowContext } from "../../harness/matrix/row.ts";
+import { type Row, type RowContext, RowFailure } from "../../harness/matrix/row.ts";
+import { FabricClient } from "../../harness/fabric.ts";
 import { parseKeyValues, shq } from "../../harness/netdev.ts";
 import {
   CNUAS_IB_KO,
@@ -267,35 +268,145 @@ async function checkTable(ctx: RowContext, g: Guest, dev: CnuasIbDev): Promise<v
   });
 }
 
-/** Port state and phys state the tools must show for a carrier state. */
-function expectedPortState(carrier: boolean) {
-  return carrier
-    ? { devinfo: "PORT_ACTIVE (4)", phys: "LINK_UP (5)", rdma: "ACTIVE", rphys: "LINK_UP" }
-    : { devinfo: "PORT_DOWN (1)", phys: "DISABLED (3)", rdma: "DOWN", rphys: "DISABLED" };
+/** The port state each tool must show with the link up (`true`) or down. */
+export function expectedPortState(up: boolean) {
+  return up
+    ? {
+      carrier: "1",
+      devinfo: "PORT_ACTIVE (4)",
+      phys: "LINK_UP (5)",
+      rdma: "ACTIVE",
+      rphys: "LINK_UP",
+      ibstat: "Active",
+      ibstatPhys: "LinkUp",
+    }
+    : {
+      carrier: "0",
+      devinfo: "PORT_DOWN (1)",
+      phys: "DISABLED (3)",
+      rdma: "DOWN",
+      rphys: "DISABLED",
+      ibstat: "Down",
+      ibstatPhys: "Disabled",
+    };
+}
+
+/** What the netdev and the three tools said about the port, read in one guest command. */
+export interface PortSample {
+  carrier: string;
+  /** `rdma -j link show` entry of the device's port 1 (undefined: not listed). */
+  rdma?: { netdev?: string; state?: string; physical_state?: string };
+  devinfo: IbvDevinfo;
+  ibstat: { ca: Map<string, string>; ports: Map<string, string>[] };
+}
+
+const SAMPLE_SEPARATOR = "==cnuas-port-sample==";
+
+/** The command that reads one {@link PortSample}. */
+function portSampleCommand(dev: CnuasIbDev): string {
+  const d = shq(dev.ibdev);
+  return [
+    `cat /sys/class/net/${shq(dev.iface)}/carrier 2>/dev/null || echo 0`,
+    "rdma -j link show",
+    `ibv_devinfo -v -d ${d}`,
+    `ibstat ${d}`,
+  ].join(`; echo ${SAMPLE_SEPARATOR}; `);
+}
+
+/** Parse the output of {@link portSampleCommand}. */
+export function parsePortSample(out: string, ibdev: string): PortSample {
+  const parts = out.split(`${SAMPLE_SEPARATOR}\n`);
+  if (parts.length !== 4) throw new RowFailure(`port sample has ${parts.length} parts: ${out}`);
+  const links = JSON.parse(parts[1]) as Record<string, unknown>[];
+  const l = links.find((x) => x.ifname === ibdev && x.port === 1);
+  return {
+    carrier: parts[0].trim(),
+    rdma: l as PortSample["rdma"],
+    devinfo: parseIbvDevinfo(parts[2]),
+    ibstat: parseIbstat(parts[3]),
+  };
+}
+
+/** Every way `sample` differs from the state of a link that is up (or down). */
+export function portStateDifferences(sample: PortSample, up: boolean, iface: string): string[] {
+  const want = expectedPortState(up);
+  const port = sample.devinfo.ports[0];
+  const ib = sample.ibstat.ports[0];
+  const checks: [string, string | undefined, string][] = [
+    ["carrier", sample.carrier, want.carrier],
+    ["rdma link netdev", sample.rdma?.netdev, iface],
+    ["rdma link state", sample.rdma?.state, want.rdma],
+    ["rdma link physical_state", sample.rdma?.physical_state, want.rphys],
+    ["ibv_devinfo state", port?.get("state"), want.devinfo],
+    ["ibv_devinfo phys_state", port?.get("phys_state"), want.phys],
+    ["ibstat State", ib?.get("State"), want.ibstat],
+    ["ibstat Physical state", ib?.get("Physical state"), want.ibstatPhys],
+  ];
+  return checks.filter(([, got, w]) => got !== w).map(([what, got, w]) =>
+    `${what} is ${got ?? "(absent)"}, want ${w}`
+  );
+}
+
+/**
+ * Sample the port until it shows the state of a link that is up (or down)
+ * everywhere, for at most `timeoutSec` (the link settles asynchronously:
+ * the device reconnects, the driver sees the interrupt, ib_core the
+ * carrier); the differences of the last sample, empty once settled.
+ */
+async function settlePortState(
+  g: Guest,
+  dev: CnuasIbDev,
+  up: boolean,
+  timeoutSec: number,
+): Promise<string[]> {
+  const deadline = performance.now() + timeoutSec * 1000;
+  for (;;) {
+    const sample = parsePortSample(await sh(g, portSampleCommand(dev)), dev.ibdev);
+    const diffs = portStateDifferences(sample, up, dev.iface);
+    if (diffs.length === 0 || performance.now() > deadline) return diffs;
+    await new Promise((r) => setTimeout(r, 500));
+  }
+}
+
+/** How long the port may take to follow the link (TCG guest, device reconnect). */
+const SETTLE_SEC = 30;
+
+/**
+ * The port state follows the link at the switch: ACTIVE with the cable in,
+ * DOWN once it is pulled, ACTIVE again after. Pulling it means taking down
+ * the device's switch port and every other slot too — otherwise the device
+ * just reconnects into a free one (docs/switch.md, link_down).
+ */
+async function checkPortState(ctx: RowContext, g: Guest, dev: CnuasIbDev): Promise<void> {
+  if (!ctx.fabric) throw new RowFailure("ibstat needs the eth fabric and got none");
+  const fabric = new FabricClient(ctx.fabric);
+  const expectState = async (up: boolean, when: string) => {
+    const diffs = await settlePortState(g, dev, up, SETTLE_SEC);
+    ctx.expect(diffs.length === 0, `${when}, after ${SETTLE_SEC} s: ${diffs.join("; ")}`);
+  };
+  await ctx.step("the port is ACTIVE/LinkUp with the link up at the switch", async () => {
+    await sh(g, `ip link set dev ${shq(dev.iface)} up`);
+    await expectState(true, "link up at the switch");
+  });
+  const { maxPorts } = await fabric.stats();
+  const up = (await fabric.ports()).filter((p) => p.state === "up");
+  ctx.expect(up.length === 1, `want the guest's one device on the switch: ${JSON.stringify(up)}`);
+  const port = up[0].port;
+  const slots = Array.from({ length: maxPorts }, (_, i) => i + 1);
+  await ctx.step("a cable pull at the switch takes the port DOWN/Disabled", async () => {
+    // every other slot first, so the device has nowhere to reconnect to
+    for (const p of slots) if (p !== port) await fabric.linkDown(p);
+    await fabric.linkDown(port);
+    await expectState(false, `port ${port} and every other slot down at the switch`);
+  });
+  await ctx.step("the cable back in: ACTIVE/LinkUp again", async () => {
+    for (const p of slots) await fabric.linkUp(p);
+    await expectState(true, "every slot up again at the switch");
+  });
 }
 
 async function checkPort(ctx: RowContext, g: Guest, dev: CnuasIbDev): Promise<void> {
-  await ctx.step(
-    "rdma link show: the port sits on the cnuas_net netdev, state follows carrier",
-    async () => {
-      const carrier =
-        (await sh(g, `cat /sys/class/net/${dev.iface}/carrier 2>/dev/null || echo 0`)).trim() ===
-          "1";
-      const want = expectedPortState(carrier);
-      const links = JSON.parse(await sh(g, "rdma -j link show")) as Record<string, unknown>[];
-      const l = links.find((x) => x.ifname === dev.ibdev && x.port === 1);
-      ctx.expect(l !== undefined, `rdma link show lacks ${dev.ibdev}/1: ${JSON.stringify(links)}`);
-      ctx.expect(l!.netdev === dev.iface, `rdma link netdev ${l!.netdev}, want ${dev.iface}`);
-      ctx.expect(l!.state === want.rdma, `rdma link state ${l!.state}, want ${want.rdma}`);
-      ctx.expect(
-        l!.physical_state === want.rphys,
-        `rdma link physical_state ${l!.physical_state}, want ${want.rphys}`,
-      );
-      const port = (await devinfo(g, dev)).ports[0];
-      ctx.expect(port.get("state") === want.devinfo, `ibv_devinfo state ${port.get("state")}`);
-      ctx.expect(port.get("phys_state") === want.phys, `phys_state ${port.get("phys_state")}`);
-    },
-  );
+  await checkPortState(ctx, g, dev);
   await ctx.step("the GID table gets the RoCE v2 GID of the interface's IPv4 address", async () => {
     const idx = await configureRoceAddress(g, dev, "192.168.77.10/24");
     ctx.log(`RoCE v2 GID of 192.168.77.10 at index ${idx}`);
@@ -365,10 +476,13 @@ export const row: Row = {
   title: "ibv_devinfo -v, ibstat, rdma show the datasheet attributes; poll_cq is syscall-free",
   needs: {
     guests: 1,
+    // the port state must follow a real link: the device on a switch
+    fabric: "eth",
     builds: ["qemu", "image", "modules", "provider", "guestprogs"],
     devices: { vnic: 1 },
   },
   timeoutSec: 300,
+  modules: ["cnuas_net", "cnuas_ib"],
   async run(ctx) {
     const g = ctx.guests[0];
     const dev = await ctx.step("load cnuas_net and cnuas_ib", () => loadCnuasIb(g));
