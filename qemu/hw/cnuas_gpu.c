@@ -36,28 +36,28 @@
 #include <sys/un.h>
 #include <poll.h>
 
-#define TYPE_CNUASGPU "cnuasgpu"
-OBJECT_DECLARE_SIMPLE_TYPE(CnuasGpuState, CNUASGPU)
+#define TYPE_CNUAS_GPU "cnuasgpu"
+OBJECT_DECLARE_SIMPLE_TYPE(CnuasGpuState, CNUAS_GPU)
 
-#define CNUASGPU_VENDOR_ID      0x1af4
-#define CNUASGPU_DEVICE_ID      0x10f1
-#define CNUASGPU_REVISION       0x01
-#define CNUASGPU_FW_VERSION     0x00010000      /* 0.1.0 */
+#define CNUAS_GPU_VENDOR_ID      0x1af4
+#define CNUAS_GPU_DEVICE_ID      0x10f1
+#define CNUAS_GPU_REVISION       0x01
+#define CNUAS_GPU_FW_VERSION     0x00010000      /* 0.1.0 */
 
-#define CNUASGPU_REGS_SIZE      (64 * KiB)
-#define CNUASGPU_LINK_MTU       65536u
-#define CNUASGPU_DEVMEM_MIN     (4 * KiB)
-#define CNUASGPU_DEVMEM_MAX     (1 * TiB)
+#define CNUAS_GPU_REGS_SIZE      (64 * KiB)
+#define CNUAS_GPU_LINK_MTU       65536u
+#define CNUAS_GPU_DEVMEM_MIN     (4 * KiB)
+#define CNUAS_GPU_DEVMEM_MAX     (1 * TiB)
 
 /* Reconnect delays on the virtual clock. */
-#define CNUASGPU_RECONNECT_MIN_NS   (100 * SCALE_MS)
-#define CNUASGPU_RECONNECT_MAX_NS   (2000 * SCALE_MS)
+#define CNUAS_GPU_RECONNECT_MIN_NS   (100 * SCALE_MS)
+#define CNUAS_GPU_RECONNECT_MAX_NS   (2000 * SCALE_MS)
 /* A connection that lived this long resets the reconnect delay. */
-#define CNUASGPU_LINK_STABLE_NS     CNUASGPU_RECONNECT_MAX_NS
+#define CNUAS_GPU_LINK_STABLE_NS     CNUAS_GPU_RECONNECT_MAX_NS
 /* Longest a transmit waits for socket room before the link is dropped. */
-#define CNUASGPU_SEND_TIMEOUT_MS    1000
+#define CNUAS_GPU_SEND_TIMEOUT_MS    1000
 /* Socket buffers are enlarged so a burst of maximum-size frames fits. */
-#define CNUASGPU_SOCK_BUF           (4 * MiB)
+#define CNUAS_GPU_SOCK_BUF           (4 * MiB)
 
 /* BAR0 register offsets (DEVICES.md, cnuasgpu). */
 enum {
@@ -134,21 +134,21 @@ struct CnuasGpuState {
     uint8_t *rx_scratch;
 };
 
-static void cnuasgpu_link_readable(void *opaque);
+static void gpu_link_readable(void *opaque);
 
-static uint8_t *cnuasgpu_devmem_ptr(CnuasGpuState *s)
+static uint8_t *gpu_devmem_ptr(CnuasGpuState *s)
 {
     return memory_region_get_ram_ptr(&s->devmem);
 }
 
 /* True when [offset, offset + len) lies inside BAR1, without overflowing. */
-static bool cnuasgpu_devmem_range_ok(CnuasGpuState *s, uint64_t offset,
-                                     uint64_t len)
+static bool gpu_devmem_range_ok(CnuasGpuState *s, uint64_t offset,
+                                uint64_t len)
 {
     return offset <= s->devmem_size && len <= s->devmem_size - offset;
 }
 
-static void cnuasgpu_update_irq(CnuasGpuState *s)
+static void gpu_update_irq(CnuasGpuState *s)
 {
     uint32_t pending = s->irq_status & s->irq_mask;
     uint32_t rising = pending & ~s->irq_asserted;
@@ -163,26 +163,26 @@ static void cnuasgpu_update_irq(CnuasGpuState *s)
     }
 }
 
-static void cnuasgpu_raise(CnuasGpuState *s, uint32_t cause)
+static void gpu_raise(CnuasGpuState *s, uint32_t cause)
 {
     s->irq_status |= cause;
-    cnuasgpu_update_irq(s);
+    gpu_update_irq(s);
 }
 
 /* ---- CnuasLink socket ---------------------------------------------------- */
 
-static void cnuasgpu_link_watch(CnuasGpuState *s)
+static void gpu_link_watch(CnuasGpuState *s)
 {
     if (s->link_fd < 0) {
         return;
     }
     /* Back-pressure: while a frame waits in BAR1 the socket is not read. */
     qemu_set_fd_handler(s->link_fd,
-                        s->rx_ready ? NULL : cnuasgpu_link_readable,
+                        s->rx_ready ? NULL : gpu_link_readable,
                         NULL, s);
 }
 
-static void cnuasgpu_link_schedule_retry(CnuasGpuState *s)
+static void gpu_link_schedule_retry(CnuasGpuState *s)
 {
     if (!s->link_path) {
         return;
@@ -191,13 +191,13 @@ static void cnuasgpu_link_schedule_retry(CnuasGpuState *s)
               qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) + s->reconnect_delay_ns);
 }
 
-static void cnuasgpu_link_backoff(CnuasGpuState *s)
+static void gpu_link_backoff(CnuasGpuState *s)
 {
     s->reconnect_delay_ns = MIN(s->reconnect_delay_ns * 2,
-                                CNUASGPU_RECONNECT_MAX_NS);
+                                CNUAS_GPU_RECONNECT_MAX_NS);
 }
 
-static void cnuasgpu_link_down(CnuasGpuState *s)
+static void gpu_link_down(CnuasGpuState *s)
 {
     int64_t now = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
 
@@ -207,17 +207,17 @@ static void cnuasgpu_link_down(CnuasGpuState *s)
     qemu_set_fd_handler(s->link_fd, NULL, NULL, NULL);
     close(s->link_fd);
     s->link_fd = -1;
-    if (now - s->link_up_since_ns >= CNUASGPU_LINK_STABLE_NS) {
-        s->reconnect_delay_ns = CNUASGPU_RECONNECT_MIN_NS;
+    if (now - s->link_up_since_ns >= CNUAS_GPU_LINK_STABLE_NS) {
+        s->reconnect_delay_ns = CNUAS_GPU_RECONNECT_MIN_NS;
     } else {
-        cnuasgpu_link_backoff(s);
+        gpu_link_backoff(s);
     }
-    cnuasgpu_link_schedule_retry(s);
+    gpu_link_schedule_retry(s);
 }
 
-static void cnuasgpu_link_size_buffers(int fd)
+static void gpu_link_size_buffers(int fd)
 {
-    int size = CNUASGPU_SOCK_BUF;
+    int size = CNUAS_GPU_SOCK_BUF;
 
     /* Best effort: the kernel caps these at its own maxima. */
     setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, sizeof(size));
@@ -225,7 +225,7 @@ static void cnuasgpu_link_size_buffers(int fd)
 }
 
 /* One connect attempt; true when the link is up afterwards. */
-static bool cnuasgpu_link_connect(CnuasGpuState *s)
+static bool gpu_link_connect(CnuasGpuState *s)
 {
     struct sockaddr_un addr = { .sun_family = AF_UNIX };
     int fd;
@@ -239,31 +239,31 @@ static bool cnuasgpu_link_connect(CnuasGpuState *s)
     if (fd < 0) {
         return false;
     }
-    cnuasgpu_link_size_buffers(fd);
+    gpu_link_size_buffers(fd);
     if (connect(fd, (struct sockaddr *)&addr, sizeof(addr)) < 0) {
         close(fd);
         return false;
     }
     s->link_fd = fd;
     s->link_up_since_ns = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
-    cnuasgpu_link_watch(s);
+    gpu_link_watch(s);
     return true;
 }
 
-static void cnuasgpu_link_retry(void *opaque)
+static void gpu_link_retry(void *opaque)
 {
     CnuasGpuState *s = opaque;
 
-    if (s->link_fd >= 0 || cnuasgpu_link_connect(s)) {
+    if (s->link_fd >= 0 || gpu_link_connect(s)) {
         return;
     }
-    cnuasgpu_link_backoff(s);
-    cnuasgpu_link_schedule_retry(s);
+    gpu_link_backoff(s);
+    gpu_link_schedule_retry(s);
 }
 
 /* Send one datagram; false when the link had to be torn down. */
-static bool cnuasgpu_link_send(CnuasGpuState *s, const uint8_t *buf,
-                               size_t len)
+static bool gpu_link_send(CnuasGpuState *s, const uint8_t *buf,
+                          size_t len)
 {
     for (;;) {
         ssize_t n = send(s->link_fd, buf, len, MSG_DONTWAIT | MSG_NOSIGNAL);
@@ -283,24 +283,24 @@ static bool cnuasgpu_link_send(CnuasGpuState *s, const uint8_t *buf,
             break;
         }
         /* The peer is slow: wait a bounded time for room, then give up. */
-        if (poll(&pfd, 1, CNUASGPU_SEND_TIMEOUT_MS) <= 0) {
+        if (poll(&pfd, 1, CNUAS_GPU_SEND_TIMEOUT_MS) <= 0) {
             break;
         }
     }
-    cnuasgpu_link_down(s);
+    gpu_link_down(s);
     return false;
 }
 
 /* Land one received datagram of @len bytes (in rx_scratch) or drop it. */
-static void cnuasgpu_link_deliver(CnuasGpuState *s, size_t len)
+static void gpu_link_deliver(CnuasGpuState *s, size_t len)
 {
     uint64_t offset = ((uint64_t)s->rx_offset_hi << 32) | s->rx_offset_lo;
 
-    if (len > CNUASGPU_LINK_MTU) {
+    if (len > CNUAS_GPU_LINK_MTU) {
         qemu_log_mask(LOG_GUEST_ERROR,
                       "cnuasgpu %u: received frame of %zu bytes exceeds the "
                       "%u-byte CnuasLink maximum, dropped\n",
-                      s->gpu_id, len, CNUASGPU_LINK_MTU);
+                      s->gpu_id, len, CNUAS_GPU_LINK_MTU);
         return;
     }
     if (s->rx_buf_size == 0) {
@@ -317,7 +317,7 @@ static void cnuasgpu_link_deliver(CnuasGpuState *s, size_t len)
                       s->gpu_id, len, s->rx_buf_size);
         return;
     }
-    if (!cnuasgpu_devmem_range_ok(s, offset, s->rx_buf_size)) {
+    if (!gpu_devmem_range_ok(s, offset, s->rx_buf_size)) {
         qemu_log_mask(LOG_GUEST_ERROR,
                       "cnuasgpu %u: armed receive buffer 0x%" PRIx64
                       "+0x%x lies outside device memory (0x%" PRIx64
@@ -325,15 +325,15 @@ static void cnuasgpu_link_deliver(CnuasGpuState *s, size_t len)
                       s->gpu_id, offset, s->rx_buf_size, s->devmem_size);
         return;
     }
-    memcpy(cnuasgpu_devmem_ptr(s) + offset, s->rx_scratch, len);
+    memcpy(gpu_devmem_ptr(s) + offset, s->rx_scratch, len);
     memory_region_set_dirty(&s->devmem, offset, len);
     s->rx_len = len;
     s->rx_ready = true;
-    cnuasgpu_raise(s, IRQ_LINK_RX_READY);
+    gpu_raise(s, IRQ_LINK_RX_READY);
 }
 
 /* After an empty read: true when it was the end of the connection. */
-static bool cnuasgpu_link_peer_hung_up(CnuasGpuState *s)
+static bool gpu_link_peer_hung_up(CnuasGpuState *s)
 {
     struct pollfd pfd = { .fd = s->link_fd, .events = POLLIN | POLLRDHUP };
 
@@ -345,10 +345,10 @@ static bool cnuasgpu_link_peer_hung_up(CnuasGpuState *s)
  * Read datagrams until one waits for the guest, the socket is empty, or the
  * link is gone.
  */
-static void cnuasgpu_link_poll(CnuasGpuState *s)
+static void gpu_link_poll(CnuasGpuState *s)
 {
     while (s->link_fd >= 0 && !s->rx_ready) {
-        ssize_t n = recv(s->link_fd, s->rx_scratch, CNUASGPU_LINK_MTU,
+        ssize_t n = recv(s->link_fd, s->rx_scratch, CNUAS_GPU_LINK_MTU,
                          MSG_DONTWAIT | MSG_TRUNC);
 
         if (n < 0) {
@@ -356,13 +356,13 @@ static void cnuasgpu_link_poll(CnuasGpuState *s)
                 continue;
             }
             if (errno != EAGAIN && errno != EWOULDBLOCK) {
-                cnuasgpu_link_down(s);
+                gpu_link_down(s);
             }
             break;
         }
         if (n == 0) {
-            if (cnuasgpu_link_peer_hung_up(s)) {
-                cnuasgpu_link_down(s);
+            if (gpu_link_peer_hung_up(s)) {
+                gpu_link_down(s);
                 break;
             }
             qemu_log_mask(LOG_GUEST_ERROR,
@@ -370,38 +370,38 @@ static void cnuasgpu_link_poll(CnuasGpuState *s)
                           s->gpu_id);
             continue;
         }
-        cnuasgpu_link_deliver(s, n);
+        gpu_link_deliver(s, n);
     }
-    cnuasgpu_link_watch(s);
+    gpu_link_watch(s);
 }
 
-static void cnuasgpu_link_readable(void *opaque)
+static void gpu_link_readable(void *opaque)
 {
-    cnuasgpu_link_poll(opaque);
+    gpu_link_poll(opaque);
 }
 
-static void cnuasgpu_link_doorbell(CnuasGpuState *s)
+static void gpu_link_doorbell(CnuasGpuState *s)
 {
     uint64_t offset = ((uint64_t)s->tx_offset_hi << 32) | s->tx_offset_lo;
 
     if (s->link_fd < 0) {
         return;
     }
-    if (s->tx_len == 0 || s->tx_len > CNUASGPU_LINK_MTU) {
+    if (s->tx_len == 0 || s->tx_len > CNUAS_GPU_LINK_MTU) {
         qemu_log_mask(LOG_GUEST_ERROR,
                       "cnuasgpu %u: LINK_TX_LEN %u outside 1..%u, nothing "
-                      "sent\n", s->gpu_id, s->tx_len, CNUASGPU_LINK_MTU);
+                      "sent\n", s->gpu_id, s->tx_len, CNUAS_GPU_LINK_MTU);
         return;
     }
-    if (!cnuasgpu_devmem_range_ok(s, offset, s->tx_len)) {
+    if (!gpu_devmem_range_ok(s, offset, s->tx_len)) {
         qemu_log_mask(LOG_GUEST_ERROR,
                       "cnuasgpu %u: transmit range 0x%" PRIx64 "+0x%x lies "
                       "outside device memory (0x%" PRIx64 " bytes), nothing "
                       "sent\n", s->gpu_id, offset, s->tx_len, s->devmem_size);
         return;
     }
-    if (cnuasgpu_link_send(s, cnuasgpu_devmem_ptr(s) + offset, s->tx_len)) {
-        cnuasgpu_raise(s, IRQ_LINK_TX_DONE);
+    if (gpu_link_send(s, gpu_devmem_ptr(s) + offset, s->tx_len)) {
+        gpu_raise(s, IRQ_LINK_TX_DONE);
     }
 }
 
@@ -412,8 +412,8 @@ static void cnuasgpu_link_doorbell(CnuasGpuState *s)
  * reads 0 and writes nothing (docs/device-contract.md, "Both devices").  The
  * ops below let every access through unsplit so this check sees it whole.
  */
-static bool cnuasgpu_access_ok(CnuasGpuState *s, hwaddr addr, unsigned size,
-                               const char *what)
+static bool gpu_access_ok(CnuasGpuState *s, hwaddr addr, unsigned size,
+                          const char *what)
 {
     if (size == 4 && !(addr & 3)) {
         return true;
@@ -425,23 +425,23 @@ static bool cnuasgpu_access_ok(CnuasGpuState *s, hwaddr addr, unsigned size,
     return false;
 }
 
-static uint64_t cnuasgpu_read(void *opaque, hwaddr addr, unsigned size)
+static uint64_t gpu_read(void *opaque, hwaddr addr, unsigned size)
 {
     CnuasGpuState *s = opaque;
 
-    if (!cnuasgpu_access_ok(s, addr, size, "read")) {
+    if (!gpu_access_ok(s, addr, size, "read")) {
         return 0;
     }
 
     switch (addr) {
     case REG_VENDOR_ID:
-        return CNUASGPU_VENDOR_ID;
+        return CNUAS_GPU_VENDOR_ID;
     case REG_DEVICE_ID:
-        return CNUASGPU_DEVICE_ID;
+        return CNUAS_GPU_DEVICE_ID;
     case REG_REVISION:
-        return CNUASGPU_REVISION;
+        return CNUAS_GPU_REVISION;
     case REG_FW_VERSION:
-        return CNUASGPU_FW_VERSION;
+        return CNUAS_GPU_FW_VERSION;
     case REG_GPU_ID:
         return s->gpu_id;
     case REG_SM_COUNT:
@@ -486,23 +486,23 @@ static uint64_t cnuasgpu_read(void *opaque, hwaddr addr, unsigned size)
     }
 }
 
-static void cnuasgpu_write(void *opaque, hwaddr addr, uint64_t val,
-                           unsigned size)
+static void gpu_write(void *opaque, hwaddr addr, uint64_t val,
+                      unsigned size)
 {
     CnuasGpuState *s = opaque;
 
-    if (!cnuasgpu_access_ok(s, addr, size, "write")) {
+    if (!gpu_access_ok(s, addr, size, "write")) {
         return;
     }
 
     switch (addr) {
     case REG_IRQ_STATUS:
         s->irq_status &= ~val;
-        cnuasgpu_update_irq(s);
+        gpu_update_irq(s);
         break;
     case REG_IRQ_MASK:
         s->irq_mask = val & IRQ_ALL;
-        cnuasgpu_update_irq(s);
+        gpu_update_irq(s);
         break;
     case REG_LINK_TX_OFFSET_LO:
         s->tx_offset_lo = val;
@@ -515,7 +515,7 @@ static void cnuasgpu_write(void *opaque, hwaddr addr, uint64_t val,
         break;
     case REG_LINK_TX_DOORBELL:
         if (val) {
-            cnuasgpu_link_doorbell(s);
+            gpu_link_doorbell(s);
         }
         break;
     case REG_LINK_RX_OFFSET_LO:
@@ -530,7 +530,7 @@ static void cnuasgpu_write(void *opaque, hwaddr addr, uint64_t val,
     case REG_LINK_RX_CONSUME:
         if (val && s->rx_ready) {
             s->rx_ready = false;
-            cnuasgpu_link_poll(s);
+            gpu_link_poll(s);
         }
         break;
     case REG_VENDOR_ID:
@@ -559,9 +559,9 @@ static void cnuasgpu_write(void *opaque, hwaddr addr, uint64_t val,
     }
 }
 
-static const MemoryRegionOps cnuasgpu_regs_ops = {
-    .read = cnuasgpu_read,
-    .write = cnuasgpu_write,
+static const MemoryRegionOps gpu_regs_ops = {
+    .read = gpu_read,
+    .write = gpu_write,
     .endianness = DEVICE_LITTLE_ENDIAN,
     /*
      * Accept every size and alignment, unsplit, in the handlers: a narrower
@@ -583,10 +583,10 @@ static const MemoryRegionOps cnuasgpu_regs_ops = {
 
 /* ---- PCI glue ------------------------------------------------------------ */
 
-static void cnuasgpu_config_write(PCIDevice *pdev, uint32_t addr,
-                                  uint32_t val, int len)
+static void gpu_config_write(PCIDevice *pdev, uint32_t addr,
+                             uint32_t val, int len)
 {
-    CnuasGpuState *s = CNUASGPU(pdev);
+    CnuasGpuState *s = CNUAS_GPU(pdev);
 
     pci_default_write_config(pdev, addr, val, len);
     /* Disabling MSI hands a still-asserted interrupt back to INTx. */
@@ -596,7 +596,7 @@ static void cnuasgpu_config_write(PCIDevice *pdev, uint32_t addr,
 }
 
 /* Map an x-speed name to the PCIe "Max Link Speed" encoding. */
-static int cnuasgpu_speed_code(const char *name)
+static int gpu_speed_code(const char *name)
 {
     static const char *const names[] = { "2_5", "5", "8", "16", "32", "64" };
     int i;
@@ -609,7 +609,7 @@ static int cnuasgpu_speed_code(const char *name)
     return -1;
 }
 
-static bool cnuasgpu_width_ok(uint8_t width)
+static bool gpu_width_ok(uint8_t width)
 {
     switch (width) {
     case 1: case 2: case 4: case 8: case 12: case 16: case 32:
@@ -620,7 +620,7 @@ static bool cnuasgpu_width_ok(uint8_t width)
 }
 
 /* Advertise x-speed / x-width in the PCI Express capability. */
-static void cnuasgpu_fill_link_caps(CnuasGpuState *s, int speed)
+static void gpu_fill_link_caps(CnuasGpuState *s, int speed)
 {
     uint8_t *exp_cap = s->pdev.config + s->pdev.exp.exp_cap;
     uint32_t supported = 0;
@@ -641,15 +641,15 @@ static void cnuasgpu_fill_link_caps(CnuasGpuState *s, int speed)
     pci_set_long(exp_cap + PCI_EXP_LNKCAP2, supported);
 }
 
-static void cnuasgpu_realize(PCIDevice *pdev, Error **errp)
+static void gpu_realize(PCIDevice *pdev, Error **errp)
 {
-    CnuasGpuState *s = CNUASGPU(pdev);
+    CnuasGpuState *s = CNUAS_GPU(pdev);
     const char *speed_name = s->link_speed ? s->link_speed : "32";
-    int speed = cnuasgpu_speed_code(speed_name);
+    int speed = gpu_speed_code(speed_name);
     Error *err = NULL;
 
-    if (s->devmem_size < CNUASGPU_DEVMEM_MIN ||
-        s->devmem_size > CNUASGPU_DEVMEM_MAX ||
+    if (s->devmem_size < CNUAS_GPU_DEVMEM_MIN ||
+        s->devmem_size > CNUAS_GPU_DEVMEM_MAX ||
         !is_power_of_2(s->devmem_size)) {
         error_setg(errp, "cnuasgpu: devmem_size 0x%" PRIx64 " must be a "
                    "power of two between 4 KiB and 1 TiB", s->devmem_size);
@@ -660,7 +660,7 @@ static void cnuasgpu_realize(PCIDevice *pdev, Error **errp)
                    "16, 32, 64 (GT/s)", speed_name);
         return;
     }
-    if (!cnuasgpu_width_ok(s->link_width)) {
+    if (!gpu_width_ok(s->link_width)) {
         error_setg(errp, "cnuasgpu: x-width %u is not one of 1, 2, 4, 8, "
                    "12, 16, 32", s->link_width);
         return;
@@ -683,14 +683,14 @@ static void cnuasgpu_realize(PCIDevice *pdev, Error **errp)
             msi_uninit(pdev);
             return;
         }
-        cnuasgpu_fill_link_caps(s, speed);
+        gpu_fill_link_caps(s, speed);
     } else {
         /* Conventional bus: plain PCI config space, no link to describe. */
         pdev->cap_present &= ~QEMU_PCI_CAP_EXPRESS;
     }
 
-    memory_region_init_io(&s->regs, OBJECT(s), &cnuasgpu_regs_ops, s,
-                          "cnuasgpu-regs", CNUASGPU_REGS_SIZE);
+    memory_region_init_io(&s->regs, OBJECT(s), &gpu_regs_ops, s,
+                          "cnuasgpu-regs", CNUAS_GPU_REGS_SIZE);
     pci_register_bar(pdev, 0, PCI_BASE_ADDRESS_SPACE_MEMORY, &s->regs);
 
     memory_region_init_ram(&s->devmem, OBJECT(s), "cnuasgpu-devmem",
@@ -709,20 +709,20 @@ static void cnuasgpu_realize(PCIDevice *pdev, Error **errp)
                      PCI_BASE_ADDRESS_MEM_PREFETCH,
                      &s->devmem);
 
-    s->rx_scratch = g_malloc(CNUASGPU_LINK_MTU);
+    s->rx_scratch = g_malloc(CNUAS_GPU_LINK_MTU);
     s->link_fd = -1;
-    s->reconnect_delay_ns = CNUASGPU_RECONNECT_MIN_NS;
+    s->reconnect_delay_ns = CNUAS_GPU_RECONNECT_MIN_NS;
     timer_init_ns(&s->reconnect_timer, QEMU_CLOCK_VIRTUAL,
-                  cnuasgpu_link_retry, s);
-    if (s->link_path && !cnuasgpu_link_connect(s)) {
+                  gpu_link_retry, s);
+    if (s->link_path && !gpu_link_connect(s)) {
         /* Not fatal: the device works with the link down and keeps trying. */
-        cnuasgpu_link_schedule_retry(s);
+        gpu_link_schedule_retry(s);
     }
 }
 
-static void cnuasgpu_exit(PCIDevice *pdev)
+static void gpu_exit(PCIDevice *pdev)
 {
-    CnuasGpuState *s = CNUASGPU(pdev);
+    CnuasGpuState *s = CNUAS_GPU(pdev);
 
     timer_del(&s->reconnect_timer);
     if (s->link_fd >= 0) {
@@ -738,9 +738,9 @@ static void cnuasgpu_exit(PCIDevice *pdev)
     msi_uninit(pdev);
 }
 
-static void cnuasgpu_reset(DeviceState *dev)
+static void gpu_reset(DeviceState *dev)
 {
-    CnuasGpuState *s = CNUASGPU(dev);
+    CnuasGpuState *s = CNUAS_GPU(dev);
 
     s->irq_status = 0;
     s->irq_mask = 0;
@@ -755,12 +755,12 @@ static void cnuasgpu_reset(DeviceState *dev)
     s->irq_asserted = 0;
     pci_set_irq(&s->pdev, 0);
     /* The link survives a reset; reading resumes if it was back-pressured. */
-    cnuasgpu_link_watch(s);
+    gpu_link_watch(s);
 }
 
-static void cnuasgpu_instance_init(Object *obj)
+static void gpu_instance_init(Object *obj)
 {
-    CnuasGpuState *s = CNUASGPU(obj);
+    CnuasGpuState *s = CNUAS_GPU(obj);
 
     s->link_fd = -1;
     /*
@@ -770,7 +770,7 @@ static void cnuasgpu_instance_init(Object *obj)
     s->pdev.cap_present |= QEMU_PCI_CAP_EXPRESS;
 }
 
-static Property cnuasgpu_properties[] = {
+static Property gpu_properties[] = {
     DEFINE_PROP_UINT32("gpu_id", CnuasGpuState, gpu_id, 0),
     DEFINE_PROP_UINT32("sm_count", CnuasGpuState, sm_count, 16),
     DEFINE_PROP_UINT32("lanes_per_sm", CnuasGpuState, lanes_per_sm, 32),
@@ -782,37 +782,37 @@ static Property cnuasgpu_properties[] = {
     DEFINE_PROP_END_OF_LIST(),
 };
 
-static const VMStateDescription cnuasgpu_vmstate = {
-    .name = TYPE_CNUASGPU,
+static const VMStateDescription gpu_vmstate = {
+    .name = TYPE_CNUAS_GPU,
     /* The CnuasLink socket cannot travel with the guest. */
     .unmigratable = 1,
 };
 
-static void cnuasgpu_class_init(ObjectClass *klass, void *data)
+static void gpu_class_init(ObjectClass *klass, void *data)
 {
     DeviceClass *dc = DEVICE_CLASS(klass);
     PCIDeviceClass *k = PCI_DEVICE_CLASS(klass);
 
-    k->realize = cnuasgpu_realize;
-    k->exit = cnuasgpu_exit;
-    k->config_write = cnuasgpu_config_write;
-    k->vendor_id = CNUASGPU_VENDOR_ID;
-    k->device_id = CNUASGPU_DEVICE_ID;
-    k->revision = CNUASGPU_REVISION;
+    k->realize = gpu_realize;
+    k->exit = gpu_exit;
+    k->config_write = gpu_config_write;
+    k->vendor_id = CNUAS_GPU_VENDOR_ID;
+    k->device_id = CNUAS_GPU_DEVICE_ID;
+    k->revision = CNUAS_GPU_REVISION;
     k->class_id = PCI_CLASS_PROCESSOR_CO;
     dc->desc = "Cnuas accelerator (device memory, CnuasLink)";
-    dc->reset = cnuasgpu_reset;
-    dc->vmsd = &cnuasgpu_vmstate;
-    device_class_set_props(dc, cnuasgpu_properties);
+    dc->reset = gpu_reset;
+    dc->vmsd = &gpu_vmstate;
+    device_class_set_props(dc, gpu_properties);
     set_bit(DEVICE_CATEGORY_MISC, dc->categories);
 }
 
-static const TypeInfo cnuasgpu_info = {
-    .name = TYPE_CNUASGPU,
+static const TypeInfo gpu_info = {
+    .name = TYPE_CNUAS_GPU,
     .parent = TYPE_PCI_DEVICE,
     .instance_size = sizeof(CnuasGpuState),
-    .instance_init = cnuasgpu_instance_init,
-    .class_init = cnuasgpu_class_init,
+    .instance_init = gpu_instance_init,
+    .class_init = gpu_class_init,
     .interfaces = (InterfaceInfo[]) {
         { INTERFACE_PCIE_DEVICE },
         { INTERFACE_CONVENTIONAL_PCI_DEVICE },
@@ -820,9 +820,9 @@ static const TypeInfo cnuasgpu_info = {
     },
 };
 
-static void cnuasgpu_register_types(void)
+static void gpu_register_types(void)
 {
-    type_register_static(&cnuasgpu_info);
+    type_register_static(&gpu_info);
 }
 
-type_init(cnuasgpu_register_types)
+type_init(gpu_register_types)
