@@ -31,10 +31,7 @@
 #include "hw/qdev-properties.h"
 #include "migration/vmstate.h"
 #include "qom/object.h"
-
-#include <sys/socket.h>
-#include <sys/un.h>
-#include <poll.h>
+#include "cnuas_sock.h"
 
 #define TYPE_CNUAS_GPU "cnuasgpu"
 OBJECT_DECLARE_SIMPLE_TYPE(CnuasGpuState, CNUAS_GPU)
@@ -49,15 +46,10 @@ OBJECT_DECLARE_SIMPLE_TYPE(CnuasGpuState, CNUAS_GPU)
 #define CNUAS_GPU_DEVMEM_MIN     (4 * KiB)
 #define CNUAS_GPU_DEVMEM_MAX     (1 * TiB)
 
-/* Reconnect delays on the virtual clock. */
-#define CNUAS_GPU_RECONNECT_MIN_NS   (100 * SCALE_MS)
-#define CNUAS_GPU_RECONNECT_MAX_NS   (2000 * SCALE_MS)
 /* A connection that lived this long resets the reconnect delay. */
-#define CNUAS_GPU_LINK_STABLE_NS     CNUAS_GPU_RECONNECT_MAX_NS
+#define CNUAS_GPU_LINK_STABLE_NS    (2000 * SCALE_MS)
 /* Longest a transmit waits for socket room before the link is dropped. */
-#define CNUAS_GPU_SEND_TIMEOUT_MS    1000
-/* Socket buffers are enlarged so a burst of maximum-size frames fits. */
-#define CNUAS_GPU_SOCK_BUF           (4 * MiB)
+#define CNUAS_GPU_SEND_TIMEOUT_MS   1000
 
 /* BAR0 register offsets (DEVICES.md, cnuasgpu). */
 enum {
@@ -126,15 +118,10 @@ struct CnuasGpuState {
     /* IRQ_STATUS & IRQ_MASK as last signalled, for MSI edge detection. */
     uint32_t irq_asserted;
 
-    /* CnuasLink: connected socket (-1 while down) and the retry timer. */
-    int link_fd;
-    QEMUTimer reconnect_timer;
-    int64_t reconnect_delay_ns;
-    int64_t link_up_since_ns;
+    /* CnuasLink: the socket to the switch, down while no connection. */
+    CnuasSock link;
     uint8_t *rx_scratch;
 };
-
-static void gpu_link_readable(void *opaque);
 
 static uint8_t *gpu_devmem_ptr(CnuasGpuState *s)
 {
@@ -173,121 +160,19 @@ static void gpu_raise(CnuasGpuState *s, uint32_t cause)
 
 static void gpu_link_watch(CnuasGpuState *s)
 {
-    if (s->link_fd < 0) {
-        return;
-    }
     /* Back-pressure: while a frame waits in BAR1 the socket is not read. */
-    qemu_set_fd_handler(s->link_fd,
-                        s->rx_ready ? NULL : gpu_link_readable,
-                        NULL, s);
-}
-
-static void gpu_link_schedule_retry(CnuasGpuState *s)
-{
-    if (!s->link_path) {
-        return;
-    }
-    timer_mod(&s->reconnect_timer,
-              qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) + s->reconnect_delay_ns);
-}
-
-static void gpu_link_backoff(CnuasGpuState *s)
-{
-    s->reconnect_delay_ns = MIN(s->reconnect_delay_ns * 2,
-                                CNUAS_GPU_RECONNECT_MAX_NS);
-}
-
-static void gpu_link_down(CnuasGpuState *s)
-{
-    int64_t now = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
-
-    if (s->link_fd < 0) {
-        return;
-    }
-    qemu_set_fd_handler(s->link_fd, NULL, NULL, NULL);
-    close(s->link_fd);
-    s->link_fd = -1;
-    if (now - s->link_up_since_ns >= CNUAS_GPU_LINK_STABLE_NS) {
-        s->reconnect_delay_ns = CNUAS_GPU_RECONNECT_MIN_NS;
-    } else {
-        gpu_link_backoff(s);
-    }
-    gpu_link_schedule_retry(s);
-}
-
-static void gpu_link_size_buffers(int fd)
-{
-    int size = CNUAS_GPU_SOCK_BUF;
-
-    /* Best effort: the kernel caps these at its own maxima. */
-    setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, sizeof(size));
-    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof(size));
-}
-
-/* One connect attempt; true when the link is up afterwards. */
-static bool gpu_link_connect(CnuasGpuState *s)
-{
-    struct sockaddr_un addr = { .sun_family = AF_UNIX };
-    int fd;
-
-    if (strlen(s->link_path) >= sizeof(addr.sun_path)) {
-        return false;
-    }
-    memcpy(addr.sun_path, s->link_path, strlen(s->link_path));
-
-    fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0) {
-        return false;
-    }
-    gpu_link_size_buffers(fd);
-    if (connect(fd, (struct sockaddr *)&addr, sizeof(addr)) < 0) {
-        close(fd);
-        return false;
-    }
-    s->link_fd = fd;
-    s->link_up_since_ns = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
-    gpu_link_watch(s);
-    return true;
-}
-
-static void gpu_link_retry(void *opaque)
-{
-    CnuasGpuState *s = opaque;
-
-    if (s->link_fd >= 0 || gpu_link_connect(s)) {
-        return;
-    }
-    gpu_link_backoff(s);
-    gpu_link_schedule_retry(s);
+    cnuas_sock_set_reading(&s->link, !s->rx_ready);
 }
 
 /* Send one datagram; false when the link had to be torn down. */
-static bool gpu_link_send(CnuasGpuState *s, const uint8_t *buf,
-                          size_t len)
+static bool gpu_link_send(CnuasGpuState *s, const uint8_t *buf, size_t len)
 {
-    for (;;) {
-        ssize_t n = send(s->link_fd, buf, len, MSG_DONTWAIT | MSG_NOSIGNAL);
-        struct pollfd pfd = { .fd = s->link_fd, .events = POLLOUT };
-
-        if (n == (ssize_t)len) {
-            return true;
-        }
-        if (n >= 0) {
-            /* A SEQPACKET send is all or nothing; anything else is broken. */
-            break;
-        }
-        if (errno == EINTR) {
-            continue;
-        }
-        if (errno != EAGAIN && errno != EWOULDBLOCK) {
-            break;
-        }
-        /* The peer is slow: wait a bounded time for room, then give up. */
-        if (poll(&pfd, 1, CNUAS_GPU_SEND_TIMEOUT_MS) <= 0) {
-            break;
-        }
+    /* A peer that stays full for the whole wait counts as gone. */
+    if (cnuas_sock_send(&s->link, buf, len, CNUAS_GPU_SEND_TIMEOUT_MS) ==
+        CNUAS_SOCK_SENT) {
+        return true;
     }
-    gpu_link_down(s);
+    cnuas_sock_drop(&s->link);
     return false;
 }
 
@@ -332,43 +217,25 @@ static void gpu_link_deliver(CnuasGpuState *s, size_t len)
     gpu_raise(s, IRQ_LINK_RX_READY);
 }
 
-/* After an empty read: true when it was the end of the connection. */
-static bool gpu_link_peer_hung_up(CnuasGpuState *s)
-{
-    struct pollfd pfd = { .fd = s->link_fd, .events = POLLIN | POLLRDHUP };
-
-    return poll(&pfd, 1, 0) > 0 &&
-           (pfd.revents & (POLLHUP | POLLRDHUP | POLLERR));
-}
-
 /*
  * Read datagrams until one waits for the guest, the socket is empty, or the
  * link is gone.
  */
 static void gpu_link_poll(CnuasGpuState *s)
 {
-    while (s->link_fd >= 0 && !s->rx_ready) {
-        ssize_t n = recv(s->link_fd, s->rx_scratch, CNUAS_GPU_LINK_MTU,
-                         MSG_DONTWAIT | MSG_TRUNC);
+    while (cnuas_sock_is_up(&s->link) && !s->rx_ready) {
+        ssize_t n = cnuas_sock_recv(&s->link, s->rx_scratch,
+                                    CNUAS_GPU_LINK_MTU);
 
-        if (n < 0) {
-            if (errno == EINTR) {
-                continue;
-            }
-            if (errno != EAGAIN && errno != EWOULDBLOCK) {
-                gpu_link_down(s);
-            }
+        if (n == CNUAS_SOCK_AGAIN) {
+            break;
+        }
+        if (n == CNUAS_SOCK_GONE) {
+            cnuas_sock_drop(&s->link);
             break;
         }
         if (n == 0) {
-            if (gpu_link_peer_hung_up(s)) {
-                gpu_link_down(s);
-                break;
-            }
-            qemu_log_mask(LOG_GUEST_ERROR,
-                          "cnuasgpu %u: empty frame received, dropped\n",
-                          s->gpu_id);
-            continue;
+            continue; /* an empty datagram, logged */
         }
         gpu_link_deliver(s, n);
     }
@@ -380,11 +247,27 @@ static void gpu_link_readable(void *opaque)
     gpu_link_poll(opaque);
 }
 
+static void gpu_link_reconnected(void *opaque)
+{
+    gpu_link_watch(opaque);
+}
+
+/*
+ * A connection that ends before it lived 2 s (a switch that accepts and
+ * closes at once because the port is down) counts as a failed attempt, so a
+ * refused device stays down instead of flapping.
+ */
+static const CnuasSockOps gpu_link_ops = {
+    .readable = gpu_link_readable,
+    .reconnected = gpu_link_reconnected,
+    .stable_ns = CNUAS_GPU_LINK_STABLE_NS,
+};
+
 static void gpu_link_doorbell(CnuasGpuState *s)
 {
     uint64_t offset = ((uint64_t)s->tx_offset_hi << 32) | s->tx_offset_lo;
 
-    if (s->link_fd < 0) {
+    if (!cnuas_sock_is_up(&s->link)) {
         return;
     }
     if (s->tx_len == 0 || s->tx_len > CNUAS_GPU_LINK_MTU) {
@@ -459,7 +342,7 @@ static uint64_t gpu_read(void *opaque, hwaddr addr, unsigned size)
     case REG_IRQ_MASK:
         return s->irq_mask;
     case REG_LINK_STATUS:
-        return (s->link_fd >= 0 ? LINK_STATUS_UP : 0) |
+        return (cnuas_sock_is_up(&s->link) ? LINK_STATUS_UP : 0) |
                (s->rx_ready ? LINK_STATUS_RX_READY : 0);
     case REG_LINK_TX_OFFSET_LO:
         return s->tx_offset_lo;
@@ -646,8 +529,13 @@ static void gpu_realize(PCIDevice *pdev, Error **errp)
     CnuasGpuState *s = CNUAS_GPU(pdev);
     const char *speed_name = s->link_speed ? s->link_speed : "32";
     int speed = gpu_speed_code(speed_name);
+    g_autofree char *label = NULL;
     Error *err = NULL;
 
+    if (!cnuas_sock_path_ok(s->link_path, "cnuasgpu: cnuaslink_socket",
+                            errp)) {
+        return;
+    }
     if (s->devmem_size < CNUAS_GPU_DEVMEM_MIN ||
         s->devmem_size > CNUAS_GPU_DEVMEM_MAX ||
         !is_power_of_2(s->devmem_size)) {
@@ -710,26 +598,16 @@ static void gpu_realize(PCIDevice *pdev, Error **errp)
                      &s->devmem);
 
     s->rx_scratch = g_malloc(CNUAS_GPU_LINK_MTU);
-    s->link_fd = -1;
-    s->reconnect_delay_ns = CNUAS_GPU_RECONNECT_MIN_NS;
-    timer_init_ns(&s->reconnect_timer, QEMU_CLOCK_VIRTUAL,
-                  gpu_link_retry, s);
-    if (s->link_path && !gpu_link_connect(s)) {
-        /* Not fatal: the device works with the link down and keeps trying. */
-        gpu_link_schedule_retry(s);
-    }
+    label = g_strdup_printf("cnuasgpu %u", s->gpu_id);
+    cnuas_sock_init(&s->link, &gpu_link_ops, s, s->link_path, label);
+    gpu_link_watch(s);
 }
 
 static void gpu_exit(PCIDevice *pdev)
 {
     CnuasGpuState *s = CNUAS_GPU(pdev);
 
-    timer_del(&s->reconnect_timer);
-    if (s->link_fd >= 0) {
-        qemu_set_fd_handler(s->link_fd, NULL, NULL, NULL);
-        close(s->link_fd);
-        s->link_fd = -1;
-    }
+    cnuas_sock_cleanup(&s->link);
     g_free(s->rx_scratch);
     s->rx_scratch = NULL;
     if (pci_is_express(pdev)) {
@@ -762,7 +640,7 @@ static void gpu_instance_init(Object *obj)
 {
     CnuasGpuState *s = CNUAS_GPU(obj);
 
-    s->link_fd = -1;
+    s->link.fd = -1;
     /*
      * Start as a PCI Express function so config space is sized for the
      * extended capability area; realize drops this on a conventional bus.

@@ -29,10 +29,7 @@
 #include "net/net.h"
 #include "sysemu/dma.h"
 #include "qom/object.h"
-
-#include <sys/socket.h>
-#include <sys/un.h>
-#include <poll.h>
+#include "cnuas_sock.h"
 
 #define TYPE_CNUAS_VNIC "cnuas-vnic"
 OBJECT_DECLARE_SIMPLE_TYPE(CnuasVnicState, CNUAS_VNIC)
@@ -64,13 +61,6 @@ OBJECT_DECLARE_SIMPLE_TYPE(CnuasVnicState, CNUAS_VNIC)
 #define IRQ_LINK            (1u << 2)
 #define IRQ_ALL             (IRQ_RX | IRQ_TX | IRQ_LINK)
 
-/* Reconnect backoff on QEMU_CLOCK_VIRTUAL */
-#define RECONNECT_MIN_MS    100
-#define RECONNECT_MAX_MS    2000
-
-/* Socket buffers asked for at connect (the kernel may cap them) */
-#define SOCKET_BUF_BYTES    (4 * MiB)
-
 struct CnuasVnicState {
     PCIDevice parent_obj;
     MemoryRegion mmio;
@@ -95,17 +85,12 @@ struct CnuasVnicState {
     /* IRQ_STATUS & IRQ_MASK as of the last interrupt update (MSI edges) */
     uint32_t irq_asserted;
 
-    /* the wire: fd is -1 while the link is down */
-    int fd;
-    bool reading;
-    QEMUTimer *reconnect_timer;
-    int64_t reconnect_delay_ms;
+    /* the wire: down while no connection */
+    CnuasSock sock;
 
     /* bounce buffer; TX and RX never run at the same time (BQL) */
     uint8_t buf[CNUAS_VNIC_MAX_FRAME];
 };
-
-static void vnic_rx_ready(void *opaque);
 
 static uint64_t vnic_tx_addr(CnuasVnicState *s)
 {
@@ -151,76 +136,15 @@ static bool vnic_dma_ok(CnuasVnicState *s, uint64_t addr, uint32_t len,
 /* Read the socket only while no received frame waits for the driver. */
 static void vnic_update_reading(CnuasVnicState *s)
 {
-    bool want = s->fd >= 0 && !s->rx_status;
-
-    if (want != s->reading) {
-        qemu_set_fd_handler(s->fd, want ? vnic_rx_ready : NULL, NULL, s);
-        s->reading = want;
-    }
+    cnuas_sock_set_reading(&s->sock, !s->rx_status);
 }
 
-static void vnic_schedule_reconnect(CnuasVnicState *s)
-{
-    timer_mod(s->reconnect_timer, qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) +
-              s->reconnect_delay_ms * SCALE_MS);
-}
-
+/* Every link change, down or up, is the IRQ_LINK cause. */
 static void vnic_link_lost(CnuasVnicState *s)
 {
-    if (s->fd < 0) {
-        return;
+    if (cnuas_sock_drop(&s->sock)) {
+        s->irq_status |= IRQ_LINK;
     }
-    if (s->reading) {
-        qemu_set_fd_handler(s->fd, NULL, NULL, NULL);
-        s->reading = false;
-    }
-    close(s->fd);
-    s->fd = -1;
-    s->irq_status |= IRQ_LINK;
-    s->reconnect_delay_ms = RECONNECT_MIN_MS;
-    vnic_schedule_reconnect(s);
-}
-
-static void vnic_set_buffer(int fd, int force_opt, int opt)
-{
-    int size = SOCKET_BUF_BYTES;
-
-    /* FORCE needs CAP_NET_ADMIN; otherwise net.core.*mem_max caps it. */
-    if (setsockopt(fd, SOL_SOCKET, force_opt, &size, sizeof(size)) < 0) {
-        setsockopt(fd, SOL_SOCKET, opt, &size, sizeof(size));
-    }
-}
-
-/* One non-blocking connection attempt; true when the link came up. */
-static bool vnic_connect(CnuasVnicState *s)
-{
-    struct sockaddr_un sa = { .sun_family = AF_UNIX };
-    int fd;
-
-    fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0) {
-        return false;
-    }
-    vnic_set_buffer(fd, SO_SNDBUFFORCE, SO_SNDBUF);
-    vnic_set_buffer(fd, SO_RCVBUFFORCE, SO_RCVBUF);
-    /* length checked at realize */
-    pstrcpy(sa.sun_path, sizeof(sa.sun_path), s->socket_path);
-    if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-        close(fd);
-        return false;
-    }
-    s->fd = fd;
-    s->reading = false;
-    return true;
-}
-
-/* An empty read is the end of the connection only if the peer hung up. */
-static bool vnic_peer_hung_up(CnuasVnicState *s)
-{
-    struct pollfd pfd = { .fd = s->fd, .events = POLLIN | POLLRDHUP };
-
-    return poll(&pfd, 1, 0) > 0 &&
-           (pfd.revents & (POLLHUP | POLLRDHUP | POLLERR));
 }
 
 /* Land the datagram in s->buf (len bytes) at RX_ADDR, or drop it. */
@@ -250,31 +174,23 @@ static void vnic_rx_deliver(CnuasVnicState *s, uint32_t len)
  */
 static void vnic_rx_pump(CnuasVnicState *s)
 {
-    while (s->fd >= 0 && !s->rx_status) {
-        struct iovec iov = { .iov_base = s->buf, .iov_len = sizeof(s->buf) };
-        struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
-        ssize_t n = recvmsg(s->fd, &msg, MSG_DONTWAIT);
+    while (cnuas_sock_is_up(&s->sock) && !s->rx_status) {
+        ssize_t n = cnuas_sock_recv(&s->sock, s->buf, sizeof(s->buf));
 
-        if (n < 0) {
-            if (errno == EINTR) {
-                continue;
-            }
-            if (errno != EAGAIN && errno != EWOULDBLOCK) {
-                vnic_link_lost(s);
-            }
+        if (n == CNUAS_SOCK_AGAIN) {
             break;
         }
-        if (msg.msg_flags & MSG_TRUNC) {
+        if (n == CNUAS_SOCK_GONE) {
+            vnic_link_lost(s);
+            break;
+        }
+        if (n == 0) {
+            continue; /* an empty datagram carries no frame */
+        }
+        if ((size_t)n > sizeof(s->buf)) {
             warn_report_once("cnuas-vnic: dropped datagrams above %d bytes "
                              "from the peer", CNUAS_VNIC_MAX_FRAME);
             continue;
-        }
-        if (n == 0) {
-            if (vnic_peer_hung_up(s)) {
-                vnic_link_lost(s);
-                break;
-            }
-            continue; /* an empty datagram carries no frame */
         }
         vnic_rx_deliver(s, n);
     }
@@ -289,30 +205,30 @@ static void vnic_rx_ready(void *opaque)
     vnic_update_irq(s);
 }
 
-static void vnic_reconnect(void *opaque)
+static void vnic_reconnected(void *opaque)
 {
     CnuasVnicState *s = opaque;
 
-    if (s->fd >= 0) {
-        return;
-    }
-    if (vnic_connect(s)) {
-        s->reconnect_delay_ms = RECONNECT_MIN_MS;
-        s->irq_status |= IRQ_LINK;
-        vnic_rx_pump(s);
-        vnic_update_irq(s);
-        return;
-    }
-    s->reconnect_delay_ms = MIN(s->reconnect_delay_ms * 2, RECONNECT_MAX_MS);
-    vnic_schedule_reconnect(s);
+    s->irq_status |= IRQ_LINK;
+    vnic_rx_pump(s);
+    vnic_update_irq(s);
 }
+
+/*
+ * Every loss restarts the retries at 100 ms: with stable_ns 0 this is the
+ * contract's "a successful reconnect resets the retry delay".
+ */
+static const CnuasSockOps vnic_sock_ops = {
+    .readable = vnic_rx_ready,
+    .reconnected = vnic_reconnected,
+    .stable_ns = 0,
+};
 
 static void vnic_tx(CnuasVnicState *s)
 {
     PCIDevice *pdev = PCI_DEVICE(s);
     uint64_t addr = vnic_tx_addr(s);
     uint32_t len = s->tx_len;
-    ssize_t n;
 
     if (len == 0 || len > CNUAS_VNIC_MAX_FRAME) {
         qemu_log_mask(LOG_GUEST_ERROR,
@@ -328,13 +244,11 @@ static void vnic_tx(CnuasVnicState *s)
         return;
     }
     s->irq_status |= IRQ_TX;
-    if (s->fd < 0) {
+    if (!cnuas_sock_is_up(&s->sock)) {
         return; /* link down: dropped, but the driver still hears back */
     }
-    do {
-        n = send(s->fd, s->buf, len, MSG_DONTWAIT | MSG_NOSIGNAL);
-    } while (n < 0 && errno == EINTR);
-    if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != ENOBUFS) {
+    /* a full send queue drops the frame; only a dead peer drops the link */
+    if (cnuas_sock_send(&s->sock, s->buf, len, 0) == CNUAS_SOCK_BROKEN) {
         vnic_link_lost(s);
     }
 }
@@ -372,7 +286,7 @@ static uint64_t vnic_mmio_read(void *opaque, hwaddr addr, unsigned size)
     case REG_IRQ_MASK:
         return s->irq_mask;
     case REG_LINK_STATUS:
-        return s->fd >= 0 ? 1 : 0;
+        return cnuas_sock_is_up(&s->sock) ? 1 : 0;
     case REG_MAC_LO:
         return (uint32_t)ldl_le_p(&s->mac.a[0]);
     case REG_MAC_HI:
@@ -518,11 +432,9 @@ static void vnic_write_config(PCIDevice *pdev, uint32_t addr, uint32_t val,
 static void vnic_realize(PCIDevice *pdev, Error **errp)
 {
     CnuasVnicState *s = CNUAS_VNIC(pdev);
-    struct sockaddr_un sa;
 
-    if (s->socket_path && strlen(s->socket_path) >= sizeof(sa.sun_path)) {
-        error_setg(errp, "cnuas-vnic: socket_path is longer than %zu bytes",
-                   sizeof(sa.sun_path) - 1);
+    if (!cnuas_sock_path_ok(s->socket_path, "cnuas-vnic: socket_path",
+                            errp)) {
         return;
     }
 
@@ -544,29 +456,16 @@ static void vnic_realize(PCIDevice *pdev, Error **errp)
 
     qemu_macaddr_default_if_unset(&s->mac);
 
-    s->fd = -1;
-    s->reading = false;
-    s->reconnect_timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, vnic_reconnect, s);
-    s->reconnect_delay_ms = RECONNECT_MIN_MS;
-    if (s->socket_path) {
-        if (vnic_connect(s)) {
-            vnic_update_reading(s);
-        } else {
-            vnic_schedule_reconnect(s);
-        }
-    }
+    cnuas_sock_init(&s->sock, &vnic_sock_ops, s, s->socket_path,
+                    TYPE_CNUAS_VNIC);
+    vnic_update_reading(s);
 }
 
 static void vnic_exit(PCIDevice *pdev)
 {
     CnuasVnicState *s = CNUAS_VNIC(pdev);
 
-    timer_free(s->reconnect_timer);
-    if (s->fd >= 0) {
-        qemu_set_fd_handler(s->fd, NULL, NULL, NULL);
-        close(s->fd);
-        s->fd = -1;
-    }
+    cnuas_sock_cleanup(&s->sock);
     pcie_cap_exit(pdev);
     msi_uninit(pdev);
 }
