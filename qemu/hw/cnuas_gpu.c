@@ -31,6 +31,7 @@
 #include "hw/qdev-properties.h"
 #include "migration/vmstate.h"
 #include "qom/object.h"
+#include "cnuas_pci.h"
 #include "cnuas_sock.h"
 
 #define TYPE_CNUAS_GPU "cnuasgpu"
@@ -118,6 +119,9 @@ struct CnuasGpuState {
     /* IRQ_STATUS & IRQ_MASK as last signalled, for MSI edge detection. */
     uint32_t irq_asserted;
 
+    /* "cnuasgpu <gpu_id>", the prefix of its log lines */
+    char *name;
+
     /* CnuasLink: the socket to the switch, down while no connection. */
     CnuasSock link;
     uint8_t *rx_scratch;
@@ -137,17 +141,8 @@ static bool gpu_devmem_range_ok(CnuasGpuState *s, uint64_t offset,
 
 static void gpu_update_irq(CnuasGpuState *s)
 {
-    uint32_t pending = s->irq_status & s->irq_mask;
-    uint32_t rising = pending & ~s->irq_asserted;
-
-    s->irq_asserted = pending;
-    if (msi_enabled(&s->pdev)) {
-        if (rising) {
-            msi_notify(&s->pdev, 0);
-        }
-    } else {
-        pci_set_irq(&s->pdev, pending != 0);
-    }
+    cnuas_pci_update_irq(&s->pdev, s->irq_status & s->irq_mask,
+                         &s->irq_asserted);
 }
 
 static void gpu_raise(CnuasGpuState *s, uint32_t cause)
@@ -290,29 +285,11 @@ static void gpu_link_doorbell(CnuasGpuState *s)
 
 /* ---- BAR0 registers ------------------------------------------------------ */
 
-/*
- * Registers are 32-bit: an access of another size or at an unaligned offset
- * reads 0 and writes nothing (docs/device-contract.md, "Both devices").  The
- * ops below let every access through unsplit so this check sees it whole.
- */
-static bool gpu_access_ok(CnuasGpuState *s, hwaddr addr, unsigned size,
-                          const char *what)
-{
-    if (size == 4 && !(addr & 3)) {
-        return true;
-    }
-    qemu_log_mask(LOG_GUEST_ERROR,
-                  "cnuasgpu %u: %u-byte %s at 0x%" HWADDR_PRIx " refused "
-                  "(only aligned 32-bit accesses)\n", s->gpu_id, size, what,
-                  addr);
-    return false;
-}
-
 static uint64_t gpu_read(void *opaque, hwaddr addr, unsigned size)
 {
     CnuasGpuState *s = opaque;
 
-    if (!gpu_access_ok(s, addr, size, "read")) {
+    if (!cnuas_pci_access_ok(s->name, addr, size, false)) {
         return 0;
     }
 
@@ -374,7 +351,7 @@ static void gpu_write(void *opaque, hwaddr addr, uint64_t val,
 {
     CnuasGpuState *s = opaque;
 
-    if (!gpu_access_ok(s, addr, size, "write")) {
+    if (!cnuas_pci_access_ok(s->name, addr, size, true)) {
         return;
     }
 
@@ -446,22 +423,8 @@ static const MemoryRegionOps gpu_regs_ops = {
     .read = gpu_read,
     .write = gpu_write,
     .endianness = DEVICE_LITTLE_ENDIAN,
-    /*
-     * Accept every size and alignment, unsplit, in the handlers: a narrower
-     * .valid/.impl would let the memory core split an 8-byte access into two
-     * 32-bit ones on some paths (qtest, KVM MMIO exits) and refuse it on
-     * others (TCG), so the outcome would depend on the accelerator.
-     */
-    .valid = {
-        .min_access_size = 1,
-        .max_access_size = 8,
-        .unaligned = true,
-    },
-    .impl = {
-        .min_access_size = 1,
-        .max_access_size = 8,
-        .unaligned = true,
-    },
+    .valid = CNUAS_PCI_REGS_VALID,
+    .impl = CNUAS_PCI_REGS_VALID,
 };
 
 /* ---- PCI glue ------------------------------------------------------------ */
@@ -472,10 +435,7 @@ static void gpu_config_write(PCIDevice *pdev, uint32_t addr,
     CnuasGpuState *s = CNUAS_GPU(pdev);
 
     pci_default_write_config(pdev, addr, val, len);
-    /* Disabling MSI hands a still-asserted interrupt back to INTx. */
-    if (!msi_enabled(pdev)) {
-        pci_set_irq(pdev, s->irq_asserted != 0);
-    }
+    cnuas_pci_config_written(pdev, s->irq_asserted);
 }
 
 /* Map an x-speed name to the PCIe "Max Link Speed" encoding. */
@@ -502,34 +462,11 @@ static bool gpu_width_ok(uint8_t width)
     }
 }
 
-/* Advertise x-speed / x-width in the PCI Express capability. */
-static void gpu_fill_link_caps(CnuasGpuState *s, int speed)
-{
-    uint8_t *exp_cap = s->pdev.config + s->pdev.exp.exp_cap;
-    uint32_t supported = 0;
-    int i;
-
-    pci_long_test_and_clear_mask(exp_cap + PCI_EXP_LNKCAP,
-                                 PCI_EXP_LNKCAP_MLW | PCI_EXP_LNKCAP_SLS);
-    pci_long_test_and_set_mask(exp_cap + PCI_EXP_LNKCAP,
-                               QEMU_PCI_EXP_LNKCAP_MLW(s->link_width) | speed);
-    pci_word_test_and_clear_mask(exp_cap + PCI_EXP_LNKSTA,
-                                 PCI_EXP_LNKSTA_NLW | PCI_EXP_LNKSTA_CLS);
-    pci_word_test_and_set_mask(exp_cap + PCI_EXP_LNKSTA,
-                               QEMU_PCI_EXP_LNKSTA_NLW(s->link_width) | speed);
-    /* Supported Link Speeds vector: every speed up to the maximum. */
-    for (i = 1; i <= speed; i++) {
-        supported |= 1u << i;
-    }
-    pci_set_long(exp_cap + PCI_EXP_LNKCAP2, supported);
-}
-
 static void gpu_realize(PCIDevice *pdev, Error **errp)
 {
     CnuasGpuState *s = CNUAS_GPU(pdev);
     const char *speed_name = s->link_speed ? s->link_speed : "32";
     int speed = gpu_speed_code(speed_name);
-    g_autofree char *label = NULL;
     Error *err = NULL;
 
     if (!cnuas_sock_path_ok(s->link_path, "cnuasgpu: cnuaslink_socket",
@@ -571,7 +508,7 @@ static void gpu_realize(PCIDevice *pdev, Error **errp)
             msi_uninit(pdev);
             return;
         }
-        gpu_fill_link_caps(s, speed);
+        cnuas_pci_fill_link(pdev, s->link_width, speed);
     } else {
         /* Conventional bus: plain PCI config space, no link to describe. */
         pdev->cap_present &= ~QEMU_PCI_CAP_EXPRESS;
@@ -598,8 +535,8 @@ static void gpu_realize(PCIDevice *pdev, Error **errp)
                      &s->devmem);
 
     s->rx_scratch = g_malloc(CNUAS_GPU_LINK_MTU);
-    label = g_strdup_printf("cnuasgpu %u", s->gpu_id);
-    cnuas_sock_init(&s->link, &gpu_link_ops, s, s->link_path, label);
+    s->name = g_strdup_printf("cnuasgpu %u", s->gpu_id);
+    cnuas_sock_init(&s->link, &gpu_link_ops, s, s->link_path, s->name);
     gpu_link_watch(s);
 }
 
@@ -610,6 +547,8 @@ static void gpu_exit(PCIDevice *pdev)
     cnuas_sock_cleanup(&s->link);
     g_free(s->rx_scratch);
     s->rx_scratch = NULL;
+    g_free(s->name);
+    s->name = NULL;
     if (pci_is_express(pdev)) {
         pcie_cap_exit(pdev);
     }

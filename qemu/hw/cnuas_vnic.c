@@ -29,6 +29,7 @@
 #include "net/net.h"
 #include "sysemu/dma.h"
 #include "qom/object.h"
+#include "cnuas_pci.h"
 #include "cnuas_sock.h"
 
 #define TYPE_CNUAS_VNIC "cnuas-vnic"
@@ -102,24 +103,11 @@ static uint64_t vnic_rx_addr(CnuasVnicState *s)
     return ((uint64_t)s->rx_addr_hi << 32) | s->rx_addr_lo;
 }
 
-/*
- * Lower or raise INTx, or send an MSI for causes that became pending and
- * enabled. Called once at the end of every device event.
- */
+/* Called once at the end of every device event. */
 static void vnic_update_irq(CnuasVnicState *s)
 {
-    PCIDevice *pdev = PCI_DEVICE(s);
-    uint32_t pending = s->irq_status & s->irq_mask;
-    uint32_t rising = pending & ~s->irq_asserted;
-
-    s->irq_asserted = pending;
-    if (msi_enabled(pdev)) {
-        if (rising) {
-            msi_notify(pdev, 0);
-        }
-    } else {
-        pci_set_irq(pdev, pending != 0);
-    }
+    cnuas_pci_update_irq(PCI_DEVICE(s), s->irq_status & s->irq_mask,
+                         &s->irq_asserted);
 }
 
 /* The whole range must be reachable before the device touches any of it. */
@@ -257,10 +245,7 @@ static uint64_t vnic_mmio_read(void *opaque, hwaddr addr, unsigned size)
 {
     CnuasVnicState *s = opaque;
 
-    if (size != 4 || (addr & 3)) {
-        qemu_log_mask(LOG_GUEST_ERROR,
-                      "cnuas-vnic: %u-byte read at 0x%" HWADDR_PRIx
-                      " (only aligned 32-bit accesses)\n", size, addr);
+    if (!cnuas_pci_access_ok(TYPE_CNUAS_VNIC, addr, size, false)) {
         return 0;
     }
 
@@ -304,10 +289,7 @@ static void vnic_mmio_write(void *opaque, hwaddr addr, uint64_t val,
 {
     CnuasVnicState *s = opaque;
 
-    if (size != 4 || (addr & 3)) {
-        qemu_log_mask(LOG_GUEST_ERROR,
-                      "cnuas-vnic: %u-byte write at 0x%" HWADDR_PRIx
-                      " (only aligned 32-bit accesses)\n", size, addr);
+    if (!cnuas_pci_access_ok(TYPE_CNUAS_VNIC, addr, size, true)) {
         return;
     }
 
@@ -367,49 +349,9 @@ static const MemoryRegionOps vnic_mmio_ops = {
     .read = vnic_mmio_read,
     .write = vnic_mmio_write,
     .endianness = DEVICE_LITTLE_ENDIAN,
-    /* every access reaches the handlers, which reject all but 32-bit ones */
-    .valid = {
-        .min_access_size = 1,
-        .max_access_size = 8,
-        .unaligned = true,
-    },
-    .impl = {
-        .min_access_size = 1,
-        .max_access_size = 8,
-        .unaligned = true,
-    },
+    .valid = CNUAS_PCI_REGS_VALID,
+    .impl = CNUAS_PCI_REGS_VALID,
 };
-
-/*
- * QEMU 7.2 fills link capabilities only for slots; an endpoint states its own
- * maximum and (as the link is virtual) negotiated speed and width here.
- */
-static void vnic_fill_link(CnuasVnicState *s)
-{
-    PCIDevice *pdev = PCI_DEVICE(s);
-    uint8_t *exp_cap = pdev->config + pdev->exp.exp_cap;
-
-    pci_long_test_and_clear_mask(exp_cap + PCI_EXP_LNKCAP,
-                                 PCI_EXP_LNKCAP_MLW | PCI_EXP_LNKCAP_SLS);
-    pci_long_test_and_set_mask(exp_cap + PCI_EXP_LNKCAP,
-                               QEMU_PCI_EXP_LNKCAP_MLW(s->link_width) |
-                               QEMU_PCI_EXP_LNKCAP_MLS(s->link_speed));
-    pci_word_test_and_clear_mask(exp_cap + PCI_EXP_LNKSTA,
-                                 PCI_EXP_LNKSTA_CLS | PCI_EXP_LNKSTA_NLW);
-    pci_word_test_and_set_mask(exp_cap + PCI_EXP_LNKSTA,
-                               QEMU_PCI_EXP_LNKSTA_NLW(s->link_width) |
-                               QEMU_PCI_EXP_LNKSTA_CLS(s->link_speed));
-    if (s->link_speed > QEMU_PCI_EXP_LNK_5GT) {
-        uint32_t speeds = PCI_EXP_LNKCAP2_SLS_2_5GB |
-                          PCI_EXP_LNKCAP2_SLS_5_0GB |
-                          PCI_EXP_LNKCAP2_SLS_8_0GB;
-
-        if (s->link_speed > QEMU_PCI_EXP_LNK_8GT) {
-            speeds |= PCI_EXP_LNKCAP2_SLS_16_0GB;
-        }
-        pci_set_long(exp_cap + PCI_EXP_LNKCAP2, speeds);
-    }
-}
 
 /*
  * Enabling MSI deasserts INTx (msi_write_config, from the default handler);
@@ -424,9 +366,7 @@ static void vnic_write_config(PCIDevice *pdev, uint32_t addr, uint32_t val,
 
     pci_default_write_config(pdev, addr, val, len);
     pcie_cap_flr_write_config(pdev, addr, val, len);
-    if (!msi_enabled(pdev)) {
-        pci_set_irq(pdev, (s->irq_status & s->irq_mask) != 0);
-    }
+    cnuas_pci_config_written(pdev, s->irq_status & s->irq_mask);
 }
 
 static void vnic_realize(PCIDevice *pdev, Error **errp)
@@ -447,7 +387,7 @@ static void vnic_realize(PCIDevice *pdev, Error **errp)
         msi_uninit(pdev);
         return;
     }
-    vnic_fill_link(s);
+    cnuas_pci_fill_link(pdev, s->link_width, s->link_speed);
     pcie_cap_flr_init(pdev);
 
     memory_region_init_io(&s->mmio, OBJECT(s), &vnic_mmio_ops, s,
