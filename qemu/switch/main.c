@@ -13,7 +13,6 @@
 #include <errno.h>
 #include <getopt.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -22,7 +21,6 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "sm.h"
@@ -31,39 +29,6 @@
 #ifndef SYS_pidfd_open
 #define SYS_pidfd_open 434
 #endif
-
-uint64_t sw_now(const struct sw *sw)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec +
-	       (uint64_t)sw->clock_offset_ns;
-}
-
-uint64_t sw_realtime(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-void sw_log(struct sw *sw, const char *fmt, ...)
-{
-	struct timespec ts;
-	va_list ap;
-
-	if (!sw->log)
-		return;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	fprintf(sw->log, "%lld.%06ld cnuas-switch: ", (long long)ts.tv_sec, ts.tv_nsec / 1000);
-	va_start(ap, fmt);
-	vfprintf(sw->log, fmt, ap);
-	va_end(ap);
-	fputc('\n', sw->log);
-	fflush(sw->log);
-}
 
 static void usage(FILE *f)
 {

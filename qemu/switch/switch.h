@@ -18,6 +18,7 @@
 
 #include "capture.h"
 #include "fdb.h"
+#include "util.h"
 
 #define SW_DEFAULT_PORTS	64
 #define SW_PORTS_LIMIT		1024
@@ -130,13 +131,6 @@ struct sw {
 	FILE *log;
 	bool stop;
 };
-
-/* Time of the switch's clock (CLOCK_MONOTONIC + advance_time offset), ns. */
-uint64_t sw_now(const struct sw *sw);
-/* Wall-clock time for capture timestamps, ns since the epoch. */
-uint64_t sw_realtime(void);
-
-void sw_log(struct sw *sw, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 static inline size_t sw_min_frame(const struct sw *sw)
 {

@@ -1,0 +1,43 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/* Clocks and the log line; see util.h. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <time.h>
+
+#include "switch.h"
+#include "util.h"
+
+static uint64_t clock_ns(clockid_t id)
+{
+	struct timespec ts;
+
+	clock_gettime(id, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t sw_now(const struct sw *sw)
+{
+	return clock_ns(CLOCK_MONOTONIC) + (uint64_t)sw->clock_offset_ns;
+}
+
+uint64_t sw_realtime(void)
+{
+	return clock_ns(CLOCK_REALTIME);
+}
+
+void sw_log(struct sw *sw, const char *fmt, ...)
+{
+	struct timespec ts;
+	va_list ap;
+
+	if (!sw->log)
+		return;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	fprintf(sw->log, "%lld.%06ld cnuas-switch: ", (long long)ts.tv_sec, ts.tv_nsec / 1000);
+	va_start(ap, fmt);
+	vfprintf(sw->log, fmt, ap);
+	va_end(ap);
+	fputc('\n', sw->log);
+	/* Flushed per line: the harness reads the log of a switch it is about to kill. */
+	fflush(sw->log);
+}
