@@ -397,108 +397,48 @@ static bool op_link_up(struct req *r)
 	return op_link(r, true);
 }
 
-static int b64val(char c)
-{
-	if (c >= 'A' && c <= 'Z')
-		return c - 'A';
-	if (c >= 'a' && c <= 'z')
-		return c - 'a' + 26;
-	if (c >= '0' && c <= '9')
-		return c - '0' + 52;
-	if (c == '+')
-		return 62;
-	if (c == '/')
-		return 63;
-	return -1;
-}
-
-static int hexdigit(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* Decode the frame of an inject request into a malloc'd buffer. */
 static uint8_t *frame_arg(struct req *r, size_t *len)
 {
 	const struct jval *hex = json_get(r->j, "hex"), *b64 = json_get(r->j, "base64");
+	const struct jval *v = hex ? hex : b64;
 	uint8_t *out;
-	size_t n = 0;
+	ssize_t n;
+	size_t bad;
 
-	if ((hex == NULL) == (b64 == NULL) || (hex ? hex : b64)->t != J_STR) {
+	if ((hex == NULL) == (b64 == NULL) || v->t != J_STR) {
 		fail(r, "give the frame as exactly one of \"hex\" or \"base64\" (a string)");
 		return NULL;
 	}
-	if (hex) {
-		if (hex->slen % 2 || hex->slen / 2 > SW_LINK_MAX) {
-			fail(r, "\"hex\" must have an even number of digits, at most %u bytes",
-			     SW_LINK_MAX);
-			return NULL;
-		}
-		out = malloc(hex->slen / 2 + 1);
-		if (!out) {
-			fail(r, "out of memory");
-			return NULL;
-		}
-		for (size_t i = 0; i < hex->slen; i += 2) {
-			int hi = hexdigit(hex->s[i]), lo = hexdigit(hex->s[i + 1]);
-
-			if (hi < 0 || lo < 0) {
-				free(out);
-				fail(r, "\"hex\" holds a non-hex character at %zu", i);
-				return NULL;
-			}
-			out[n++] = (uint8_t)(hi << 4 | lo);
-		}
-		*len = n;
-		return out;
+	/* Sizes are checked on the text, before anything is allocated for it. */
+	if (hex && (hex->slen % 2 || hex->slen / 2 > SW_LINK_MAX)) {
+		fail(r, "\"hex\" must have an even number of digits, at most %u bytes",
+		     SW_LINK_MAX);
+		return NULL;
 	}
-	if (b64->slen % 4 || b64->slen / 4 * 3 > SW_LINK_MAX + 2) {
+	if (b64 && (b64->slen % 4 || b64->slen / 4 * 3 > SW_LINK_MAX + 2)) {
 		fail(r, "\"base64\" must be padded standard base64, at most %u bytes", SW_LINK_MAX);
 		return NULL;
 	}
-	out = malloc(b64->slen / 4 * 3 + 1);
+	out = malloc(hex ? hex->slen / 2 + 1 : b64->slen / 4 * 3 + 1);
 	if (!out) {
 		fail(r, "out of memory");
 		return NULL;
 	}
-	for (size_t i = 0; i < b64->slen; i += 4) {
-		int v[4];
-		int pad = 0;
-
-		for (int k = 0; k < 4; k++) {
-			char c = b64->s[i + k];
-			bool last = i + 4 == b64->slen;
-
-			if (c == '=' && last && k >= 2 && (k == 3 || b64->s[i + 3] == '=')) {
-				v[k] = 0;
-				pad++;
-				continue;
-			}
-			v[k] = b64val(c);
-			if (v[k] < 0 || pad) {
-				free(out);
-				fail(r, "\"base64\" holds an invalid character at %zu", i + k);
-				return NULL;
-			}
-		}
-		out[n++] = (uint8_t)(v[0] << 2 | v[1] >> 4);
-		if (pad < 2)
-			out[n++] = (uint8_t)((v[1] & 15) << 4 | v[2] >> 2);
-		if (pad < 1)
-			out[n++] = (uint8_t)((v[2] & 3) << 6 | v[3]);
+	n = hex ? json_unhex(v->s, v->slen, out, &bad) : json_unbase64(v->s, v->slen, out, &bad);
+	if (n < 0) {
+		free(out);
+		fail(r, hex ? "\"hex\" holds a non-hex character at %zu" :
+			      "\"base64\" holds an invalid character at %zu", bad);
+		return NULL;
 	}
-	if (n > SW_LINK_MAX) {
+	/* Base64's text bound allows 2 bytes more than a frame may have. */
+	if ((size_t)n > SW_LINK_MAX) {
 		free(out);
 		fail(r, "frame longer than %u bytes", SW_LINK_MAX);
 		return NULL;
 	}
-	*len = n;
+	*len = (size_t)n;
 	return out;
 }
 

@@ -44,6 +44,7 @@ void json_free(struct jval *v)
 	}
 }
 
+/* One hex digit's value, or -1: serves \u escapes and json_unhex(). */
 static int hexval(char c)
 {
 	if (c >= '0' && c <= '9')
@@ -53,6 +54,76 @@ static int hexval(char c)
 	if (c >= 'A' && c <= 'F')
 		return c - 'A' + 10;
 	return -1;
+}
+
+ssize_t json_unhex(const char *s, size_t n, uint8_t *out, size_t *bad)
+{
+	size_t o = 0;
+
+	for (size_t i = 0; i + 1 < n; i += 2) {
+		int hi = hexval(s[i]), lo = hexval(s[i + 1]);
+
+		if (hi < 0 || lo < 0) {
+			*bad = i;
+			return -1;
+		}
+		out[o++] = (uint8_t)(hi << 4 | lo);
+	}
+	return (ssize_t)o;
+}
+
+/* The value of a standard (RFC 4648 section 4) base64 character, or -1. */
+static int b64val(char c)
+{
+	if (c >= 'A' && c <= 'Z')
+		return c - 'A';
+	if (c >= 'a' && c <= 'z')
+		return c - 'a' + 26;
+	if (c >= '0' && c <= '9')
+		return c - '0' + 52;
+	if (c == '+')
+		return 62;
+	if (c == '/')
+		return 63;
+	return -1;
+}
+
+ssize_t json_unbase64(const char *s, size_t n, uint8_t *out, size_t *bad)
+{
+	size_t o = 0;
+
+	for (size_t i = 0; i + 3 < n; i += 4) {
+		int v[4];
+		int pad = 0;
+
+		for (int k = 0; k < 4; k++) {
+			char c = s[i + k];
+			bool last = i + 4 == n;
+
+			/*
+			 * '=' pads only the last quantum, only its third and
+			 * fourth characters, and a third '=' needs a fourth.
+			 */
+			if (c == '=' && last && k >= 2 && (k == 3 || s[i + 3] == '=')) {
+				v[k] = 0;
+				pad++;
+				continue;
+			}
+			v[k] = b64val(c);
+			/* nothing but padding may follow padding */
+			if (v[k] < 0 || pad) {
+				*bad = i + (size_t)k;
+				return -1;
+			}
+		}
+		/* 4 characters of 6 bits are 3 bytes, less one per '=' */
+		out[o++] = (uint8_t)(v[0] << 2 | v[1] >> 4);
+		if (pad < 2)
+			out[o++] = (uint8_t)((v[1] & 15) << 4 | v[2] >> 2);
+		if (pad < 1)
+			out[o++] = (uint8_t)((v[2] & 3) << 6 | v[3]);
+	}
+	return (ssize_t)o;
 }
 
 static bool read_u16(struct jparser *p, unsigned int *out)

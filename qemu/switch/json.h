@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #define JSON_MAX_DEPTH 32
 
@@ -35,6 +36,17 @@ void json_free(struct jval *v);
 const struct jval *json_get(const struct jval *o, const char *key);
 /* @v is an integer number within [min, max]. */
 bool json_int(const struct jval *v, int64_t min, int64_t max, int64_t *out);
+
+/*
+ * Binary data carried in a JSON string (inject's "hex" and "base64").
+ * json_unhex() decodes pairs of hex digits (@n even) into @n / 2 bytes;
+ * json_unbase64() decodes padded standard base64 (@n a multiple of 4) into
+ * at most @n / 4 * 3 bytes.  Each returns the number of bytes written to
+ * @out, or -1 with *bad the offset of the first invalid character (for hex,
+ * of the pair holding it).
+ */
+ssize_t json_unhex(const char *s, size_t n, uint8_t *out, size_t *bad);
+ssize_t json_unbase64(const char *s, size_t n, uint8_t *out, size_t *bad);
 
 struct jbuf {
 	char *p;
