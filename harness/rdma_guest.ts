@@ -201,6 +201,40 @@ export interface PairResult {
   clientOut: string;
 }
 
+/** Start `server` in the background on `sg` and wait until it listens (see {@link runPair}). */
+async function startServer(
+  sg: Guest,
+  server: string,
+  port: number,
+  timeoutSec: number,
+): Promise<string> {
+  const tag = `/tmp/pair.${port || "nolisten"}`;
+  const ready = port
+    ? `for i in $(seq 100); do ss -ltn | grep -q ":${port} " && exit 0; ` +
+      `[ -f ${tag}.rc ] && exit 0; sleep 0.1; done`
+    : "sleep 2";
+  await sg.run(
+    `rm -f ${tag}.*; (timeout ${timeoutSec} sh -c ${shq(server)} >${tag}.out 2>&1; ` +
+      `echo $? >${tag}.rc) >/dev/null 2>&1 &\n${ready}`,
+    { timeoutSec: 60 },
+  );
+  return tag;
+}
+
+/** Wait (up to `timeoutSec`) for a background command's exit; its output and status. */
+async function collect(
+  g: Guest,
+  tag: string,
+  timeoutSec: number,
+): Promise<{ code: number; out: string }> {
+  const r = await g.run(
+    `for i in $(seq ${timeoutSec * 10}); do [ -f ${tag}.rc ] && break; sleep 0.1; done; ` +
+      `cat ${tag}.out; exit $(cat ${tag}.rc 2>/dev/null || echo 124)`,
+    { timeoutSec: timeoutSec + 30 },
+  );
+  return { code: r.code, out: r.stdout };
+}
+
 /**
  * Run `server` in the background on `sg`, wait until it listens on TCP
  * `port` (port 0: a server that does not listen on TCP, e.g. rdma_cm's;
@@ -215,25 +249,71 @@ export async function runPair(
   port: number,
   timeoutSec = 120,
 ): Promise<PairResult> {
-  const tag = `/tmp/pair.${port || "nolisten"}`;
-  const ready = port
-    ? `for i in $(seq 100); do ss -ltn | grep -q ":${port} " && exit 0; ` +
-      `[ -f ${tag}.rc ] && exit 0; sleep 0.1; done`
-    : "sleep 2";
-  await sg.run(
-    `rm -f ${tag}.*; (timeout ${timeoutSec} sh -c ${shq(server)} >${tag}.out 2>&1; ` +
-      `echo $? >${tag}.rc) >/dev/null 2>&1 &\n${ready}`,
-    { timeoutSec: 60 },
-  );
+  const tag = await startServer(sg, server, port, timeoutSec);
   const c = await cg.run(`timeout ${timeoutSec} sh -c ${shq(client)} 2>&1`, {
     timeoutSec: timeoutSec + 30,
   });
-  const s = await sg.run(
-    `for i in $(seq ${timeoutSec * 10}); do [ -f ${tag}.rc ] && break; sleep 0.1; done; ` +
-      `cat ${tag}.out; exit $(cat ${tag}.rc 2>/dev/null || echo 124)`,
-    { timeoutSec: timeoutSec + 30 },
+  const s = await collect(sg, tag, timeoutSec);
+  return { serverCode: s.code, serverOut: s.out, clientCode: c.code, clientOut: c.stdout };
+}
+
+/** A server/client pair running in the background ({@link startPair}). */
+export interface RunningPair {
+  /** Whether each end is still running (its exit status not yet written). */
+  running(): Promise<{ server: boolean; client: boolean }>;
+  /** Wait for both ends (each up to the pair's timeout) and collect them. */
+  wait(): Promise<PairResult>;
+}
+
+/**
+ * Like {@link runPair}, but the client runs in the background too, so the
+ * caller can act while the pair runs (change a module parameter, sample
+ * counters) and then {@link RunningPair.wait} for it.
+ */
+export async function startPair(
+  sg: Guest,
+  server: string,
+  cg: Guest,
+  client: string,
+  port: number,
+  timeoutSec = 120,
+): Promise<RunningPair> {
+  const stag = await startServer(sg, server, port, timeoutSec);
+  const ctag = `/tmp/pair-client.${port || "nolisten"}`;
+  await cg.run(
+    `rm -f ${ctag}.*; (timeout ${timeoutSec} sh -c ${shq(client)} >${ctag}.out 2>&1; ` +
+      `echo $? >${ctag}.rc) >/dev/null 2>&1 &`,
+    { timeoutSec: 60 },
   );
-  return { serverCode: s.code, serverOut: s.stdout, clientCode: c.code, clientOut: c.stdout };
+  const alive = async (g: Guest, tag: string) =>
+    (await g.run(`[ -f ${tag}.rc ] && echo done || echo running`, { timeoutSec: 30 })).stdout
+      .trim() === "running";
+  return {
+    running: async () => ({ server: await alive(sg, stag), client: await alive(cg, ctag) }),
+    wait: async () => {
+      const c = await collect(cg, ctag, timeoutSec);
+      const s = await collect(sg, stag, timeoutSec);
+      return { serverCode: s.code, serverOut: s.out, clientCode: c.code, clientOut: c.out };
+    },
+  };
+}
+
+/**
+ * Lines where `ibv_rc_pingpong --chk` found a wrong byte. The server checks
+ * (only it does, after its last receive): the first byte of each page of
+ * its buffer must hold what the client wrote there. It prints these lines
+ * but still exits 0, so the caller must look for them.
+ */
+export function pingpongDataErrors(serverOut: string): string[] {
+  return serverOut.split("\n").filter((l) => /invalid data in page/.test(l));
+}
+
+/**
+ * Lines where `rping -V` found the buffer the server wrote back differing
+ * from the one the client sent (rping also exits non-zero then).
+ */
+export function rpingDataErrors(out: string): string[] {
+  return out.split("\n").filter((l) => /data mismatch/.test(l));
 }
 
 /** `ibv_rc_pingpong` figures: bytes/s and µs per iteration, or undefined. */

@@ -2,16 +2,20 @@ import type { Guest } from "../../harness/vm/types.ts";
 import { type Row, type RowContext, RowFailure } from "../../harness/matrix/row.ts";
 import { waitCarrier } from "../../harness/netdev.ts";
 import { captured } from "../../harness/rdma_capture.ts";
-import { toHex } from "../../harness/fabric.ts";
+import { FabricClient } from "../../harness/fabric.ts";
 import { buildRoceFrame, OP } from "../../harness/models/rdma/mod.ts";
 import { GUEST_PATHS } from "../../harness/vm/types.ts";
 import {
   type CnuasIbDev,
   configureRoceAddress,
   loadCnuasIb,
+  type PairResult,
   parsePerftest,
   parsePingpong,
+  pingpongDataErrors,
+  rpingDataErrors,
   runPair,
+  startPair,
 } from "../../harness/rdma_guest.ts";
 
 /** Addresses of g0 (server side) and g1 on the fabric. */
@@ -86,23 +90,56 @@ async function setup(ctx: RowContext): Promise<Node[]> {
   return nodes;
 }
 
-/** Run a server/client pair and fail the row unless both exit 0. */
-async function pair(
-  what: string,
-  [s, c]: Node[],
-  server: string,
-  client: string,
-  port: number,
-  timeoutSec = 300,
-): Promise<string> {
-  const r = await runPair(s.g, server, c.g, client, port, timeoutSec);
+/** Fail the row unless both ends of a pair exited 0. */
+function expectBothExit0(what: string, r: PairResult): PairResult {
   if (r.serverCode !== 0 || r.clientCode !== 0) {
     throw new RowFailure(
       `${what}: server exit ${r.serverCode}, client exit ${r.clientCode}\n` +
         `server: ${r.serverOut.slice(-1500)}\nclient: ${r.clientOut.slice(-1500)}`,
     );
   }
-  return r.clientOut;
+  return r;
+}
+
+/** Run a server/client pair; fail the row unless both exit 0; both outputs. */
+async function pairBoth(
+  what: string,
+  [s, c]: Node[],
+  server: string,
+  client: string,
+  port: number,
+  timeoutSec = 300,
+): Promise<PairResult> {
+  return expectBothExit0(what, await runPair(s.g, server, c.g, client, port, timeoutSec));
+}
+
+/** Run a server/client pair and fail the row unless both exit 0; the client's output. */
+async function pair(
+  what: string,
+  nodes: Node[],
+  server: string,
+  client: string,
+  port: number,
+  timeoutSec = 300,
+): Promise<string> {
+  return (await pairBoth(what, nodes, server, client, port, timeoutSec)).clientOut;
+}
+
+/**
+ * Fail unless ibv_rc_pingpong's own data check (`--chk`) passed and the
+ * client printed its figures; returns them.
+ */
+function pingpongResult(
+  what: string,
+  r: PairResult,
+): { usecPerIter: number; mbitPerSec: number } {
+  const bad = pingpongDataErrors(r.serverOut);
+  if (bad.length) {
+    throw new RowFailure(`${what}: the server's --chk found wrong data: ${bad.join("; ")}`);
+  }
+  const f = parsePingpong(r.clientOut);
+  if (!f) throw new RowFailure(`${what}: no figures in its output: ${r.clientOut}`);
+  return f;
 }
 
 /** One ibv_rc_pingpong pair run, its figures recorded under `key`. */
@@ -112,19 +149,13 @@ async function pingpong(
   opts: { size: number; iters: number; events: boolean; mtu: number },
 ): Promise<void> {
   const [s, c] = nodes;
-  const flags = `-s ${opts.size} -n ${opts.iters} -m ${opts.mtu}${opts.events ? " -e" : ""}`;
+  // --chk: the tool's own data check (see pingpongDataErrors for what it covers)
+  const flags = `-s ${opts.size} -n ${opts.iters} -m ${opts.mtu}${opts.events ? " -e" : ""} --chk`;
   await ctx.step(`ibv_rc_pingpong ${flags}`, async () => {
     const args = (n: Node) => `ibv_rc_pingpong -d ${n.dev.ibdev} -g ${n.gid} ${flags}`;
-    const out = await pair(
-      `ibv_rc_pingpong ${flags}`,
-      nodes,
-      args(s),
-      `${args(c)} ${s.ip}`,
-      18515,
-      900,
-    );
-    const f = parsePingpong(out);
-    ctx.expect(f !== undefined, `ibv_rc_pingpong ${flags}: no figures in its output: ${out}`);
+    const what = `ibv_rc_pingpong ${flags}`;
+    const r = await pairBoth(what, nodes, args(s), `${args(c)} ${s.ip}`, 18515, 900);
+    const f = pingpongResult(what, r);
     const key = `pingpong.mtu${opts.mtu}.${opts.events ? "events." : ""}${opts.size}`;
     ctx.measure(`${key}.usecPerIter`, f!.usecPerIter, "us");
     ctx.measure(`${key}.mbitPerSec`, f!.mbitPerSec, "Mbit/s");
@@ -138,6 +169,12 @@ async function setMtu(nodes: Node[], mtu: number): Promise<void> {
   }
 }
 
+/**
+ * perftest has no check of the data it moves (it measures; no option makes
+ * it compare buffers): its runs here prove completion and speed, and the
+ * wire oracle checks every frame of them. Payload is checked by the
+ * pingpongs (--chk), rping (-V), the examples and peermem.
+ */
 async function perftests(ctx: RowContext, nodes: Node[]): Promise<void> {
   const [s, c] = nodes;
   for (const [i, prog] of PERFTESTS.entries()) {
@@ -189,16 +226,78 @@ async function setLoss(nodes: Node[], every: number): Promise<void> {
   }
 }
 
+/**
+ * ibv_rc_pingpong --chk under loss. Its server exits once its own work is
+ * done, so a lost ACK of the client's last SEND would leave the client
+ * retrying into a QP that is gone (RETRY_EXC_ERR, on any RDMA device). So
+ * loss is switched off while the run is still going: every frame before is
+ * exposed to loss, the final exchange is not. The run must still be going
+ * on both ends when loss goes off, or the step fails (make it longer).
+ */
+export const LOSS_PINGPONG = {
+  size: 65536,
+  iters: 2000,
+  mtu: 1024,
+  /** Frames each guest must have dropped before loss goes off. */
+  minDrops: 20,
+  /** How long to wait for those drops. */
+  dropWaitSec: 120,
+};
+
+/** rx_drop_injected of each guest since `before`. */
+async function dropsSince(nodes: Node[], before: Record<string, number>[]): Promise<number[]> {
+  const now = await Promise.all(nodes.map(counters));
+  return now.map((a, i) => (a.rx_drop_injected ?? 0) - (before[i].rx_drop_injected ?? 0));
+}
+
+async function pingpongUnderLoss(ctx: RowContext, nodes: Node[]): Promise<void> {
+  const [s, c] = nodes;
+  const { size, iters, mtu, minDrops, dropWaitSec } = LOSS_PINGPONG;
+  const flags = `-s ${size} -n ${iters} -m ${mtu} --chk`;
+  const what = `ibv_rc_pingpong ${flags} under loss`;
+  await ctx.step(
+    `loss 1/${LOSS_ONE_IN}: ibv_rc_pingpong ${flags}, loss off before its end`,
+    async () => {
+      const args = (n: Node) => `ibv_rc_pingpong -d ${n.dev.ibdev} -g ${n.gid} -p 18516 ${flags}`;
+      const before = await Promise.all(nodes.map(counters));
+      const run = await startPair(s.g, args(s), c.g, `${args(c)} ${s.ip}`, 18516, 900);
+      const deadline = performance.now() + dropWaitSec * 1000;
+      let drops = await dropsSince(nodes, before);
+      while (drops.some((d) => d < minDrops) && performance.now() < deadline) {
+        const st = await run.running();
+        if (!st.server || !st.client) break;
+        await new Promise((r) => setTimeout(r, 500));
+        drops = await dropsSince(nodes, before);
+      }
+      await setLoss(nodes, 0);
+      const st = await run.running();
+      const r = await run.wait();
+      ctx.log(`${what}: ${drops.join(" + ")} frames dropped before loss went off`);
+      ctx.measure("loss.pingpong.rxDropInjected", drops[0] + drops[1], "frames");
+      ctx.expect(
+        st.server && st.client,
+        `${what}: it ended (server ${st.server ? "running" : "done"}, client ` +
+          `${st.client ? "running" : "done"}) before loss went off; give it more iterations`,
+      );
+      ctx.expect(
+        drops.every((d) => d >= minDrops),
+        `${what}: ${drops.join(" and ")} frames dropped in ${dropWaitSec} s, want ${minDrops} each`,
+      );
+      const f = pingpongResult(what, expectBothExit0(what, r));
+      ctx.measure("loss.pingpong.usecPerIter", f.usecPerIter, "us");
+    },
+  );
+}
+
 /** The recovery paths: sequence NAKs, timeouts, duplicates, lost read responses. */
 async function lossRecovery(ctx: RowContext, nodes: Node[]): Promise<void> {
   const [s, c] = nodes;
   const before = await Promise.all(nodes.map(counters));
   await setLoss(nodes, LOSS_ONE_IN);
   try {
-    // Not ibv_rc_pingpong: its server exits once its own work is done, so
-    // when the ACK of the client's last SEND is lost the client's retries
-    // find no QP and end in RETRY_EXC_ERR (as on any RDMA device). perftest
-    // holds both QPs until a final handshake over TCP.
+    // perftest holds both QPs until a final handshake over TCP, so loss
+    // stays on to its end; it checks no data (see perftests). The pingpong
+    // after them checks data under loss (see LOSS_PINGPONG).
     const runs: [string, (n: Node) => string, number][] = [
       [
         "ib_send_bw -s 65536 -n 200",
@@ -226,6 +325,8 @@ async function lossRecovery(ctx: RowContext, nodes: Node[]): Promise<void> {
         await pair(`${name} with loss`, nodes, cmd(s), `${cmd(c)} ${s.ip}`, port);
       });
     }
+    // last: it switches loss off itself before its end
+    await pingpongUnderLoss(ctx, nodes);
   } finally {
     await setLoss(nodes, 0);
   }
@@ -287,9 +388,8 @@ async function icrc(ctx: RowContext, nodes: Node[]): Promise<void> {
         (await n.g.run(`cat /sys/class/net/${n.dev.iface}/address`, { check: true })).stdout
           .trim();
       const [srcMac, dstMac] = [await mac(src), await mac(dst)];
-      const table = await ctx.fabric!.control({ op: "table" });
-      const port = (table.macs as { mac: string; port: number }[]).find((m) => m.mac === dstMac)
-        ?.port;
+      const fabric = new FabricClient(ctx.fabric!);
+      const port = await fabric.macPort(dstMac);
       if (port === undefined) throw new RowFailure(`the switch has not learned ${dstMac}`);
       const frame = (psn: number) =>
         buildRoceFrame({
@@ -300,15 +400,7 @@ async function icrc(ctx: RowContext, nodes: Node[]): Promise<void> {
           bth: { opcode: OP.RC_SEND_ONLY, destQp: NO_SUCH_QP, psn },
           payload: new Uint8Array(32).fill(psn & 0xff),
         });
-      const inject = async (f: Uint8Array) => {
-        const r = await ctx.fabric!.control({
-          op: "inject",
-          port,
-          direction: "egress",
-          hex: toHex(f),
-        });
-        if (r.ok !== true) throw new RowFailure(`inject: ${String(r.error)}`);
-      };
+      const inject = (f: Uint8Array) => fabric.inject(port, f, "egress");
       const before = await counters(dst);
       for (let i = 0; i < ICRC_FRAMES.bad; i++) {
         const f = frame(100 + i);
@@ -363,14 +455,17 @@ async function examples(ctx: RowContext, nodes: Node[]): Promise<void> {
 /** rdma_cm over RoCEv2: address and route resolution, CM MADs on QP1, then RC traffic. */
 async function rping(ctx: RowContext, nodes: Node[]): Promise<void> {
   const s = nodes[0];
-  await ctx.step("rping (rdma_cm: CM over the GSI QP, then RDMA READ/WRITE)", async () => {
+  await ctx.step("rping -V (rdma_cm: CM over the GSI QP, then RDMA READ/WRITE)", async () => {
+    // -V: the client compares what the server wrote back with what it sent
     const out = await pair(
       "rping",
       nodes,
-      `rping -s -a ${s.ip} -p 18850 -C 20 -S 1024 -v`,
-      `rping -c -a ${s.ip} -p 18850 -C 20 -S 1024 -v`,
+      `rping -s -a ${s.ip} -p 18850 -C 20 -S 1024 -v -V`,
+      `rping -c -a ${s.ip} -p 18850 -C 20 -S 1024 -v -V`,
       0,
     );
+    const bad = rpingDataErrors(out);
+    ctx.expect(bad.length === 0, `rping -V found wrong data: ${bad.join("; ")}`);
     const pings = out.split("\n").filter((l) => /ping data:/.test(l)).length;
     ctx.expect(pings === 20, `rping printed ${pings} of 20 pings: ${out.slice(-800)}`);
   });
@@ -405,6 +500,7 @@ export const row: Row = {
     devices: { vnic: 1 },
   },
   timeoutSec: 1200,
+  modules: ["cnuas_net", "cnuas_ib"],
   async run(ctx) {
     if (!ctx.fabric) throw new RowFailure("roce-e2e needs the eth fabric and got none");
     const nodes = await setup(ctx);

@@ -4,7 +4,9 @@ import {
   parseIbvDevinfo,
   parsePerftest,
   parsePingpong,
+  pingpongDataErrors,
   roceV2GidIndex,
+  rpingDataErrors,
 } from "../../harness/rdma_guest.ts";
 import { TABLE_4_1, tableDifferences } from "../matrix/ibstat.ts";
 import { perfFigures, speedup } from "../../harness/bench/rdma_perf.ts";
@@ -160,4 +162,22 @@ Deno.test("speedup is above 1 when cnuas_ib is faster, for bandwidth and for lat
   assert.equal(speedup("ib_send_lat.2.usecAvg", 50, 100), 2);
   assert.equal(speedup("ib_send_lat.2.usec", 100, 50), 0.5);
   assert.equal(speedup("ib_send_bw.64.MiBps", 0, 10), 0);
+});
+
+Deno.test("pingpongDataErrors finds the lines --chk prints for a wrong page, none in a clean run", () => {
+  const clean = "  local address:  LID 0x0000, QPN 0x000011, PSN 0x3c1a2b, GID ::ffff:10.77.0.1\n" +
+    "8192000 bytes in 0.50 seconds = 131.07 Mbit/sec\n1000 iters in 0.50 seconds = 500.00 usec/iter\n";
+  assert.deepEqual(pingpongDataErrors(clean), []);
+  const bad = clean + "invalid data in page 0\ninvalid data in page 3\n";
+  assert.deepEqual(pingpongDataErrors(bad), ["invalid data in page 0", "invalid data in page 3"]);
+});
+
+Deno.test("rpingDataErrors finds rping -V's mismatch line", () => {
+  assert.deepEqual(
+    rpingDataErrors("ping data: rdma-ping-0: ABCDEFGH\nclient DISCONNECT EVENT...\n"),
+    [],
+  );
+  assert.deepEqual(rpingDataErrors("ping data: rdma-ping-0: ABC\ndata mismatch!\n"), [
+    "data mismatch!",
+  ]);
 });
