@@ -1,0 +1,506 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * The control ops: each reads its fields from the request, checks them all
+ * before it changes anything, and writes its reply fields (control.h).
+ * docs/switch.md ("Control protocol") is the reference, with examples.
+ *
+ * Ops:
+ *   ping                          {mode}
+ *   stats                         totals, drops by reason, capture state
+ *   ports                         [{port, state, queue_len, gpu_id?, rx_frames,
+ *                                   rx_bytes, tx_frames, tx_bytes, drops{}}]
+ *   table                         eth: macs[{mac, port, age_ms}]
+ *                                 ib: lft[{lid, port}], mcast[{mlid, ports[]}]
+ *                                 link: gpu_ids[{gpu_id, port}]
+ *   set_lft   {entries:[{lid, port|null}]} or {lid, port|null}   (ib)
+ *   mcast_join / mcast_leave {mlid, port}                          (ib)
+ *   link_down {port}              cable pull: close the connection, reserve the slot
+ *   link_up   {port}              free the slot for the next connection
+ *   inject    {port, direction: "ingress"|"egress", hex|base64}
+ *   capture_start {path} / capture_stop
+ *   advance_time {seconds}        move the switch clock (MAC aging) forward
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "control.h"
+#include "switch.h"
+
+/* Drop counter names as the protocol spells them, indexed by enum drop_reason. */
+const char *const drop_names[DROP__COUNT] = {
+	[DROP_RUNT] = "runt",
+	[DROP_OVERSIZE] = "oversize",
+	[DROP_FILTERED] = "filtered",
+	[DROP_BAD_DLID] = "bad_dlid",
+	[DROP_NO_PORT] = "no_port",
+	[DROP_LOOPBACK] = "loopback",
+	[DROP_NO_SM] = "no_sm",
+	[DROP_UNKNOWN_GPU] = "unknown_gpu",
+	[DROP_QUEUE_FULL] = "queue_full",
+};
+
+/* The integer field @key of the request, in [min, max]; the error names it. */
+static bool get_int(struct req *r, const char *key, int64_t min, int64_t max, int64_t *out)
+{
+	const struct jval *v = json_get(r->j, key);
+
+	if (!v)
+		return fail(r, "missing \"%s\" (an integer %lld..%lld)", key, (long long)min,
+			    (long long)max);
+	if (!json_int(v, min, max, out))
+		return fail(r, "\"%s\" must be an integer %lld..%lld", key, (long long)min,
+			    (long long)max);
+	return true;
+}
+
+static bool need_mode(struct req *r, enum sw_mode m, const char *op)
+{
+	if (r->sw->mode == m)
+		return true;
+	return fail(r, "%s needs a switch in %s mode (this one runs %s)", op, sw_mode_name(m),
+		    sw_mode_name(r->sw->mode));
+}
+
+static const char *state_name(enum port_state s)
+{
+	return s == PORT_UP ? "up" : s == PORT_DOWN ? "down" : "free";
+}
+
+static void emit_counters(struct jbuf *b, const struct counters *c)
+{
+	jb_key(b, "rx_frames");
+	jb_u64(b, c->rx_frames);
+	jb_key(b, "rx_bytes");
+	jb_u64(b, c->rx_bytes);
+	jb_key(b, "tx_frames");
+	jb_u64(b, c->tx_frames);
+	jb_key(b, "tx_bytes");
+	jb_u64(b, c->tx_bytes);
+	jb_key(b, "drops");
+	jb_obj(b);
+	for (int i = 0; i < DROP__COUNT; i++) {
+		jb_key(b, drop_names[i]);
+		jb_u64(b, c->drops[i]);
+	}
+	jb_end_obj(b);
+}
+
+bool op_ping(struct req *r)
+{
+	jb_key(r->body, "mode");
+	jb_str(r->body, sw_mode_name(r->sw->mode));
+	return true;
+}
+
+bool op_stats(struct req *r)
+{
+	struct sw *sw = r->sw;
+	struct jbuf *b = r->body;
+	struct counters t;
+	unsigned int up = 0;
+
+	for (unsigned int id = 1; id <= sw->max_ports; id++)
+		up += sw->ports[id].state == PORT_UP;
+	sw_totals(sw, &t);
+	jb_key(b, "mode");
+	jb_str(b, sw_mode_name(sw->mode));
+	jb_key(b, "uptime_ms");
+	jb_u64(b, (sw_now(sw) - sw->started_ns) / 1000000);
+	jb_key(b, "max_ports");
+	jb_u64(b, sw->max_ports);
+	jb_key(b, "queue_depth");
+	jb_u64(b, sw->queue_depth);
+	jb_key(b, "aging_sec");
+	jb_u64(b, sw->aging_ns / 1000000000ull);
+	jb_key(b, "ports_up");
+	jb_u64(b, up);
+	jb_key(b, "connections");
+	jb_u64(b, sw->connections);
+	jb_key(b, "refused");
+	jb_u64(b, sw->refused);
+	emit_counters(b, &t);
+	jb_key(b, "capture");
+	jb_obj(b);
+	jb_key(b, "active");
+	jb_bool(b, cap_active(&sw->cap));
+	if (cap_active(&sw->cap)) {
+		jb_key(b, "path");
+		jb_str(b, sw->cap.path);
+		jb_key(b, "packets");
+		jb_u64(b, sw->cap.packets);
+	}
+	if (sw->cap.error[0]) {
+		jb_key(b, "error");
+		jb_str(b, sw->cap.error);
+	}
+	jb_end_obj(b);
+	return true;
+}
+
+bool op_ports(struct req *r)
+{
+	struct sw *sw = r->sw;
+	struct jbuf *b = r->body;
+
+	jb_key(b, "ports");
+	jb_arr(b);
+	for (unsigned int id = 1; id <= sw->max_ports; id++) {
+		const struct port *p = &sw->ports[id];
+
+		if (p->state == PORT_FREE)
+			continue;
+		jb_obj(b);
+		jb_key(b, "port");
+		jb_u64(b, id);
+		jb_key(b, "state");
+		jb_str(b, state_name(p->state));
+		jb_key(b, "queue_len");
+		jb_u64(b, p->q_len);
+		if (p->state == PORT_UP && p->has_gpu) {
+			jb_key(b, "gpu_id");
+			jb_u64(b, p->gpu_id);
+		}
+		if (p->state == PORT_UP) {
+			emit_counters(b, &p->c);
+		}
+		jb_end_obj(b);
+	}
+	jb_end_arr(b);
+	return true;
+}
+
+static void emit_fdb(struct req *r, struct fdb *t, const char *list, bool mac)
+{
+	struct jbuf *b = r->body;
+	uint64_t now = sw_now(r->sw);
+	char text[24];
+
+	if (mac && r->sw->aging_ns)
+		fdb_expire(t, now, r->sw->aging_ns);
+	jb_key(b, list);
+	jb_arr(b);
+	for (uint32_t i = 0; i <= t->mask; i++) {
+		const struct fdb_entry *e = &t->slots[i];
+
+		if (!e->port)
+			continue;
+		jb_obj(b);
+		if (mac) {
+			uint64_t k = e->key;
+
+			snprintf(text, sizeof(text), "%02x:%02x:%02x:%02x:%02x:%02x",
+				 (unsigned int)(k >> 40 & 0xff), (unsigned int)(k >> 32 & 0xff),
+				 (unsigned int)(k >> 24 & 0xff), (unsigned int)(k >> 16 & 0xff),
+				 (unsigned int)(k >> 8 & 0xff), (unsigned int)(k & 0xff));
+			jb_key(b, "mac");
+			jb_str(b, text);
+		} else {
+			jb_key(b, "gpu_id");
+			jb_u64(b, e->key);
+		}
+		jb_key(b, "port");
+		jb_u64(b, e->port);
+		if (mac) {
+			jb_key(b, "age_ms");
+			jb_u64(b, (now - e->seen_ns) / 1000000);
+		}
+		jb_end_obj(b);
+	}
+	jb_end_arr(b);
+}
+
+bool op_table(struct req *r)
+{
+	struct sw *sw = r->sw;
+	struct jbuf *b = r->body;
+
+	switch (sw->mode) {
+	case MODE_ETH:
+		emit_fdb(r, &sw->macs, "macs", true);
+		break;
+	case MODE_LINK:
+		emit_fdb(r, &sw->gpus, "gpu_ids", false);
+		break;
+	case MODE_IB:
+		jb_key(b, "lft");
+		jb_arr(b);
+		for (unsigned int lid = 1; lid < IB_LID_UNICAST_END; lid++) {
+			if (sw->lft[lid] == LFT_NONE)
+				continue;
+			jb_obj(b);
+			jb_key(b, "lid");
+			jb_u64(b, lid);
+			jb_key(b, "port");
+			jb_u64(b, sw->lft[lid]);
+			jb_end_obj(b);
+		}
+		jb_end_arr(b);
+		jb_key(b, "mcast");
+		jb_arr(b);
+		for (unsigned int mlid = IB_LID_MCAST_FIRST; mlid <= IB_LID_MCAST_LAST; mlid++) {
+			if (!sw->mcast[mlid - IB_LID_MCAST_FIRST])
+				continue;
+			jb_obj(b);
+			jb_key(b, "mlid");
+			jb_u64(b, mlid);
+			jb_key(b, "ports");
+			jb_arr(b);
+			for (unsigned int p = 1; p <= sw->max_ports; p++)
+				if (mcast_member(sw, mlid, p))
+					jb_u64(b, p);
+			jb_end_arr(b);
+			jb_end_obj(b);
+		}
+		jb_end_arr(b);
+		break;
+	}
+	return true;
+}
+
+/* One LFT entry from @e: {lid, port} with port null to clear. */
+static bool lft_entry(struct req *r, const struct jval *e, unsigned int *lid, unsigned int *port)
+{
+	const struct jval *l = json_get(e, "lid"), *p = json_get(e, "port");
+	int64_t v;
+
+	if (!json_int(l, 1, IB_LID_UNICAST_END - 1, &v))
+		return fail(r, "\"lid\" must be a unicast LID 1..%u", IB_LID_UNICAST_END - 1);
+	*lid = (unsigned int)v;
+	if (p && p->t == J_NULL) {
+		*port = LFT_NONE;
+		return true;
+	}
+	if (!json_int(p, 0, r->sw->max_ports, &v))
+		return fail(r, "\"port\" must be 0 (the switch) .. %u, or null to clear",
+			    r->sw->max_ports);
+	*port = (unsigned int)v;
+	return true;
+}
+
+bool op_set_lft(struct req *r)
+{
+	const struct jval *entries = json_get(r->j, "entries");
+	unsigned int lid, port, n = 0;
+
+	if (!need_mode(r, MODE_IB, "set_lft"))
+		return false;
+	if (!entries) {
+		if (!lft_entry(r, r->j, &lid, &port))
+			return false;
+		r->sw->lft[lid] = (uint16_t)port;
+		n = 1;
+	} else {
+		if (entries->t != J_ARR)
+			return fail(r, "\"entries\" must be an array of {lid, port}");
+		/* Validate all before applying any, so a bad entry changes nothing. */
+		for (const struct jval *e = entries->child; e; e = e->next)
+			if (e->t != J_OBJ || !lft_entry(r, e, &lid, &port))
+				return r->err[0] ? false :
+				       fail(r, "\"entries\" must hold {lid, port} objects");
+		for (const struct jval *e = entries->child; e; e = e->next) {
+			lft_entry(r, e, &lid, &port);
+			r->sw->lft[lid] = (uint16_t)port;
+			n++;
+		}
+	}
+	jb_key(r->body, "set");
+	jb_u64(r->body, n);
+	return true;
+}
+
+static bool op_mcast(struct req *r, bool join)
+{
+	int64_t mlid, port;
+
+	if (!need_mode(r, MODE_IB, join ? "mcast_join" : "mcast_leave") ||
+	    !get_int(r, "mlid", IB_LID_MCAST_FIRST, IB_LID_MCAST_LAST, &mlid) ||
+	    !get_int(r, "port", 1, r->sw->max_ports, &port))
+		return false;
+	if (!mcast_set(r->sw, (unsigned int)mlid, (unsigned int)port, join))
+		return fail(r, "out of memory");
+	return true;
+}
+
+bool op_mcast_join(struct req *r)
+{
+	return op_mcast(r, true);
+}
+
+bool op_mcast_leave(struct req *r)
+{
+	return op_mcast(r, false);
+}
+
+static bool op_link(struct req *r, bool up)
+{
+	int64_t id;
+	struct port *p;
+
+	if (!get_int(r, "port", 1, r->sw->max_ports, &id))
+		return false;
+	p = &r->sw->ports[id];
+	jb_key(r->body, "was");
+	jb_str(r->body, state_name(p->state));
+	if (!up)
+		port_link_down(r->sw, (unsigned int)id);
+	else if (p->state == PORT_DOWN)
+		p->state = PORT_FREE;
+	return true;
+}
+
+bool op_link_down(struct req *r)
+{
+	return op_link(r, false);
+}
+
+bool op_link_up(struct req *r)
+{
+	return op_link(r, true);
+}
+
+/* Decode the frame of an inject request into a malloc'd buffer. */
+static uint8_t *frame_arg(struct req *r, size_t *len)
+{
+	const struct jval *hex = json_get(r->j, "hex"), *b64 = json_get(r->j, "base64");
+	const struct jval *v = hex ? hex : b64;
+	uint8_t *out;
+	ssize_t n;
+	size_t bad;
+
+	if ((hex == NULL) == (b64 == NULL) || v->t != J_STR) {
+		fail(r, "give the frame as exactly one of \"hex\" or \"base64\" (a string)");
+		return NULL;
+	}
+	/* Sizes are checked on the text, before anything is allocated for it. */
+	if (hex && (hex->slen % 2 || hex->slen / 2 > SW_LINK_MAX)) {
+		fail(r, "\"hex\" must have an even number of digits, at most %u bytes",
+		     SW_LINK_MAX);
+		return NULL;
+	}
+	if (b64 && (b64->slen % 4 || b64->slen / 4 * 3 > SW_LINK_MAX + 2)) {
+		fail(r, "\"base64\" must be padded standard base64, at most %u bytes", SW_LINK_MAX);
+		return NULL;
+	}
+	out = malloc(hex ? hex->slen / 2 + 1 : b64->slen / 4 * 3 + 1);
+	if (!out) {
+		fail(r, "out of memory");
+		return NULL;
+	}
+	n = hex ? json_unhex(v->s, v->slen, out, &bad) : json_unbase64(v->s, v->slen, out, &bad);
+	if (n < 0) {
+		free(out);
+		fail(r, hex ? "\"hex\" holds a non-hex character at %zu" :
+			      "\"base64\" holds an invalid character at %zu", bad);
+		return NULL;
+	}
+	/* Base64's text bound allows 2 bytes more than a frame may have. */
+	if ((size_t)n > SW_LINK_MAX) {
+		free(out);
+		fail(r, "frame longer than %u bytes", SW_LINK_MAX);
+		return NULL;
+	}
+	*len = (size_t)n;
+	return out;
+}
+
+bool op_inject(struct req *r)
+{
+	struct sw *sw = r->sw;
+	const struct jval *dir = json_get(r->j, "direction");
+	bool egress = false;
+	int64_t id;
+	uint8_t *frame;
+	size_t len;
+
+	if (!get_int(r, "port", 1, sw->max_ports, &id))
+		return false;
+	if (dir) {
+		if (dir->t != J_STR || (strcmp(dir->s, "ingress") && strcmp(dir->s, "egress")))
+			return fail(r, "\"direction\" must be \"ingress\" or \"egress\"");
+		egress = !strcmp(dir->s, "egress");
+	}
+	if (sw->ports[id].state != PORT_UP)
+		return fail(r, "port %lld has no device connected (state %s)", (long long)id,
+			    state_name(sw->ports[id].state));
+	frame = frame_arg(r, &len);
+	if (!frame)
+		return false;
+	if (egress && len > sw_max_frame(sw)) {
+		free(frame);
+		return fail(r, "an egress frame in %s mode is at most %zu bytes",
+			    sw_mode_name(sw->mode), sw_max_frame(sw));
+	}
+	if (egress) {
+		if (cap_active(&sw->cap))
+			cap_packet(&sw->cap, (uint32_t)id, sw_realtime(), frame, (uint32_t)len,
+				   (uint32_t)len, CAP_OUTBOUND);
+		port_output(sw, (unsigned int)id, frame, len);
+	} else {
+		port_ingress(sw, (unsigned int)id, frame, len, len);
+	}
+	free(frame);
+	jb_key(r->body, "bytes");
+	jb_u64(r->body, len);
+	return true;
+}
+
+bool op_capture_start(struct req *r)
+{
+	struct sw *sw = r->sw;
+	const struct jval *path = json_get(r->j, "path");
+	int err;
+
+	if (!path || path->t != J_STR || !path->slen || strlen(path->s) != path->slen)
+		return fail(r, "\"path\" must be a non-empty file path");
+	if (cap_active(&sw->cap))
+		return fail(r, "a capture to %s is running; capture_stop it first", sw->cap.path);
+	err = cap_start(&sw->cap, path->s,
+			sw->mode == MODE_IB ? LINKTYPE_INFINIBAND : LINKTYPE_ETHERNET,
+			sw->max_ports + 1);
+	if (err)
+		return fail(r, "cannot write %s: %s", path->s, strerror(-err));
+	for (unsigned int id = 1; id <= sw->max_ports; id++)
+		if (sw->ports[id].state == PORT_UP)
+			cap_add_port(&sw->cap, id);
+	cap_flush(&sw->cap);
+	jb_key(r->body, "path");
+	jb_str(r->body, path->s);
+	return true;
+}
+
+bool op_capture_stop(struct req *r)
+{
+	struct capture *c = &r->sw->cap;
+	uint64_t packets = c->packets;
+	char *path;
+	int err;
+
+	if (!cap_active(c))
+		return fail(r, "no capture is running");
+	path = strdup(c->path);
+	err = cap_stop(c);
+	if (err) {
+		fail(r, "capture to %s failed: %s", path ? path : "?",
+		     c->error[0] ? c->error : strerror(-err));
+		free(path);
+		return false;
+	}
+	jb_key(r->body, "path");
+	jb_str(r->body, path ? path : "");
+	jb_key(r->body, "packets");
+	jb_u64(r->body, packets);
+	free(path);
+	return true;
+}
+
+bool op_advance_time(struct req *r)
+{
+	int64_t s;
+
+	if (!get_int(r, "seconds", 0, 1000000000, &s))
+		return false;
+	r->sw->clock_offset_ns += s * 1000000000ll;
+	jb_key(r->body, "uptime_ms");
+	jb_u64(r->body, (sw_now(r->sw) - r->sw->started_ns) / 1000000);
+	return true;
+}
