@@ -41,6 +41,16 @@ static void port_bufsize(int fd)
 		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
 }
 
+static void counters_add(struct counters *to, const struct counters *from)
+{
+	to->rx_frames += from->rx_frames;
+	to->rx_bytes += from->rx_bytes;
+	to->tx_frames += from->tx_frames;
+	to->tx_bytes += from->tx_bytes;
+	for (int i = 0; i < DROP__COUNT; i++)
+		to->drops[i] += from->drops[i];
+}
+
 int port_accept(struct sw *sw)
 {
 	for (;;) {
@@ -101,12 +111,8 @@ void port_close(struct sw *sw, unsigned int id, const char *why)
 		p->q_head = (p->q_head + 1) % sw->queue_depth;
 		p->q_len--;
 	}
-	r->rx_frames += p->c.rx_frames;
-	r->rx_bytes += p->c.rx_bytes;
-	r->tx_frames += p->c.tx_frames;
-	r->tx_bytes += p->c.tx_bytes;
-	for (int i = 0; i < DROP__COUNT; i++)
-		r->drops[i] += p->c.drops[i];
+	/* stats totals outlive the connection; its own counters do not */
+	counters_add(r, &p->c);
 	fwd_port_gone(sw, id);
 	sw_log(sw, "port %u: down (%s)", id, why);
 	sm_port_change(sw, id, false);
@@ -126,12 +132,7 @@ void sw_totals(const struct sw *sw, struct counters *out)
 
 		if (p->state != PORT_UP)
 			continue;
-		out->rx_frames += p->c.rx_frames;
-		out->rx_bytes += p->c.rx_bytes;
-		out->tx_frames += p->c.tx_frames;
-		out->tx_bytes += p->c.tx_bytes;
-		for (int i = 0; i < DROP__COUNT; i++)
-			out->drops[i] += p->c.drops[i];
+		counters_add(out, &p->c);
 	}
 }
 
