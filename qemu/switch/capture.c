@@ -1,11 +1,22 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-/* pcapng writer; see capture.h. Layout from the pcapng draft (IETF opsawg). */
+/*
+ * pcapng writer; see capture.h.  Layout from the pcapng draft (IETF opsawg).
+ *
+ * Every block is: type (4), total length (4), body, options, total length
+ * again (4), so a reader can walk the file both ways; every block and option
+ * is padded to 4 bytes.  Writes go through one 1 MiB stdio buffer: the
+ * switch writes a block per forwarded frame and cannot afford a syscall
+ * each.  A write error is remembered (c->error) rather than acted on at
+ * once, so forwarding never stops over a capture; capture_stop and stats
+ * report it.
+ */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "capture.h"
 
+/* Block types, the byte-order magic and option codes of the draft. */
 #define BT_SHB		0x0a0d0d0a
 #define BT_IDB		0x00000001
 #define BT_EPB		0x00000006
@@ -16,8 +27,9 @@
 #define OPT_IF_TSRESOL	9
 #define OPT_EPB_FLAGS	2
 
-static const uint8_t zeros[4];
+static const uint8_t zeros[4];	/* padding source */
 
+/* Keep the first error only: later ones are usually its consequences. */
 static void cap_fail(struct capture *c, const char *what)
 {
 	if (!c->error[0])
@@ -40,6 +52,7 @@ static void put16(struct capture *c, uint16_t v)
 	put(c, &v, 2);
 }
 
+/* Bytes that pad @n up to a multiple of 4. */
 static uint32_t pad4(uint32_t n)
 {
 	return (4 - (n & 3)) & 3;
@@ -54,6 +67,7 @@ static void put_opt(struct capture *c, uint16_t code, const void *v, uint16_t le
 	put(c, zeros, pad4(len));
 }
 
+/* Size of one option as put_opt writes it. */
 static uint32_t opt_size(uint32_t len)
 {
 	return 4 + len + pad4(len);
@@ -91,6 +105,11 @@ int cap_start(struct capture *c, const char *path, uint16_t linktype, uint32_t n
 	c->bytes = 0;
 	c->error[0] = 0;
 
+	/*
+	 * Section Header Block: 28 fixed bytes (type, length, magic, version 1.0,
+	 * section length) + shb_userappl + opt_endofopt.  The section length is
+	 * "unknown" because the file grows while the switch runs.
+	 */
 	total = 28 + opt_size(sizeof(appl) - 1) + 4;
 	put32(c, BT_SHB);
 	put32(c, total);
@@ -110,6 +129,11 @@ nomem:
 	return -ENOMEM;
 }
 
+/*
+ * Interface Description Block for a port: its link type, if_name "portN" and
+ * if_tsresol 9 (nanosecond timestamps).  Interface ids count up in the order
+ * ports first appear, so they differ from port numbers; c->ifid maps them.
+ */
 void cap_add_port(struct capture *c, uint32_t port)
 {
 	char name[16];
@@ -142,6 +166,12 @@ void cap_packet(struct capture *c, uint32_t port, uint64_t ts_ns, const uint8_t 
 		return;
 	if (c->ifid[port] < 0)
 		cap_add_port(c, port);
+	/*
+	 * Enhanced Packet Block: 28 fixed bytes (type, length, interface id,
+	 * timestamp high and low, captured and original length), the padded
+	 * data, epb_flags (bits 0-1: 1 inbound, 2 outbound), opt_endofopt and
+	 * the trailing length.  caplen < origlen marks a truncated frame.
+	 */
 	total = 28 + caplen + pad4(caplen) + opt_size(4) + 4 + 4;
 	put32(c, BT_EPB);
 	put32(c, total);
@@ -159,6 +189,7 @@ void cap_packet(struct capture *c, uint32_t port, uint64_t ts_ns, const uint8_t 
 	c->bytes += caplen;
 }
 
+/* Put what the buffer holds on disk, so a reader sees every frame so far. */
 void cap_flush(struct capture *c)
 {
 	if (c->f && fflush(c->f))

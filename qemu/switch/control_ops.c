@@ -53,6 +53,7 @@ static bool get_int(struct req *r, const char *key, int64_t min, int64_t max, in
 	return true;
 }
 
+/* Ops that only make sense in one mode (set_lft, mcast_*) say which. */
 static bool need_mode(struct req *r, enum sw_mode m, const char *op)
 {
 	if (r->sw->mode == m)
@@ -66,6 +67,7 @@ static const char *state_name(enum port_state s)
 	return s == PORT_UP ? "up" : s == PORT_DOWN ? "down" : "free";
 }
 
+/* The counter fields shared by stats (totals) and ports (per connection). */
 static void emit_counters(struct jbuf *b, const struct counters *c)
 {
 	jb_key(b, "rx_frames");
@@ -92,6 +94,7 @@ bool op_ping(struct req *r)
 	return true;
 }
 
+/* Totals over every connection, past and present (sw_totals), and the capture state. */
 bool op_stats(struct req *r)
 {
 	struct sw *sw = r->sw;
@@ -137,6 +140,7 @@ bool op_stats(struct req *r)
 	return true;
 }
 
+/* Every slot that is not free; counters only for a connected one (they are its own). */
 bool op_ports(struct req *r)
 {
 	struct sw *sw = r->sw;
@@ -169,6 +173,10 @@ bool op_ports(struct req *r)
 	return true;
 }
 
+/*
+ * List a learned table: MACs (eth) with their age, or gpu_ids (link).  Aged
+ * MACs are purged first, so the list shows what forwarding would use now.
+ */
 static void emit_fdb(struct req *r, struct fdb *t, const char *list, bool mac)
 {
 	struct jbuf *b = r->body;
@@ -209,6 +217,7 @@ static void emit_fdb(struct req *r, struct fdb *t, const char *list, bool mac)
 	jb_end_arr(b);
 }
 
+/* The mode's forwarding state: what decides where the next frame goes. */
 bool op_table(struct req *r)
 {
 	struct sw *sw = r->sw;
@@ -308,6 +317,7 @@ bool op_set_lft(struct req *r)
 	return true;
 }
 
+/* mcast_join and mcast_leave: set or clear one port's bit in an MLID's bitmap. */
 static bool op_mcast(struct req *r, bool join)
 {
 	int64_t mlid, port;
@@ -331,6 +341,12 @@ bool op_mcast_leave(struct req *r)
 	return op_mcast(r, false);
 }
 
+/*
+ * link_down pulls the cable (closes the connection, reserves the slot);
+ * link_up frees a down slot for the next connection.  "was" is the state
+ * before, so a test can tell a pull of a connected port from one of a free
+ * slot.
+ */
 static bool op_link(struct req *r, bool up)
 {
 	int64_t id;
@@ -403,6 +419,12 @@ static uint8_t *frame_arg(struct req *r, size_t *len)
 	return out;
 }
 
+/*
+ * Put a frame on the fabric as if a device sent it (ingress: counted,
+ * captured, forwarded) or as if the switch sent it out of a port (egress:
+ * no forwarding rules, only the mode's maximum size).  Tests use it to reach
+ * states a well-behaved device would never produce.
+ */
 bool op_inject(struct req *r)
 {
 	struct sw *sw = r->sw;
@@ -444,6 +466,10 @@ bool op_inject(struct req *r)
 	return true;
 }
 
+/*
+ * Start a pcapng file.  Connected ports get their interface block now, the
+ * others when they connect, so every packet's interface precedes it.
+ */
 bool op_capture_start(struct req *r)
 {
 	struct sw *sw = r->sw;
@@ -468,6 +494,7 @@ bool op_capture_start(struct req *r)
 	return true;
 }
 
+/* The path is copied first: cap_stop frees it, and the reply still names it. */
 bool op_capture_stop(struct req *r)
 {
 	struct capture *c = &r->sw->cap;
@@ -493,6 +520,7 @@ bool op_capture_stop(struct req *r)
 	return true;
 }
 
+/* A test hook: ages MAC entries without waiting; capture timestamps stay wall-clock. */
 bool op_advance_time(struct req *r)
 {
 	int64_t s;

@@ -1,10 +1,20 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-/* Learned-address table; see fdb.h. */
+/*
+ * Learned-address table; see fdb.h.  Slots are at least twice the capacity,
+ * so the load factor stays at or below 1/2 and probe chains stay short; a
+ * slot with port 0 is empty (port 0 is the switch itself and is never
+ * learned).
+ */
 #include <stdlib.h>
 #include <string.h>
 
 #include "fdb.h"
 
+/*
+ * The murmur3 finalizer's first half: MACs differ mostly in their low bytes
+ * and gpu_ids are small integers, and the mask keeps only low bits, so the
+ * key's bits are mixed before masking.
+ */
 static uint32_t fdb_hash(uint64_t key)
 {
 	key ^= key >> 33;
@@ -58,6 +68,7 @@ bool fdb_learn(struct fdb *t, uint64_t key, uint32_t port, uint64_t now)
 		}
 		i = (i + 1) & t->mask;
 	}
+	/* Full: a flood of random sources must not grow memory or evict. */
 	if (t->count >= t->capacity)
 		return false;
 	t->slots[i].key = key;
@@ -98,6 +109,7 @@ void fdb_remove(struct fdb *t, uint64_t key)
 		fdb_delete_slot(t, (uint32_t)(e - t->slots));
 }
 
+/* Remove the entries of @port, or (port 0) those at least @max_age old. */
 static void fdb_remove_if(struct fdb *t, uint32_t port, uint64_t now, uint64_t max_age)
 {
 	uint32_t i = 0;

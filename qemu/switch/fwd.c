@@ -12,6 +12,7 @@
 #include "sm.h"
 #include "switch.h"
 
+/* Drops are counted on the ingress port (queue_full, on egress, is port.c's). */
 static void drop(struct sw *sw, unsigned int port, enum drop_reason why)
 {
 	sw->ports[port].c.drops[why]++;
@@ -25,6 +26,7 @@ static void flood(struct sw *sw, unsigned int in, const uint8_t *data, size_t le
 			port_output(sw, p, data, len);
 }
 
+/* A MAC as a table key, first byte most significant (the order `table` prints). */
 static uint64_t mac48(const uint8_t *m)
 {
 	return (uint64_t)m[0] << 40 | (uint64_t)m[1] << 32 | (uint64_t)m[2] << 24 |
@@ -44,6 +46,12 @@ static void learn(struct sw *sw, struct fdb *t, uint64_t key, unsigned int port)
 	}
 }
 
+/*
+ * A learning bridge: learn the source, flood group and unknown destinations,
+ * filter a destination that lives on the ingress port.  Aging is checked at
+ * lookup rather than by a timer, so the switch needs no periodic work and
+ * advance_time takes effect at once.
+ */
 static void fwd_eth(struct sw *sw, unsigned int in, const uint8_t *data, size_t len)
 {
 	const uint8_t *dst = data, *src = data + 6;
@@ -69,6 +77,11 @@ static void fwd_eth(struct sw *sw, unsigned int in, const uint8_t *data, size_t 
 		port_output(sw, e->port, data, len);
 }
 
+/*
+ * Multicast groups are a bitmap of ports per MLID, allocated on first join
+ * and freed when the last member leaves, so the 16 K possible MLIDs cost a
+ * pointer each until used.
+ */
 bool mcast_member(const struct sw *sw, unsigned int mlid, unsigned int port)
 {
 	const uint8_t *bm;
@@ -107,12 +120,18 @@ bool mcast_set(struct sw *sw, unsigned int mlid, unsigned int port, bool member)
 	return true;
 }
 
+/* A frame for the switch itself goes to the subnet-manager seam (sm.h). */
 static void to_switch(struct sw *sw, unsigned int in, const uint8_t *data, size_t len)
 {
 	if (!sm_receive(sw, in, data, len))
 		drop(sw, in, DROP_NO_SM);
 }
 
+/*
+ * InfiniBand: the LRH's DLID (bytes 2-3, big-endian) picks the route from the
+ * LFT or a multicast group; nothing is learned (a subnet manager, or the
+ * control socket today, programs the tables).
+ */
 static void fwd_ib(struct sw *sw, unsigned int in, const uint8_t *data, size_t len)
 {
 	unsigned int dlid = (unsigned int)data[2] << 8 | data[3];
@@ -151,6 +170,7 @@ static void fwd_ib(struct sw *sw, unsigned int in, const uint8_t *data, size_t l
 		port_output(sw, out, data, len);
 }
 
+/* CnuasLink gpu_ids are little-endian on the wire. */
 static uint32_t le32(const uint8_t *p)
 {
 	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
@@ -164,12 +184,14 @@ static void link_learn(struct sw *sw, unsigned int in, uint32_t src)
 
 	if (src == GPU_ID_ALL || (p->has_gpu && p->gpu_id == src))
 		return;
+	/* The port's previous gpu_id goes, unless another port took it since. */
 	if (p->has_gpu) {
 		e = fdb_find(&sw->gpus, p->gpu_id);
 		if (e && e->port == in)
 			fdb_remove(&sw->gpus, p->gpu_id);
 		p->has_gpu = false;
 	}
+	/* The latest sender wins: the port that had @src loses it. */
 	e = fdb_find(&sw->gpus, src);
 	if (e && e->port != in)
 		sw->ports[e->port].has_gpu = false;
@@ -198,6 +220,7 @@ static void fwd_link(struct sw *sw, unsigned int in, const uint8_t *data, size_t
 		port_output(sw, e->port, data, len);
 }
 
+/* Size rules first, the same for every destination, then the mode's rules. */
 void fwd_frame(struct sw *sw, unsigned int in, const uint8_t *data, size_t len)
 {
 	if (len < sw_min_frame(sw)) {
@@ -231,6 +254,7 @@ void fwd_port_gone(struct sw *sw, unsigned int id)
 	p->has_gpu = false;
 }
 
+/* Tables for every mode are allocated whatever the mode: a few hundred KiB. */
 bool fwd_init(struct sw *sw)
 {
 	if (!fdb_init(&sw->macs, SW_FDB_CAPACITY) || !fdb_init(&sw->gpus, SW_FDB_CAPACITY))

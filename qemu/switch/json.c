@@ -1,5 +1,18 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-/* Tiny JSON reader/writer; see json.h. */
+/*
+ * Tiny JSON reader/writer; see json.h.
+ *
+ * The reader is recursive descent over a length-bounded buffer (a request
+ * line need not be NUL-terminated), one function per grammar rule of RFC
+ * 8259; every error is a static string naming what was expected, which the
+ * control socket returns to the client as is.  Nesting is bounded by
+ * JSON_MAX_DEPTH so a hostile line cannot exhaust the stack.
+ *
+ * The writer keeps, per open container, whether a value was written yet, so
+ * callers emit keys and values in order and never write a comma themselves.
+ * An allocation failure latches b->oom; the caller checks it once at the
+ * end instead of after every call.
+ */
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -9,9 +22,9 @@
 #include "json.h"
 
 struct jparser {
-	const char *s, *end;
-	const char *err;
-	int depth;
+	const char *s, *end;	/* next character, end of input */
+	const char *err;	/* first error, a static string */
+	int depth;		/* open containers */
 };
 
 static void skip_ws(struct jparser *p)
@@ -126,6 +139,7 @@ ssize_t json_unbase64(const char *s, size_t n, uint8_t *out, size_t *bad)
 	return (ssize_t)o;
 }
 
+/* The 4 hex digits of a \u escape. */
 static bool read_u16(struct jparser *p, unsigned int *out)
 {
 	unsigned int v = 0;
@@ -148,6 +162,7 @@ static bool read_u16(struct jparser *p, unsigned int *out)
 	return true;
 }
 
+/* Encode code point @cp as UTF-8 at @o; returns the bytes written (1..4). */
 static size_t put_utf8(char *o, unsigned int cp)
 {
 	if (cp < 0x80) {
@@ -223,6 +238,10 @@ static char *parse_string(struct jparser *p, size_t *len_out)
 
 			if (!read_u16(p, &cp))
 				goto fail;
+			/*
+			 * A code point above U+FFFF comes as a surrogate pair;
+			 * a lone surrogate has no UTF-8 form and is refused.
+			 */
 			if (cp >= 0xd800 && cp < 0xdc00) {
 				if (p->end - p->s < 6 || p->s[0] != '\\' || p->s[1] != 'u') {
 					p->err = "unpaired surrogate";
@@ -259,6 +278,10 @@ fail:
 
 static struct jval *parse_value(struct jparser *p);
 
+/*
+ * Check the RFC 8259 number grammar by hand (strtod alone would accept hex,
+ * "inf", leading '+' or zeros), then convert the checked text with strtod.
+ */
 static struct jval *parse_number(struct jparser *p)
 {
 	const char *q = p->s;
@@ -319,6 +342,7 @@ static bool literal(struct jparser *p, const char *word)
 	return true;
 }
 
+/* An object or array: members are kept in order, duplicate keys and all. */
 static struct jval *parse_container(struct jparser *p, bool object)
 {
 	struct jval *v = jnew(p, object ? J_OBJ : J_ARR), **tail;
@@ -449,6 +473,7 @@ struct jval *json_parse(const char *s, size_t len, const char **err)
 	return v;
 }
 
+/* Linear search: requests have a handful of members.  The first match wins. */
 const struct jval *json_get(const struct jval *o, const char *key)
 {
 	if (!o || o->t != J_OBJ)
@@ -459,6 +484,7 @@ const struct jval *json_get(const struct jval *o, const char *key)
 	return NULL;
 }
 
+/* JSON has only doubles: an integer is a finite number with no fraction. */
 bool json_int(const struct jval *v, int64_t min, int64_t max, int64_t *out)
 {
 	if (!v || v->t != J_NUM || !isfinite(v->n) || v->n != floor(v->n) ||
@@ -483,6 +509,7 @@ void jb_free(struct jbuf *b)
 	b->len = b->cap = 0;
 }
 
+/* Append bytes as they are; the buffer doubles and stays NUL-terminated. */
 void jb_raw(struct jbuf *b, const char *s, size_t n)
 {
 	if (b->oom)
@@ -646,6 +673,12 @@ void jb_null(struct jbuf *b)
 	jb_raw(b, "null", 4);
 }
 
+/*
+ * Echo a parsed number: integers exactly representable in a double print
+ * without a fraction, others with 17 significant digits so they read back
+ * to the same double.  NaN and infinities cannot be parsed, but would
+ * print as null.
+ */
 static void jb_num(struct jbuf *b, double n)
 {
 	char t[32];
@@ -659,6 +692,7 @@ static void jb_num(struct jbuf *b, double n)
 		jb_raw(b, t, (size_t)snprintf(t, sizeof(t), "%.17g", n));
 }
 
+/* Write a parsed value back out: requests' ids are echoed whatever their type. */
 void jb_value(struct jbuf *b, const struct jval *v)
 {
 	if (!v) {

@@ -39,6 +39,7 @@ static void usage(FILE *f)
 		SW_PORTS_LIMIT);
 }
 
+/* A decimal option value in [min, max]; strtoul alone would accept "-1" and "12x". */
 static bool parse_uint(const char *s, unsigned long min, unsigned long max, unsigned long *out)
 {
 	char *end;
@@ -54,6 +55,7 @@ static bool parse_uint(const char *s, unsigned long min, unsigned long max, unsi
 	return true;
 }
 
+/* Bind and listen on a unix socket at @path: SEQPACKET for devices, STREAM for control. */
 static int listen_unix(const char *path, int type)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
@@ -86,6 +88,11 @@ static int ep_add(struct sw *sw, int fd, uint64_t tag)
 	return epoll_ctl(sw->epfd, EPOLL_CTL_ADD, fd, &ev);
 }
 
+/*
+ * Allocate the fabric's state and open every descriptor the loop waits on.
+ * Everything is sized once here (ports, queues, batch buffers), so the
+ * forwarding path never allocates except for frames it has to queue.
+ */
 static int setup(struct sw *sw, long exit_with)
 {
 	sigset_t set;
@@ -111,7 +118,9 @@ static int setup(struct sw *sw, long exit_with)
 	sigaddset(&set, SIGTERM);
 	sigaddset(&set, SIGINT);
 	sigaddset(&set, SIGHUP);
+	/* Signals arrive as epoll events (signalfd), never in a handler. */
 	sigprocmask(SIG_BLOCK, &set, NULL);
+	/* A device or control client that closes mid-send must not kill the fabric. */
 	signal(SIGPIPE, SIG_IGN);
 	sw->sig_fd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
 	if (sw->sig_fd < 0 || ep_add(sw, sw->sig_fd, EV_TAG(EV_SIGNAL, 0, 0)))
@@ -143,6 +152,7 @@ static int setup(struct sw *sw, long exit_with)
 	return 0;
 }
 
+/* Route one epoll event by its tag (switch.h, EV_TAG). */
 static void dispatch(struct sw *sw, const struct epoll_event *ev)
 {
 	uint64_t tag = ev->data.u64;
@@ -189,6 +199,7 @@ static void dispatch(struct sw *sw, const struct epoll_event *ev)
 	}
 }
 
+/* SIGTERM/SIGINT/--exit-with: finish the capture file first, then close everything. */
 static void teardown(struct sw *sw)
 {
 	if (cap_active(&sw->cap) && cap_stop(&sw->cap))

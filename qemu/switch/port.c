@@ -18,6 +18,11 @@
 #define PORT_SOCKBUF	(4 << 20)	/* bytes; bursts of ~1000 MTU frames fit */
 #define READ_ROUNDS	2		/* batches per wakeup, for fairness */
 
+/*
+ * (Re)register a port with epoll.  The tag carries the connection's
+ * generation, so an event still queued for a closed connection is not
+ * applied to the next device in the slot (main.c's dispatch checks it).
+ */
 static void port_epoll(struct sw *sw, unsigned int id, int op)
 {
 	struct port *p = &sw->ports[id];
@@ -51,6 +56,11 @@ static void counters_add(struct counters *to, const struct counters *from)
 		to->drops[i] += from->drops[i];
 }
 
+/*
+ * Accept every pending device into the lowest free slot, with fresh counters.
+ * -1 only when the process is out of descriptors, which stops the switch:
+ * it could not serve a device anyway.
+ */
 int port_accept(struct sw *sw)
 {
 	for (;;) {
@@ -94,6 +104,7 @@ int port_accept(struct sw *sw)
 	}
 }
 
+/* End a port's connection: queued frames are dropped, learned state forgotten. */
 void port_close(struct sw *sw, unsigned int id, const char *why)
 {
 	struct port *p = &sw->ports[id];
@@ -136,11 +147,16 @@ void sw_totals(const struct sw *sw, struct counters *out)
 	}
 }
 
+/* A full socket, or the kernel short of buffers: queue, do not close. */
 static bool send_would_block(int err)
 {
 	return err == EAGAIN || err == EWOULDBLOCK || err == ENOBUFS;
 }
 
+/*
+ * Keep a copy of a frame the socket would not take; EPOLLOUT is armed only
+ * while the queue holds something, so an idle port costs no wakeups.
+ */
 static void enqueue(struct sw *sw, unsigned int id, const uint8_t *data, size_t len)
 {
 	struct port *p = &sw->ports[id];
@@ -204,6 +220,7 @@ static void port_flush(struct sw *sw, unsigned int id)
 		enqueue(sw, id, p->pend[i].iov_base, p->pend[i].iov_len);
 }
 
+/* End of a read batch: send what each touched port collected. */
 static void flush_all(struct sw *sw)
 {
 	for (unsigned int t = 0; t < sw->n_touched; t++) {
@@ -221,6 +238,10 @@ void port_output(struct sw *sw, unsigned int id, const uint8_t *data, size_t len
 
 	if (p->state != PORT_UP)
 		return;
+	/*
+	 * Inside a read batch the frame still lies in sw->rxbuf: collect a
+	 * pointer and send the port's frames together with one sendmmsg.
+	 */
 	if (sw->batching) {
 		if (!p->touched) {
 			p->touched = true;
@@ -249,6 +270,7 @@ void port_output(struct sw *sw, unsigned int id, const uint8_t *data, size_t len
 	enqueue(sw, id, data, len);
 }
 
+/* EPOLLOUT: drain the queue in order until the socket is full again. */
 void port_writable(struct sw *sw, unsigned int id)
 {
 	struct port *p = &sw->ports[id];
@@ -300,6 +322,12 @@ static bool peer_gone(int fd, uint32_t events)
 	return poll(&pfd, 1, 0) == 1 && (pfd.revents & (POLLHUP | POLLRDHUP | POLLERR));
 }
 
+/*
+ * Read up to READ_ROUNDS batches of SW_BATCH frames with recvmmsg, then
+ * return to the loop so one busy port cannot starve the others.  MSG_TRUNC
+ * reports each datagram's real length: a buffer one byte larger than the
+ * mode's maximum tells an oversize frame from a maximum-size one.
+ */
 void port_readable(struct sw *sw, unsigned int id, uint32_t events)
 {
 	struct port *p = &sw->ports[id];
