@@ -32,6 +32,7 @@
 #include <linux/in6.h>
 #include <linux/iosys-map.h>
 #include <linux/netdevice.h>
+#include <linux/prandom.h>
 #include <linux/refcount.h>
 #include <linux/skbuff.h>
 #include <linux/spinlock.h>
@@ -126,6 +127,9 @@ enum cnuas_ib_stat {
  * @wq: runs the QP engines
  * @stats: port counters
  * @node_guid: EUI-64 from the MAC
+ * @drop_lock: protects @drop_state and @drop_gen
+ * @drop_state: the injected receive loss's generator (cnuas_ib_net.c)
+ * @drop_gen: the parameter generation @drop_state was seeded for
  */
 struct cnuas_ib_dev {
 	struct ib_device ibdev;
@@ -146,6 +150,9 @@ struct cnuas_ib_dev {
 	struct workqueue_struct *wq;
 	atomic64_t stats[CNUAS_STAT_NUM];
 	__be64 node_guid;
+	spinlock_t drop_lock;	/* see above */
+	struct rnd_state drop_state;
+	u32 drop_gen;
 };
 
 static inline struct cnuas_ib_dev *to_cdev(struct ib_device *ibdev)
@@ -582,6 +589,7 @@ int cnuas_ib_xmit(struct cnuas_ib_qp *qp, struct sk_buff *skb);
 void cnuas_ib_rx(void *ctx, struct sk_buff *skb);
 void cnuas_ib_tx_wake(void *ctx);
 void cnuas_ib_txwait_del(struct cnuas_ib_qp *qp);
+void cnuas_ib_rx_drop_init(struct cnuas_ib_dev *dev);
 bool cnuas_ib_pkt_from_peer(struct cnuas_ib_qp *qp, struct sk_buff *skb);
 
 /* cnuas_ib_icrc.c */

@@ -210,6 +210,7 @@ static int cnuas_ib_probe(struct auxiliary_device *adev,
 	spin_lock_init(&dev->atomic_lock);
 	spin_lock_init(&dev->txwait_lock);
 	INIT_LIST_HEAD(&dev->txwait);
+	cnuas_ib_rx_drop_init(dev);
 
 	dev->wq = alloc_workqueue("cnuas_ib/%s", WQ_HIGHPRI | WQ_UNBOUND, 0,
 				  dev_name(&adev->dev));

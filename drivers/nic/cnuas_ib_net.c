@@ -8,7 +8,8 @@
 #include <linux/etherdevice.h>
 #include <linux/ip.h>
 #include <linux/ipv6.h>
-#include <linux/random.h>
+#include <linux/moduleparam.h>
+#include <linux/prandom.h>
 #include <linux/udp.h>
 #include <net/ip.h>
 
@@ -21,14 +22,81 @@
  * Fault injection for tests of the recovery paths: drop each frame that
  * arrives (requests, ACKs, responses alike) with probability 1/N, as a
  * lossy link after the switch would.  On receive, so a capture at the
- * switch still shows every frame a conformant sender sent.  Random, not
- * every Nth: a periodic loss can hit the same packet of every go-back-N
- * resend.  0, the default, drops none.
+ * switch still shows every frame a conformant sender sent.  Pseudo-random,
+ * not every Nth: a periodic loss can hit the same packet of every go-back-N
+ * resend.  The generator is seeded from rx_drop_seed, and re-seeded on every
+ * write of either parameter, so a run can be repeated: each device draws
+ * one number per received frame from its own stream, hence the same seed
+ * and the same frame sequence drop the same frames.  0, the default N,
+ * drops none.
  */
 static unsigned int rx_drop_one_in;
-module_param(rx_drop_one_in, uint, 0644);
+static unsigned int rx_drop_seed;
+/* Bumped (after the new values are stored) by every parameter write. */
+static atomic_t rx_drop_gen = ATOMIC_INIT(0);
+
+static int cnuas_ib_rx_drop_set(const char *val, const struct kernel_param *kp)
+{
+	int err = param_set_uint(val, kp);
+	unsigned int n;
+
+	if (err)
+		return err;
+	/* the devices re-seed on their next frame, having seen the values */
+	atomic_inc_return_release(&rx_drop_gen);
+	n = READ_ONCE(rx_drop_one_in);
+	if (n)
+		pr_info("cnuas_ib: rx loss injection 1/%u seed %u\n", n,
+			READ_ONCE(rx_drop_seed));
+	return 0;
+}
+
+static const struct kernel_param_ops cnuas_ib_rx_drop_ops = {
+	.set = cnuas_ib_rx_drop_set,
+	.get = param_get_uint,
+};
+
+module_param_cb(rx_drop_one_in, &cnuas_ib_rx_drop_ops, &rx_drop_one_in, 0644);
 MODULE_PARM_DESC(rx_drop_one_in,
 		 "Test only: drop received frames with probability 1/N (0: none)");
+module_param_cb(rx_drop_seed, &cnuas_ib_rx_drop_ops, &rx_drop_seed, 0644);
+MODULE_PARM_DESC(rx_drop_seed,
+		 "Test only: seed of the rx_drop_one_in loss pattern (each write re-seeds)");
+
+/**
+ * cnuas_ib_rx_drop_init - start a device's loss stream from the parameters
+ * @dev: the device (probe, before any frame)
+ */
+void cnuas_ib_rx_drop_init(struct cnuas_ib_dev *dev)
+{
+	spin_lock_init(&dev->drop_lock);
+	dev->drop_gen = atomic_read_acquire(&rx_drop_gen);
+	prandom_seed_state(&dev->drop_state, READ_ONCE(rx_drop_seed));
+}
+
+/* Is this received frame one the injected loss takes?  Any context. */
+static bool cnuas_ib_rx_drop(struct cnuas_ib_dev *dev)
+{
+	unsigned long flags;
+	unsigned int n;
+	bool drop;
+	u32 gen;
+
+	if (likely(!READ_ONCE(rx_drop_one_in)))
+		return false;
+	spin_lock_irqsave(&dev->drop_lock, flags);
+	/* pairs with the release in cnuas_ib_rx_drop_set() */
+	gen = atomic_read_acquire(&rx_drop_gen);
+	if (gen != dev->drop_gen) {
+		dev->drop_gen = gen;
+		prandom_seed_state(&dev->drop_state, READ_ONCE(rx_drop_seed));
+	}
+	n = READ_ONCE(rx_drop_one_in);
+	/* one draw per frame while N != 0, whatever it decides */
+	drop = n && !reciprocal_scale(prandom_u32_state(&dev->drop_state), n);
+	spin_unlock_irqrestore(&dev->drop_lock, flags);
+	return drop;
+}
 
 static unsigned int cnuas_ip_len(int family)
 {
@@ -297,15 +365,13 @@ static int cnuas_ib_parse(struct sk_buff *skb)
 void cnuas_ib_rx(void *ctx, struct sk_buff *skb)
 {
 	struct cnuas_ib_dev *dev = ctx;
-	unsigned int drop_one_in;
 	struct cnuas_ib_qp *qp;
 	struct cnuas_pkt *pkt;
 	struct sk_buff_head *q;
 	unsigned int end;
 
 	cnuas_stat_inc(dev, CNUAS_STAT_RCVD_PKTS);
-	drop_one_in = READ_ONCE(rx_drop_one_in);
-	if (unlikely(drop_one_in) && !get_random_u32_below(drop_one_in)) {
+	if (cnuas_ib_rx_drop(dev)) {
 		cnuas_stat_inc(dev, CNUAS_STAT_RX_DROP_INJECTED);
 		goto free;
 	}
