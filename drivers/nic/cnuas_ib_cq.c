@@ -232,14 +232,20 @@ int cnuas_ib_poll_cq(struct ib_cq *ibcq, int n, struct ib_wc *wc)
 	u32 cons, prod;
 	int i = 0;
 
+	/*
+	 * A user CQ is polled through its mapping; it keeps no ib_qp per entry
+	 * (a destroyed QP's entries may still be in the ring), and wc->qp is
+	 * what ib_core's users of poll_cq read.
+	 */
+	if (!cq->kqp)
+		return -EOPNOTSUPP;
 	spin_lock_irqsave(&cq->lock, flags);
 	cons = cq->ring->consumer;
 	prod = cq->ring->producer;
 	while (i < n && cons != prod) {
 		u32 slot = cons & (cq->entries - 1);
 
-		cnuas_ib_cqe_to_wc(&cq->cqe[slot],
-				   cq->kqp ? cq->kqp[slot] : NULL, &wc[i++]);
+		cnuas_ib_cqe_to_wc(&cq->cqe[slot], cq->kqp[slot], &wc[i++]);
 		cons++;
 	}
 	WRITE_ONCE(cq->ring->consumer, cons);

@@ -226,9 +226,13 @@ static int cnuas_ib_probe(struct auxiliary_device *adev,
 	ibdev->phys_port_cnt = 1;
 	ibdev->num_comp_vectors = 1;
 	ibdev->dev.parent = &nadev->pdev->dev;
+	/*
+	 * Not POLL_CQ: the provider reads the mapped ring, and ib_core's
+	 * command would read the ib_qp of each entry, which a user CQ does
+	 * not keep (cnuas_ib_poll_cq refuses user CQs).
+	 */
 	ibdev->uverbs_cmd_mask |= BIT_ULL(IB_USER_VERBS_CMD_POST_SEND) |
 				  BIT_ULL(IB_USER_VERBS_CMD_POST_RECV) |
-				  BIT_ULL(IB_USER_VERBS_CMD_POLL_CQ) |
 				  BIT_ULL(IB_USER_VERBS_CMD_REQ_NOTIFY_CQ);
 	strscpy(ibdev->node_desc, "cnuas_ib RoCEv2", sizeof(ibdev->node_desc));
 	ib_set_device_ops(ibdev, &cnuas_ib_dev_ops);
