@@ -13,6 +13,7 @@
 #include <linux/dma-buf.h>
 #include <linux/highmem.h>
 #include <linux/mm.h>
+#include <linux/overflow.h>
 #include <linux/vmalloc.h>
 
 #include "cnuas_ib.h"
@@ -85,14 +86,39 @@ static void cnuas_ib_mr_release(struct cnuas_ib_dev *dev,
 	kfree_rcu(mr, rcu);
 }
 
-/* A user or DMA-BUF MR over [@iova, @iova + @length): range checked, not yet published. */
+/*
+ * Access flags a user or DMA-BUF MR may have: only the supported ones, and
+ * anything that lets the transport write the memory (remote write, remote
+ * atomic) only with LOCAL_WRITE, which is what makes the pages pinned
+ * writable.  ib_core checks the second too; the copies rely on it.
+ */
+static int cnuas_ib_check_access(int access, int supported)
+{
+	if (access & ~supported)
+		return -EOPNOTSUPP;
+	if ((access & (IB_ACCESS_REMOTE_WRITE | IB_ACCESS_REMOTE_ATOMIC)) &&
+	    !(access & IB_ACCESS_LOCAL_WRITE))
+		return -EINVAL;
+	return 0;
+}
+
+/*
+ * A user or DMA-BUF MR over [@iova, @iova + @length) of memory that starts
+ * @start into its pages: range checked, not yet published.  @iova and
+ * @start must share their offset in a page (ib_core asks the same), so an
+ * aligned 8-byte atomic target never straddles two pages.
+ */
 static struct cnuas_ib_mr *cnuas_ib_mr_new(struct ib_pd *pd, int access,
-					   enum cnuas_mr_type type, u64 iova,
-					   u64 length)
+					   enum cnuas_mr_type type, u64 start,
+					   u64 iova, u64 length)
 {
 	struct cnuas_ib_mr *mr;
+	u64 end;
 
-	if (!length || length > U32_MAX || iova + length < iova)
+	if (!length || length > U32_MAX ||
+	    check_add_overflow(iova, length, &end) ||
+	    check_add_overflow(start, length, &end) ||
+	    ((start ^ iova) & ~PAGE_MASK))
 		return ERR_PTR(-EINVAL);
 	mr = cnuas_ib_mr_alloc(pd, access);
 	if (IS_ERR(mr))
@@ -128,9 +154,10 @@ struct ib_mr *cnuas_ib_reg_user_mr(struct ib_pd *pd, u64 start, u64 length,
 	unsigned long i = 0;
 	int err;
 
-	if (access & ~CNUAS_IB_ACCESS_SUPPORTED)
-		return ERR_PTR(-EOPNOTSUPP);
-	mr = cnuas_ib_mr_new(pd, access, CNUAS_MR_USER, iova, length);
+	err = cnuas_ib_check_access(access, CNUAS_IB_ACCESS_SUPPORTED);
+	if (err)
+		return ERR_PTR(err);
+	mr = cnuas_ib_mr_new(pd, access, CNUAS_MR_USER, start, iova, length);
 	if (IS_ERR(mr))
 		return ERR_CAST(mr);
 
@@ -181,11 +208,10 @@ struct ib_mr *cnuas_ib_reg_user_mr_dmabuf(struct ib_pd *pd, u64 offset,
 	struct cnuas_ib_mr *mr;
 	int err;
 
-	if (access & ~CNUAS_IB_DMABUF_ACCESS)
-		return ERR_PTR(-EOPNOTSUPP);
-	if (offset + length < offset)
-		return ERR_PTR(-EINVAL);
-	mr = cnuas_ib_mr_new(pd, access, CNUAS_MR_DMABUF, iova, length);
+	err = cnuas_ib_check_access(access, CNUAS_IB_DMABUF_ACCESS);
+	if (err)
+		return ERR_PTR(err);
+	mr = cnuas_ib_mr_new(pd, access, CNUAS_MR_DMABUF, offset, iova, length);
 	if (IS_ERR(mr))
 		return ERR_CAST(mr);
 
