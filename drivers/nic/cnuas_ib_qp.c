@@ -615,66 +615,108 @@ int cnuas_ib_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	return 0;
 }
 
-/* Is @wr something this QP can carry?  Checked before it is queued. */
-static int cnuas_ib_check_send_wr(struct cnuas_ib_qp *qp,
-				  const struct ib_send_wr *wr, u32 *len)
+/* The send flags this transport implements; any other bit is refused. */
+#define CNUAS_IB_SEND_FLAGS (IB_SEND_FENCE | IB_SEND_SIGNALED | \
+			     IB_SEND_SOLICITED | IB_SEND_INLINE)
+
+/* The opcode and its operands on an RC QP; @total is the SGE sum. */
+static int cnuas_ib_check_rc_wr(const struct ib_send_wr *wr, u64 total)
 {
-	u64 total = 0;
-	int i;
-
-	if (wr->num_sge < 0 || wr->num_sge > qp->sq_max_sge)
-		return -EINVAL;
-	for (i = 0; i < wr->num_sge; i++)
-		total += wr->sg_list[i].length;
-	if (total > CNUAS_IB_MAX_MSG_SZ)
-		return -EINVAL;
-	*len = total;
-
-	if (qp->type != IB_QPT_RC) {
-		if (wr->opcode != IB_WR_SEND &&
-		    wr->opcode != IB_WR_SEND_WITH_IMM)
-			return -EINVAL;
-		/* the port MTU bounds it; the requester checks that */
-		if (total > ib_mtu_enum_to_int(CNUAS_IB_MAX_MTU))
-			return -EINVAL;
-		return 0;
-	}
 	switch (wr->opcode) {
 	case IB_WR_SEND:
 	case IB_WR_SEND_WITH_IMM:
 	case IB_WR_RDMA_WRITE:
 	case IB_WR_RDMA_WRITE_WITH_IMM:
-		break;
+		return 0;
 	case IB_WR_RDMA_READ:
-		if (wr->send_flags & IB_SEND_INLINE)
-			return -EINVAL;
-		break;
+		/* the local buffers are written: no inline source */
+		return (wr->send_flags & IB_SEND_INLINE) ? -EINVAL : 0;
 	case IB_WR_ATOMIC_CMP_AND_SWP:
 	case IB_WR_ATOMIC_FETCH_AND_ADD:
-		if (total != sizeof(u64) || (atomic_wr(wr)->remote_addr & 7) ||
+		if (total != sizeof(u64) ||
+		    !IS_ALIGNED(atomic_wr(wr)->remote_addr, sizeof(u64)) ||
 		    (wr->send_flags & IB_SEND_INLINE))
 			return -EINVAL;
-		break;
+		return 0;
 	default:
 		return -EINVAL;
 	}
-	if ((wr->send_flags & IB_SEND_INLINE) && total > qp->max_inline)
+}
+
+/*
+ * A UD (or GSI) request: a one-packet SEND to the address handle's
+ * destination.  A user QP may only name an AH of its own PD (uverbs
+ * checks the handle's type and owner, not its PD).
+ */
+static int cnuas_ib_check_ud_wr(struct cnuas_ib_qp *qp,
+				const struct ib_send_wr *wr, u64 total)
+{
+	const struct ib_ah *ah = ud_wr(wr)->ah;
+
+	if (wr->opcode != IB_WR_SEND && wr->opcode != IB_WR_SEND_WITH_IMM)
+		return -EINVAL;
+	/* the port MTU bounds it; the requester checks the current one */
+	if (total > ib_mtu_enum_to_int(CNUAS_IB_MAX_MTU))
+		return -EINVAL;
+	if (!ah || ah->device != qp->ibqp.device)
+		return -EINVAL;
+	if (qp->user && ah->pd != qp->ibqp.pd)
 		return -EINVAL;
 	return 0;
 }
 
 /*
- * Copy inline data: user QPs give user addresses (copied before any lock,
- * it may fault), kernel QPs kernel addresses.
+ * Is @wr something this QP can carry?  Every field that sizes a copy or
+ * indexes a queue is checked here, for every QP type, before anything is
+ * copied or queued: a refused request consumes no slot and sends nothing.
+ * *@len is the message length on success.
+ */
+static int cnuas_ib_check_send_wr(struct cnuas_ib_qp *qp,
+				  const struct ib_send_wr *wr, u32 *len)
+{
+	u64 total = 0;
+	int i, err;
+
+	if (wr->send_flags & ~CNUAS_IB_SEND_FLAGS)
+		return -EINVAL;
+	if (wr->num_sge < 0 || wr->num_sge > qp->sq_max_sge)
+		return -EINVAL;
+	/* at most CNUAS_IB_MAX_SGE u32 lengths: the u64 sum cannot wrap */
+	for (i = 0; i < wr->num_sge; i++)
+		total += wr->sg_list[i].length;
+	if (total > CNUAS_IB_MAX_MSG_SZ)
+		return -EINVAL;
+	/* the inline bytes land in a slot of max_inline bytes */
+	if ((wr->send_flags & IB_SEND_INLINE) && total > qp->max_inline)
+		return -EINVAL;
+	if (cnuas_qp_is_rc(qp))
+		err = cnuas_ib_check_rc_wr(wr, total);
+	else
+		err = cnuas_ib_check_ud_wr(qp, wr, total);
+	if (err)
+		return err;
+	*len = total;
+	return 0;
+}
+
+/*
+ * Copy inline data into @dst (@size bytes): user QPs give user addresses
+ * (copied before any lock, it may fault), kernel QPs kernel addresses.
+ * cnuas_ib_check_send_wr() bounded the total; the copy checks each SGE
+ * against the room left all the same, so no path can overrun @dst.
  */
 static int cnuas_ib_copy_inline(struct cnuas_ib_qp *qp,
-				const struct ib_send_wr *wr, u8 *dst)
+				const struct ib_send_wr *wr, u8 *dst,
+				u32 size)
 {
+	u32 left = size;
 	int i;
 
 	for (i = 0; i < wr->num_sge; i++) {
 		const struct ib_sge *sge = &wr->sg_list[i];
 
+		if (sge->length > left)
+			return -EINVAL;
 		if (qp->user) {
 			if (copy_from_user(dst,
 					   u64_to_user_ptr(sge->addr),
@@ -684,6 +726,7 @@ static int cnuas_ib_copy_inline(struct cnuas_ib_qp *qp,
 			memcpy(dst, (void *)(uintptr_t)sge->addr, sge->length);
 		}
 		dst += sge->length;
+		left -= sge->length;
 	}
 	return 0;
 }
@@ -757,12 +800,10 @@ int cnuas_ib_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 		err = cnuas_ib_check_send_wr(qp, wr, &len);
 		if (err)
 			break;
-		if (qp->type != IB_QPT_RC && !ud_wr(wr)->ah) {
-			err = -EINVAL;
-			break;
-		}
 		if (wr->send_flags & IB_SEND_INLINE) {
-			err = cnuas_ib_copy_inline(qp, wr, inl);
+			err = cnuas_ib_copy_inline(qp, wr, inl,
+						   min_t(u32, qp->max_inline,
+							 sizeof(inl)));
 			if (err)
 				break;
 		}

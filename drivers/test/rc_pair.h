@@ -68,12 +68,19 @@ static inline void tcp_xfer(int fd, const void *out, void *in, size_t len)
 	}
 }
 
-/* An RC QP on @cq (send and receive), a few WRs and one SGE each, in INIT with @access. */
-static inline struct ibv_qp *rc_create_qp(struct ibv_pd *pd, struct ibv_cq *cq, int access)
+/*
+ * An RC QP on @cq (send and receive), a few WRs and one SGE each, room for
+ * @max_inline bytes of inline data, in INIT with @access.  *@got_inline
+ * (if not NULL) is the inline room the device granted.
+ */
+static inline struct ibv_qp *rc_create_qp_inline(struct ibv_pd *pd, struct ibv_cq *cq,
+						 int access, uint32_t max_inline,
+						 uint32_t *got_inline)
 {
 	struct ibv_qp_init_attr init = {
 		.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
-		.cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1 },
+		.cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1,
+			 .max_inline_data = max_inline },
 	};
 	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
 				 .qp_access_flags = access };
@@ -82,7 +89,15 @@ static inline struct ibv_qp *rc_create_qp(struct ibv_pd *pd, struct ibv_cq *cq, 
 	if (!qp || ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
 				 IBV_QP_ACCESS_FLAGS))
 		DIE("create QP");
+	if (got_inline)
+		*got_inline = init.cap.max_inline_data;
 	return qp;
+}
+
+/* An RC QP on @cq (send and receive), a few WRs and one SGE each, in INIT with @access. */
+static inline struct ibv_qp *rc_create_qp(struct ibv_pd *pd, struct ibv_cq *cq, int access)
+{
+	return rc_create_qp_inline(pd, cq, access, 0, NULL);
 }
 
 /*

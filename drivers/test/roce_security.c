@@ -10,12 +10,20 @@
  * retry error).  Every case uses a fresh pair of QPs (an error moves both
  * ends to the error state).
  *
+ * Then the inline-length cases, on an RC and on a UD QP pair whose send
+ * queues were given INLINE_ASK bytes of inline room, then none: an inline
+ * SEND of exactly max_inline bytes is accepted and delivered; max_inline + 1
+ * and INLINE_BIG bytes are refused by ibv_post_send with EINVAL and leave
+ * no trace (no completion, no frame sent, nothing delivered); a SEND after
+ * them still works.
+ *
  *   server:  roce_security -d dev -g gid_index -p tcp_port
  *   client:  roce_security -d dev -g gid_index -p tcp_port SERVER_IP
  *
  * Prints one line per case and PASS at the end; exits 1 on any mismatch.
  */
 #include <getopt.h>
+#include <rdma/ib_user_verbs.h>
 
 #include "rc_pair.h"
 
@@ -75,6 +83,323 @@ static int pattern_intact(const unsigned char *p, unsigned char v)
 		if (p[i] != v)
 			return 0;
 	return 1;
+}
+
+/* ---- inline lengths ---- */
+
+#define INLINE_ASK	64	/* inline room the QPs ask for (then 0) */
+#define INLINE_BIG	4096	/* far past any inline room: a page */
+#define UD_QKEY		0x11111111u
+#define GRH_BYTES	40	/* what a UD receive has before the payload */
+#define N_RECV		4	/* receives the server posts, one per slot */
+#define SLOT		(MR_LEN / N_RECV)
+#define FILL_OK		0x11	/* the accepted message */
+#define FILL_AFTER	0x22	/* the message after the refusals */
+#define AFTER_PLAIN	64	/* its length when the QP has no inline room */
+
+/* What one end of the inline cases works with. */
+struct inline_env {
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	struct ibv_mr *mr_rw, *mr_local;
+	unsigned char *rw, *local;
+	const char *ibdev;
+	union ibv_gid gid;
+	int gid_index, fd, client;
+	enum ibv_mtu mtu;
+};
+
+/* A UD QP on @cq, RTS with UD_QKEY; *@got is the inline room granted. */
+static struct ibv_qp *ud_create_qp(struct ibv_pd *pd, struct ibv_cq *cq, uint32_t max_inline,
+				   uint32_t *got)
+{
+	struct ibv_qp_init_attr init = {
+		.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_UD,
+		.cap = { .max_send_wr = 4, .max_recv_wr = N_RECV, .max_send_sge = 1,
+			 .max_recv_sge = 1, .max_inline_data = max_inline },
+	};
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = UD_QKEY };
+	struct ibv_qp *qp = ibv_create_qp(pd, &init);
+
+	if (!qp)
+		DIE("create UD QP: %s", strerror(errno));
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY))
+		DIE("UD QP to INIT");
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE))
+		DIE("UD QP to RTR");
+	a.qp_state = IBV_QPS_RTS;
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN))
+		DIE("UD QP to RTS");
+	*got = init.cap.max_inline_data;
+	return qp;
+}
+
+/* The port's sent_pkts counter: every frame the device sent; -1 unreadable. */
+static long sent_pkts(const char *ibdev)
+{
+	char path[256];
+	long v = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/class/infiniband/%s/ports/1/hw_counters/sent_pkts",
+		 ibdev);
+	f = fopen(path, "r");
+	if (f) {
+		if (fscanf(f, "%ld", &v) != 1)
+			v = -1;
+		fclose(f);
+	}
+	return v;
+}
+
+/* Poll @cq for up to about @ms milliseconds: 1 with *@wc, or 0. */
+static int poll_one(struct ibv_cq *cq, struct ibv_wc *wc, int ms)
+{
+	for (int i = 0; i <= ms; i++) {
+		int n = ibv_poll_cq(cq, 1, wc);
+
+		if (n < 0)
+			DIE("ibv_poll_cq");
+		if (n)
+			return 1;
+		usleep(1000);
+	}
+	return 0;
+}
+
+/*
+ * Post one signalled SEND of @len bytes of @fill from the client's buffer,
+ * inline or from its MR; to @ah / @qpn on a UD QP.  Returns ibv_post_send's
+ * result; *@bad_ok says whether bad_wr named this request (or stayed NULL on
+ * success).
+ */
+static int post_one(struct ibv_qp *qp, const struct inline_env *e, struct ibv_ah *ah,
+		    uint32_t qpn, uint32_t len, unsigned char fill, int inl, int *bad_ok)
+{
+	struct ibv_sge sge = { .addr = (uintptr_t)e->local, .length = len,
+			       .lkey = inl ? 0 : e->mr_local->lkey };
+	struct ibv_send_wr wr = { .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_SEND,
+				  .send_flags = IBV_SEND_SIGNALED |
+						(inl ? IBV_SEND_INLINE : 0) };
+	struct ibv_send_wr *bad = NULL;
+	int ret;
+
+	memset(e->local, fill, len);
+	if (ah) {
+		wr.wr.ud.ah = ah;
+		wr.wr.ud.remote_qpn = qpn;
+		wr.wr.ud.remote_qkey = UD_QKEY;
+	}
+	ret = ibv_post_send(qp, &wr, &bad);
+	*bad_ok = ret ? bad == &wr : bad == NULL;
+	return ret;
+}
+
+/* Client: append "; <what>" to @why (the case then fails). */
+static void why_add(char *why, size_t size, const char *what)
+{
+	size_t n = strlen(why);
+
+	snprintf(why + n, size - n, "%s%s", n ? "; " : "", what);
+}
+
+/*
+ * The uverbs POLL_CQ command (a write() on the context's command fd, which
+ * ibv_poll_cq never uses here: it reads the mapped ring) aimed at @cq while
+ * it holds a completion.  The device does not take that command, as ib_core
+ * would look at the QP of each entry, which a user CQ does not keep: it
+ * must fail with EOPNOTSUPP and leave the completion where it is.
+ */
+static void poll_cmd_refused(struct ibv_cq *cq, char *why, size_t size)
+{
+	struct {
+		struct ib_uverbs_cmd_hdr hdr;
+		struct ib_uverbs_poll_cq cmd;
+	} req = { 0 };
+	struct {
+		struct ib_uverbs_poll_cq_resp head;
+		struct ib_uverbs_wc wc;
+	} resp = { 0 };
+	char buf[160];
+	ssize_t n;
+
+	req.hdr.command = IB_USER_VERBS_CMD_POLL_CQ;
+	req.hdr.in_words = sizeof(req) / 4;
+	req.hdr.out_words = sizeof(resp) / 4;
+	req.cmd.response = (uintptr_t)&resp;
+	req.cmd.cq_handle = cq->handle;
+	req.cmd.ne = 1;
+	n = write(cq->context->cmd_fd, &req, sizeof(req));
+	if (n >= 0 || errno != EOPNOTSUPP) {
+		snprintf(buf, sizeof(buf), "the uverbs POLL_CQ command: %s (%u entries)",
+			 n >= 0 ? "taken" : strerror(errno), resp.head.count);
+		why_add(why, size, buf);
+	}
+}
+
+/* Client side of one inline case: post, check, report into @why. */
+static void inline_client(const struct inline_env *e, struct ibv_qp *qp, struct ibv_ah *ah,
+			  uint32_t qpn, uint32_t max_inline, char *why, size_t size)
+{
+	const uint32_t bad_len[2] = { max_inline + 1, INLINE_BIG };
+	uint32_t after_len = max_inline ? max_inline : AFTER_PLAIN;
+	char buf[160];
+	struct ibv_wc wc;
+	long before, after;
+	int ret, bad_ok;
+
+	ret = post_one(qp, e, ah, qpn, max_inline, FILL_OK, 1, &bad_ok);
+	if (ret || !bad_ok) {
+		snprintf(buf, sizeof(buf), "exactly %u bytes inline: ibv_post_send %s", max_inline,
+			 strerror(ret));
+		why_add(why, size, buf);
+	} else if (ah && max_inline) {
+		/* a UD send completes once sent: the CQ holds its entry by now */
+		usleep(200000);
+		poll_cmd_refused(e->cq, why, size);
+	}
+	if (!ret && (!poll_one(e->cq, &wc, 5000) || wc.status != IBV_WC_SUCCESS)) {
+		why_add(why, size, "exactly max_inline: no successful completion");
+	}
+	before = sent_pkts(e->ibdev);
+	for (int i = 0; i < 2; i++) {
+		ret = post_one(qp, e, ah, qpn, bad_len[i], 0x33 + i, 1, &bad_ok);
+		if (ret != EINVAL || !bad_ok) {
+			snprintf(buf, sizeof(buf), "%u bytes inline: ibv_post_send %s (%d), bad_wr %s",
+				 bad_len[i], ret ? strerror(ret) : "accepted it", ret,
+				 bad_ok ? "ok" : "wrong");
+			why_add(why, size, buf);
+		}
+	}
+	if (poll_one(e->cq, &wc, 200)) {
+		snprintf(buf, sizeof(buf), "a refused post completed (%s, %u bytes)",
+			 ibv_wc_status_str(wc.status), wc.byte_len);
+		why_add(why, size, buf);
+	}
+	after = sent_pkts(e->ibdev);
+	if (before < 0 || after != before) {
+		snprintf(buf, sizeof(buf), "refused posts sent frames (sent_pkts %ld -> %ld)",
+			 before, after);
+		why_add(why, size, buf);
+	}
+	ret = post_one(qp, e, ah, qpn, after_len, FILL_AFTER, max_inline != 0, &bad_ok);
+	if (ret || !bad_ok || !poll_one(e->cq, &wc, 5000) || wc.status != IBV_WC_SUCCESS)
+		why_add(why, size, "the SEND after the refusals failed");
+}
+
+/* Server: did receive @i land @len bytes of @fill after the UD GRH area? */
+static int slot_holds(const struct inline_env *e, const struct ibv_wc *wc, int i, int ud,
+		      uint32_t len, unsigned char fill)
+{
+	const unsigned char *p = e->rw + i * SLOT + (ud ? GRH_BYTES : 0);
+
+	if (wc->status != IBV_WC_SUCCESS || wc->wr_id != (uint64_t)i ||
+	    wc->byte_len != len + (ud ? GRH_BYTES : 0))
+		return 0;
+	for (uint32_t k = 0; k < len; k++)
+		if (p[k] != fill)
+			return 0;
+	return 1;
+}
+
+/* Server side: exactly the two good messages arrive, nothing else. */
+static int inline_server(const struct inline_env *e, int ud, uint32_t max_inline)
+{
+	uint32_t after_len = max_inline ? max_inline : AFTER_PLAIN;
+	struct ibv_wc wc[3];
+	int n = 0, good;
+	struct msg me = { 0 }, peer;
+
+	while (n < 2 && poll_one(e->cq, &wc[n], 20000))
+		n++;
+	/* the client has finished posting: anything more would be extra */
+	tcp_xfer(e->fd, &me, &peer, sizeof(me));
+	if (n == 2 && poll_one(e->cq, &wc[2], 300))
+		n++;
+	good = n == 2 && slot_holds(e, &wc[0], 0, ud, max_inline, FILL_OK) &&
+	       slot_holds(e, &wc[1], 1, ud, after_len, FILL_AFTER);
+	if (!good) {
+		printf("  server: %d receive completion(s):", n);
+		for (int i = 0; i < n; i++)
+			printf(" [wr %llu %s %u bytes]", (unsigned long long)wc[i].wr_id,
+			       ibv_wc_status_str(wc[i].status), wc[i].byte_len);
+		printf("\n");
+	}
+	return good;
+}
+
+/* One inline case, both ends in step; returns 1 on a mismatch. */
+static int inline_case(struct inline_env *e, enum ibv_qp_type type, uint32_t ask)
+{
+	int ud = type == IBV_QPT_UD;
+	struct msg me = { .psn = 0x4242 + ask }, peer;
+	char why[1024] = "";
+	struct ibv_ah *ah = NULL;
+	struct ibv_qp *qp;
+	uint32_t got;
+	struct ibv_wc wc;
+	int ok;
+
+	memset(e->rw, 0, MR_LEN);
+	qp = ud ? ud_create_qp(e->pd, e->cq, ask, &got) :
+		  rc_create_qp_inline(e->pd, e->cq, 0, ask, &got);
+	if (!e->client) {
+		for (int i = 0; i < N_RECV; i++) {
+			struct ibv_sge sge = { .addr = (uintptr_t)(e->rw + i * SLOT),
+					       .length = SLOT, .lkey = e->mr_rw->lkey };
+			struct ibv_recv_wr rwr = { .wr_id = i, .sg_list = &sge, .num_sge = 1 };
+			struct ibv_recv_wr *bad;
+
+			if (ibv_post_recv(qp, &rwr, &bad))
+				DIE("ibv_post_recv");
+		}
+	}
+	me.qpn = qp->qp_num;
+	me.len = got;
+	memcpy(me.gid, e->gid.raw, 16);
+	tcp_xfer(e->fd, &me, &peer, sizeof(me));
+	if (ud && e->client) {
+		struct ibv_ah_attr aa = { .is_global = 1, .port_num = 1,
+					  .grh = { .sgid_index = e->gid_index, .hop_limit = 64 } };
+
+		memcpy(aa.grh.dgid.raw, peer.gid, 16);
+		ah = ibv_create_ah(e->pd, &aa);
+		if (!ah)
+			DIE("ibv_create_ah: %s", strerror(errno));
+	} else if (!ud) {
+		rc_connect(qp, me.psn, peer.qpn, peer.psn, peer.gid, e->gid_index, e->mtu, 7);
+	}
+	if (got > INLINE_BIG - 1)
+		DIE("inline room %u leaves no oversize case below %u", got, INLINE_BIG);
+	tcp_xfer(e->fd, &me, &peer, sizeof(me));	/* both ready */
+
+	if (e->client) {
+		inline_client(e, qp, ah, peer.qpn, got, why, sizeof(why));
+		me.status = why[0] ? 1 : 0;
+		tcp_xfer(e->fd, &me, &peer, sizeof(me));	/* done posting */
+		tcp_xfer(e->fd, &me, &peer, sizeof(me));	/* the server's verdict */
+		if (peer.status)
+			why_add(why, sizeof(why), "the server saw other receives than the two good ones");
+		ok = !why[0];
+		printf("case inline %s max_inline %u (asked %u): %u accepted, %u and %u refused with EINVAL, nothing sent, the QP works after: %s%s%s\n",
+		       ud ? "UD" : "RC", got, ask, got, got + 1, INLINE_BIG,
+		       ok ? "ok" : "MISMATCH", ok ? "" : ": ", why);
+	} else {
+		ok = inline_server(e, ud, got);
+		me.status = ok ? 0 : 1;
+		tcp_xfer(e->fd, &me, &peer, sizeof(me));
+		printf("case inline %s max_inline %u: receives %s\n", ud ? "UD" : "RC", got,
+		       ok ? "as expected" : "WRONG");
+	}
+	while (ibv_poll_cq(e->cq, 1, &wc) > 0)
+		;
+	if (ibv_destroy_qp(qp))
+		DIE("ibv_destroy_qp");
+	if (ah && ibv_destroy_ah(ah))
+		DIE("ibv_destroy_ah");
+	return !ok;
 }
 
 int main(int argc, char **argv)
@@ -233,6 +558,21 @@ int main(int argc, char **argv)
 		if (ibv_destroy_qp(qp))
 			DIE("ibv_destroy_qp");
 	}
+	struct inline_env env = {
+		.pd = pd, .cq = cq, .mr_rw = mr_rw, .mr_local = mr_local, .rw = rw,
+		.local = local, .ibdev = ibv_get_device_name(dev), .gid = gid,
+		.gid_index = gid_index, .fd = fd, .client = client, .mtu = pa.active_mtu,
+	};
+	const enum ibv_qp_type types[] = { IBV_QPT_RC, IBV_QPT_UD };
+	const uint32_t asks[] = { INLINE_ASK, 0 };
+	unsigned int n_inline = 0;
+
+	for (unsigned int t = 0; t < 2; t++) {
+		for (unsigned int a = 0; a < 2; a++) {
+			failures += inline_case(&env, types[t], asks[a]);
+			n_inline++;
+		}
+	}
 	close(fd);
 	ibv_dereg_mr(mr_rw);
 	ibv_dereg_mr(mr_ro);
@@ -247,6 +587,6 @@ int main(int argc, char **argv)
 		printf("FAIL: %d case(s)\n", failures);
 		return 1;
 	}
-	printf("PASS: %zu cases\n", NUM_CASES);
+	printf("PASS: %zu cases\n", NUM_CASES + n_inline);
 	return 0;
 }

@@ -471,11 +471,14 @@ async function rping(ctx: RowContext, nodes: Node[]): Promise<void> {
   });
 }
 
+/** Inline-length cases roce_security runs: RC and UD, each with inline room and with none. */
+const INLINE_CASES = 4;
+
 async function security(ctx: RowContext, nodes: Node[]): Promise<void> {
   const [s, c] = nodes;
   const bin = `${GUEST_PATHS.bin}/roce_security`;
   await ctx.step(
-    "security and RNR: access flags, foreign PD, bounds, receive not ready",
+    "security and RNR: access flags, foreign PD, bounds, receive not ready, inline lengths",
     async () => {
       const out = await pair(
         "roce_security",
@@ -485,6 +488,13 @@ async function security(ctx: RowContext, nodes: Node[]): Promise<void> {
         18800,
       );
       ctx.log(out);
+      // the exit status covers every case; this proves the inline ones ran at all
+      const inline = out.split("\n").filter((l) => /^case inline .*: ok$/.test(l)).length;
+      ctx.measure("security.inlineCasesOk", inline, "count");
+      ctx.expect(
+        inline === INLINE_CASES,
+        `roce_security: ${inline} of ${INLINE_CASES} inline-length cases ok:\n${out.slice(-1500)}`,
+      );
     },
   );
 }

@@ -84,7 +84,11 @@ struct cnuas_ib_create_cq_resp {
 	__u32 reserved;
 };
 
-/* Response of CREATE_QP. */
+/*
+ * Response of CREATE_QP.  @max_inline is the inline room of each send
+ * queue slot: a post_send with IBV_SEND_INLINE whose SGEs add up to more is
+ * refused with EINVAL on every QP type, before anything is queued or sent.
+ */
 struct cnuas_ib_create_qp_resp {
 	__u32 qpn;
 	__u32 max_inline;
