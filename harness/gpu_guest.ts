@@ -188,3 +188,83 @@ export async function waitLinkState(
     );
   }
 }
+
+/** The errno every call on an unbound device must end with. */
+const GONE = "ENODEV";
+
+/**
+ * Shell script for one unbind-under-load run on device node `name`: start
+ * `cnuasgpu_smoke copy-loop` in the background, unbind the PCI function from
+ * cnuasgpu through sysfs once copies are going, give the copies `seconds` to
+ * end by themselves, then bind the function again. Everything it learns is
+ * printed as key=value lines (the copy-loop's own lines included); sysfs
+ * writes are bounded by `timeout` so a remove that hangs is reported, not
+ * waited on for ever.
+ */
+export function unbindScript(name: string, seconds: number): string {
+  const out = `/tmp/cnuasgpu_copy_loop.${name}.out`;
+  const drv = "/sys/bus/pci/drivers/cnuasgpu";
+  return [
+    `bdf=$(basename "$(readlink -f /sys/class/cnuasgpu/${name}/device)")`,
+    "echo bdf=$bdf",
+    `${shq(CNUASGPU_SMOKE)} copy-loop /dev/${name} ${seconds} >${out} 2>&1 &`,
+    "pid=$!",
+    "for i in $(seq 600); do",
+    `  grep -q '^copy_loop_running=1' ${out} && break`,
+    "  kill -0 $pid 2>/dev/null || break",
+    "  sleep 0.1",
+    "done",
+    `echo running_at_unbind=$(grep -c '^copy_loop_running=1' ${out})`,
+    `timeout 60 sh -c "echo $bdf >${drv}/unbind"; echo unbind_code=$?`,
+    `[ -e /dev/${name} ]; echo node_after_unbind=$((1 - $?))`,
+    `for i in $(seq ${seconds * 10}); do kill -0 $pid 2>/dev/null || break; sleep 0.1; done`,
+    "if kill -0 $pid 2>/dev/null; then echo loop_hung=1; kill -9 $pid; fi",
+    "wait $pid; echo loop_exit=$?",
+    `cat ${out}; rm -f ${out}`,
+    `timeout 60 sh -c "echo $bdf >${drv}/bind"; echo bind_code=$?`,
+    "for i in $(seq 50); do",
+    '  [ -n "$(ls /sys/bus/pci/devices/$bdf/cnuasgpu 2>/dev/null)" ] && break',
+    "  sleep 0.1",
+    "done",
+    "echo rebound=$(ls /sys/bus/pci/devices/$bdf/cnuasgpu 2>/dev/null)",
+  ].join("\n");
+}
+
+/**
+ * What went wrong in an unbind-under-load run (`unbindScript`'s key=value
+ * lines): copies that were not running when the unbind came, an unbind or
+ * bind that failed or hung, copies that never stopped or stopped with
+ * anything but ENODEV, calls on the gone device that did not fail with
+ * ENODEV, a device node left behind, no device after the bind. Empty when
+ * the run went as the driver promises.
+ */
+export function unbindProblems(kv: Record<string, string>): string[] {
+  const want: Record<string, string> = {
+    running_at_unbind: "1",
+    unbind_code: "0",
+    node_after_unbind: "0",
+    loop_exit: "0",
+    copy_end: GONE,
+    after_copy: GONE,
+    after_info: GONE,
+    after_alloc: GONE,
+    after_mmap: GONE,
+    bind_code: "0",
+  };
+  const bad = mismatches("unbind under copies", kv, want);
+  if (kv.loop_hung !== undefined) bad.push("unbind under copies: the copy loop hung");
+  if (!/^cnuasgpu\d+$/.test(kv.rebound ?? "")) {
+    bad.push(`unbind under copies: no cnuasgpu device after bind (${kv.rebound ?? "nothing"})`);
+  }
+  return bad;
+}
+
+/** Run `unbindScript` on `name`; its key=value lines and the raw output. */
+export async function unbindUnderCopies(
+  g: Guest,
+  name: string,
+  seconds = 60,
+): Promise<{ kv: Record<string, string>; stdout: string }> {
+  const r = await g.run(unbindScript(name, seconds), { timeoutSec: seconds + 240 });
+  return { kv: parseKeyValues(r.stdout), stdout: `${r.stdout}${r.stderr}` };
+}

@@ -270,8 +270,15 @@ static int cnuasgpu_ioc_alloc(struct cnuasgpu_file *cf, void __user *uarg)
 	req.offset = offset;
 	req.size = size;
 	if (copy_to_user(uarg, &req, sizeof(req))) {
+		/*
+		 * Another thread of this file may have freed the handle (it is
+		 * guessable) since the lock was dropped: @a may be gone, so
+		 * free only what the handle still names.
+		 */
 		mutex_lock(&gdev->alloc_lock);
-		cnuasgpu_alloc_free(gdev, a);
+		a = cnuasgpu_lookup(cf, handle);
+		if (a)
+			cnuasgpu_alloc_free(gdev, a);
 		mutex_unlock(&gdev->alloc_lock);
 		return -EFAULT;
 	}
@@ -306,15 +313,20 @@ static int cnuasgpu_ioc_free(struct cnuasgpu_file *cf, void __user *uarg)
 
 /*
  * Copy one chunk between @buf and allocation @handle at @offset, re-checking
- * the allocation under the lock (another thread may have freed it).
+ * the allocation under the lock (another thread may have freed it).  BAR1
+ * is touched under remove_sem, as every hardware access is: once remove has
+ * begun the chunk fails with -ENODEV instead of writing to an unmapped BAR.
  */
 static int cnuasgpu_copy_chunk(struct cnuasgpu_file *cf, u32 handle,
 			       u64 offset, void *buf, size_t len, bool to_dev)
 {
 	struct cnuasgpu_dev *gdev = cf->gdev;
 	struct cnuasgpu_mem *a;
-	int ret = 0;
+	int ret;
 
+	ret = cnuasgpu_enter(gdev);
+	if (ret)
+		return ret;
 	mutex_lock(&gdev->alloc_lock);
 	a = cnuasgpu_lookup(cf, handle);
 	if (!a) {
@@ -328,6 +340,7 @@ static int cnuasgpu_copy_chunk(struct cnuasgpu_file *cf, u32 handle,
 		memcpy_fromio(buf, gdev->devmem + a->offset + offset, len);
 	}
 	mutex_unlock(&gdev->alloc_lock);
+	cnuasgpu_leave(gdev);
 	return ret;
 }
 
@@ -680,6 +693,9 @@ static struct sg_table *cnuasgpu_dmabuf_map(struct dma_buf_attachment *attach,
 	dma_addr_t addr;
 	int ret;
 
+	/* the function is gone: its BAR1 range is no one's to map */
+	if (READ_ONCE(x->gdev->dead))
+		return ERR_PTR(-ENODEV);
 	sgt = kzalloc(sizeof(*sgt), GFP_KERNEL);
 	if (!sgt)
 		return ERR_PTR(-ENOMEM);
@@ -718,8 +734,11 @@ static void cnuasgpu_dmabuf_unmap(struct dma_buf_attachment *attach,
 static int cnuasgpu_dmabuf_vmap(struct dma_buf *dmabuf, struct iosys_map *map)
 {
 	struct cnuasgpu_export_priv *x = dmabuf->priv;
-	void __iomem *p = ioremap_wc(x->phys, x->size);
+	void __iomem *p;
 
+	if (READ_ONCE(x->gdev->dead))
+		return -ENODEV;
+	p = ioremap_wc(x->phys, x->size);
 	if (!p)
 		return -ENOMEM;
 	iosys_map_set_vaddr_iomem(map, p);
@@ -781,10 +800,15 @@ static int cnuasgpu_ioc_export(struct cnuasgpu_file *cf, void __user *uarg)
 		goto err_free;
 	}
 
+	/* the DMA-BUF names BAR1: none is made once remove has begun */
+	ret = cnuasgpu_enter(gdev);
+	if (ret)
+		goto err_fd;
 	mutex_lock(&gdev->alloc_lock);
 	a = cnuasgpu_lookup(cf, req.handle);
 	if (!a) {
 		mutex_unlock(&gdev->alloc_lock);
+		cnuasgpu_leave(gdev);
 		ret = -ENOENT;
 		goto err_fd;
 	}
@@ -799,6 +823,7 @@ static int cnuasgpu_ioc_export(struct cnuasgpu_file *cf, void __user *uarg)
 	dmabuf = dma_buf_export(&exp_info);
 	if (IS_ERR(dmabuf)) {
 		mutex_unlock(&gdev->alloc_lock);
+		cnuasgpu_leave(gdev);
 		ret = PTR_ERR(dmabuf);
 		goto err_fd;
 	}
@@ -807,6 +832,7 @@ static int cnuasgpu_ioc_export(struct cnuasgpu_file *cf, void __user *uarg)
 	gdev->exports++;
 	get_device(&gdev->dev);
 	mutex_unlock(&gdev->alloc_lock);
+	cnuasgpu_leave(gdev);
 
 	req.fd = fd;
 	if (copy_to_user(uarg, &req, sizeof(req))) {
@@ -1264,13 +1290,17 @@ static void cnuasgpu_remove(struct pci_dev *pdev)
 	WRITE_ONCE(gdev->dead, true);
 	wake_up_all(&gdev->wq);
 	cdev_device_del(&gdev->cdev, &gdev->dev);
+	down_write(&gdev->remove_sem);
+	up_write(&gdev->remove_sem);
+	/*
+	 * User mappings point at BAR1, which goes away with the function.
+	 * Zapped only now: an mmap() that was already past its check has
+	 * finished (it holds remove_sem), and new ones see @dead.
+	 */
 	mutex_lock(&gdev->alloc_lock);
-	/* User mappings point at BAR1, which goes away with the function. */
 	list_for_each_entry(cf, &gdev->files, node)
 		unmap_mapping_range(cf->filp->f_mapping, 0, 0, 1);
 	mutex_unlock(&gdev->alloc_lock);
-	down_write(&gdev->remove_sem);
-	up_write(&gdev->remove_sem);
 
 	cnuasgpu_wr(gdev, REG_IRQ_MASK, 0);
 	free_irq(gdev->irq, gdev);

@@ -6,6 +6,8 @@ import {
   mismatches,
   nodesFor,
   parseKeyValues,
+  unbindProblems,
+  unbindScript,
 } from "../../harness/gpu_guest.ts";
 import { RowFailure } from "../../harness/matrix/row.ts";
 
@@ -49,4 +51,61 @@ Deno.test("nodesFor orders nodes by the given devices and fails on an absent gpu
   const props = guestGpus(0, 2);
   assert.deepEqual(nodesFor(byId, props), ["cnuasgpu1", "cnuasgpu0"]);
   assert.throws(() => nodesFor(new Map([[0, "cnuasgpu0"]]), props), RowFailure);
+});
+
+/** key=value lines of an unbind-under-copies run that went as promised. */
+const UNBIND_OK = {
+  bdf: "0000:00:05.0",
+  running_at_unbind: "1",
+  unbind_code: "0",
+  node_after_unbind: "0",
+  loop_exit: "0",
+  copy_loop_running: "1",
+  copies_ok: "37",
+  copy_end: "ENODEV",
+  after_copy: "ENODEV",
+  after_info: "ENODEV",
+  after_alloc: "ENODEV",
+  after_mmap: "ENODEV",
+  bind_code: "0",
+  rebound: "cnuasgpu1",
+};
+
+Deno.test("unbindProblems: a run that went as promised has none", () => {
+  assert.deepEqual(unbindProblems(UNBIND_OK), []);
+});
+
+Deno.test("unbindProblems names a copy that outlived the unbind, a hang and a lost device", () => {
+  const bad = unbindProblems({
+    ...UNBIND_OK,
+    copy_end: "none",
+    loop_exit: "1",
+    loop_hung: "1",
+    after_info: "EFAULT",
+    rebound: "",
+  });
+  assert.equal(bad.length, 5);
+  assert.match(bad.join("\n"), /copy_end is none, expected ENODEV/);
+  assert.match(bad.join("\n"), /loop_exit is 1/);
+  assert.match(bad.join("\n"), /after_info is EFAULT/);
+  assert.match(bad.join("\n"), /copy loop hung/);
+  assert.match(bad.join("\n"), /no cnuasgpu device after bind/);
+});
+
+Deno.test("unbindProblems: copies not yet running at the unbind prove nothing", () => {
+  const { after_copy: _gone, ...rest } = UNBIND_OK;
+  const bad = unbindProblems({ ...rest, running_at_unbind: "0" });
+  assert.deepEqual(bad, [
+    "unbind under copies: running_at_unbind is 0, expected 1",
+    "unbind under copies: after_copy is (missing), expected ENODEV",
+  ]);
+});
+
+Deno.test("unbindScript bounds both sysfs writes and waits for the copy loop first", () => {
+  const sh = unbindScript("cnuasgpu1", 30);
+  assert.match(sh, /timeout 60 sh -c "echo \$bdf >\/sys\/bus\/pci\/drivers\/cnuasgpu\/unbind"/);
+  assert.match(sh, /timeout 60 sh -c "echo \$bdf >\/sys\/bus\/pci\/drivers\/cnuasgpu\/bind"/);
+  assert.match(sh, /copy-loop \/dev\/cnuasgpu1 30 /);
+  assert.ok(sh.indexOf("copy_loop_running=1") < sh.indexOf("/unbind"));
+  assert.match(sh, /seq 300\)/);
 });

@@ -18,6 +18,12 @@
  * ranges and ownership and fails with EINVAL, ENOMEM, ENOENT, EFAULT,
  * ENOLINK, ETIMEDOUT, EMSGSIZE or EAGAIN as documented per command; an
  * unknown command fails with ENOTTY.
+ *
+ * A file stays open when its PCI function is removed (unbound, hot-unplugged):
+ * from then on every ioctl and mmap() on it fails with ENODEV, including a
+ * copy already under way (it stops at the next 64 KiB chunk; the bytes
+ * before it were copied), and its mappings are torn down.  close() still
+ * works.
  */
 #ifndef _UAPI_CNUASGPU_H
 #define _UAPI_CNUASGPU_H
