@@ -16,6 +16,7 @@ import { ensureHostPackages, ensurePackages, hostPackageList, type PackageHost }
 import { fetchSource, readPins } from "../pins.ts";
 import { progress } from "../progress.ts";
 import { inChroot, shellQuote } from "./chroot.ts";
+import { debootstrap } from "./guest_root.ts";
 import { addCnuasGlue, QEMU_CONFIGURE_FLAGS, QEMU_FIRMWARE_DIRS, syncModels } from "./qemu.ts";
 
 /** The bare host the check stands for: the oldest Debian the README supports. */
@@ -74,17 +75,7 @@ export async function buildBareRoot(config: Config): Promise<string> {
     await ensureHostPackages(["guest"], join(logs, "host-packages.log"));
     const log = join(logs, "debootstrap.log");
     progress("bare-root", `debootstrap --variant=minbase ${FRESH_HOST_SUITE} (log: ${log})`);
-    await exec([
-      "unshare",
-      "--mount",
-      "--propagation",
-      "private",
-      "debootstrap",
-      "--variant=minbase",
-      FRESH_HOST_SUITE,
-      join(out, "root"),
-      config.mirror,
-    ], { logPath: log });
+    await debootstrap(FRESH_HOST_SUITE, "minbase", join(out, "root"), config.mirror, log);
   });
   return join(entry.dir, "root");
 }

@@ -84,17 +84,7 @@ export async function buildGuestRoot(config: Config): Promise<GuestRoot> {
     const log = join(logs, "debootstrap.log");
     progress("rootfs", `debootstrap ${pins.guest.suite} (log: ${log})`);
     const t0 = performance.now();
-    await exec([
-      "unshare",
-      "--mount",
-      "--propagation",
-      "private",
-      "debootstrap",
-      `--variant=${pins.guest.variant}`,
-      pins.guest.suite,
-      root,
-      config.mirror,
-    ], { logPath: log });
+    await debootstrap(pins.guest.suite, pins.guest.variant, root, config.mirror, log);
     progress("rootfs", `debootstrap done in ${((performance.now() - t0) / 1000).toFixed(0)} s`);
     const aptLog = join(logs, "apt.log");
     progress("rootfs", `installing guest tools and build packages (log: ${aptLog})`);
@@ -130,4 +120,29 @@ export async function kernelReleaseOf(root: string): Promise<string> {
     throw new Error(`expected one kernel in ${root}/lib/modules, found: ${releases.join(", ")}`);
   }
   return releases[0];
+}
+
+/**
+ * `debootstrap --variant=<variant> <suite> <root> <mirror>` in a private mount
+ * namespace, so the /proc and /sys it mounts inside the root never show in
+ * the host's.
+ */
+export async function debootstrap(
+  suite: string,
+  variant: string,
+  root: string,
+  mirror: string,
+  logPath: string,
+): Promise<void> {
+  await exec([
+    "unshare",
+    "--mount",
+    "--propagation",
+    "private",
+    "debootstrap",
+    `--variant=${variant}`,
+    suite,
+    root,
+    mirror,
+  ], { logPath });
 }
