@@ -171,14 +171,14 @@ export async function waitCarrier(
   return r.code === 0;
 }
 
-/** Largest frame the device moves (DEVICES.md; datasheet "Maximum frame"). */
+/** Largest frame the device moves (docs/devices.md#vnic-identity-and-properties). */
 export const VNIC_MAX_FRAME = 9216;
 
 /*
  * The receive oracle below states the acceptance rule of
- * docs/device-contract.md, "cnuas_net: which received frames are accepted",
+ * docs/devices.md#cnuas_net-which-received-frames-are-accepted,
  * and nothing else: not the driver's C or headers, which it checks. The
- * contract takes the length limits from DEVICES.md and the datasheet (frames
+ * contract takes the length limits from the device (docs/devices.md; frames
  * of 1..9216 bytes, MTU up to 9202), decides the driver's rules there (no
  * destination filter, length before content, counter names), and cites the
  * standards it leans on:
@@ -279,7 +279,7 @@ function macControl(frame: Uint8Array): RxPrediction {
 /**
  * Predict what one frame delivered by the switch to a cnuas-vnic moves in
  * `ethtool -S`, with no RDMA consumer registered, the interface at `mtu` and
- * administratively `up` (or down). The rule is docs/device-contract.md,
+ * administratively `up` (or down). The rule is docs/devices.md, section
  * "cnuas_net: which received frames are accepted"; in order:
  * - empty or above 9216 bytes: the device drops it, no counter moves;
  * - the destination address is never looked at: unicast to this or another
