@@ -1,6 +1,6 @@
 /**
- * Reference model of the cnuasgpu PCI function, written from DEVICES.md
- * ("cnuasgpu") and never from the C device. Pure: no I/O, no clocks of its
+ * Reference model of the cnuasgpu PCI function, written from docs/devices.md
+ * (#cnuasgpu) and never from the C device. Pure: no I/O, no clocks of its
  * own. The qtest oracle drives it with the same operations it sends to QEMU
  * and compares what both say.
  *
@@ -9,8 +9,8 @@
  * whenever no received frame waits in BAR1. Time is the virtual clock, moved
  * only by `clockStep`.
  *
- * Where DEVICES.md leaves a choice open, the model follows
- * docs/device-contract.md (the spec addendum the device follows too).
+ * Where the original design left a choice open, the model follows the
+ * decision docs/devices.md records (marked "decided here"), as the device does.
  *
  * @example
  * ```ts
@@ -21,7 +21,7 @@
  * ```
  */
 
-/** BAR0 register offsets (DEVICES.md). */
+/** BAR0 register offsets (docs/devices.md#cnuasgpu). */
 export const GPU_REG = {
   VENDOR_ID: 0x000,
   DEVICE_ID: 0x004,
@@ -92,7 +92,7 @@ export interface GpuConfig {
   linkConfigured: boolean;
 }
 
-/** Property defaults of DEVICES.md. */
+/** Property defaults (docs/devices.md#gpu-identity-properties-and-bars). */
 export const GPU_DEFAULTS: GpuConfig = {
   gpuId: 0,
   smCount: 16,
@@ -236,7 +236,7 @@ export class GpuModel {
 
   /**
    * A BAR0 access of `size` bytes at `offset`: a read when `value` is absent,
-   * else a write. The contract (docs/device-contract.md, "Both devices") makes
+   * else a write. The contract (docs/devices.md#register-access) makes
    * registers 32-bit: an aligned 32-bit access is `read`/`write`; any other
    * size, or an unaligned offset, is one guest error that reads 0 and changes
    * nothing — an 8-byte access is not two 32-bit ones.
