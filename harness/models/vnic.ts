@@ -1,11 +1,11 @@
 /**
- * Reference model of the cnuas-vnic PCI function, written from DEVICES.md
- * (cnuas-vnic) and docs/device-contract.md, which completes it. Pure: guest memory
+ * Reference model of the cnuas-vnic PCI function, written from docs/devices.md
+ * (#cnuas-vnic and #both-devices). Pure: guest memory
  * comes in through {@link GuestMemory}, the socket peer through method calls,
  * time through {@link VnicModel.clockStep}; no I/O.
  *
- * Where DEVICES.md leaves a choice open, the model follows
- * docs/device-contract.md (the spec addendum the device follows too).
+ * Where the original design left a choice open, the model follows the
+ * decision docs/devices.md records (marked "decided here"), as the device does.
  *
  * @example
  * ```ts
@@ -381,7 +381,7 @@ export class VnicModel {
 
   /**
    * The MSI enable bit in config space changed (a reset of the function
-   * switches it off). Contract (docs/device-contract.md, "Both devices"):
+   * switches it off). Contract (docs/devices.md#interrupts-msi-and-intx):
    * while MSI is off INTx is asserted exactly while `IRQ_STATUS & IRQ_MASK`
    * is non-zero, so switching it off with a cause pending and enabled asserts
    * INTx at once; switching it on deasserts INTx and sends no message for
