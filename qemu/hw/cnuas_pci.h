@@ -1,7 +1,7 @@
 /*
  * What the Cnuas PCI functions share besides the wire (cnuas_sock.h): the
  * interrupt rule, the 32-bit-only register access rule and the PCIe link
- * fields, each as docs/device-contract.md ("Both devices") states it.
+ * fields, each as docs/devices.md ("Both devices") states it.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
