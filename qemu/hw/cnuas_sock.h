@@ -5,8 +5,8 @@
  * back-off on QEMU_CLOCK_VIRTUAL (deterministic under qtest).
  *
  * What a model does with a frame, and what a link change means to its
- * registers, stays in the model; docs/device-contract.md ("Both devices",
- * reconnect) is the behaviour this implements.
+ * registers, stays in the model; docs/devices.md ("Both devices": the
+ * fabric socket, reconnect) is the behaviour this implements.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
