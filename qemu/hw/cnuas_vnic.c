@@ -2,11 +2,12 @@
  * cnuas-vnic: a PCIe network function whose wire is an AF_UNIX
  * SOCK_SEQPACKET socket (one datagram = one frame, no header of ours).
  *
- * The register map and behaviour are the contract in DEVICES.md (cnuas-vnic);
+ * The register map and behaviour are the contract in docs/devices.md
+ * (cnuas-vnic);
  * the TypeScript reference model harness/models/vnic.ts is written from the
  * same contract and checked against this file by a qtest differential oracle.
- * Where DEVICES.md leaves a choice open, this device follows
- * docs/device-contract.md.
+ * Where the original design left a choice open, this device follows the
+ * decision docs/devices.md records (marked "decided here").
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -357,7 +358,7 @@ static const MemoryRegionOps vnic_mmio_ops = {
  * Enabling MSI deasserts INTx (msi_write_config, from the default handler);
  * disabling it hands a cause that is still pending and enabled back to INTx
  * at once, as the line follows IRQ_STATUS & IRQ_MASK whenever MSI is off
- * (docs/device-contract.md, "Both devices", interrupts).
+ * (docs/devices.md, "Both devices", interrupts: MSI and INTx).
  */
 static void vnic_write_config(PCIDevice *pdev, uint32_t addr, uint32_t val,
                               int len)
