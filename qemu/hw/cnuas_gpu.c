@@ -6,12 +6,12 @@
  * interrupts (one MSI vector, INTx pin A) and a peer link, CnuasLink, whose
  * "wire" is an AF_UNIX SOCK_SEQPACKET socket to the cnuas-switch daemon (one
  * datagram is one frame).  The register map and every behaviour below are
- * the contract of DEVICES.md ("cnuasgpu"); harness/models/gpu.ts is the
+ * the contract of docs/devices.md ("cnuasgpu"); harness/models/gpu.ts is the
  * independent reference model the qtest oracle runs side by side with this
  * file.
  *
- * Where DEVICES.md leaves a choice open, this device follows
- * docs/device-contract.md.
+ * Where the original design left a choice open, this device follows the
+ * decision docs/devices.md records (marked "decided here").
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -52,7 +52,7 @@ OBJECT_DECLARE_SIMPLE_TYPE(CnuasGpuState, CNUAS_GPU)
 /* Longest a transmit waits for socket room before the link is dropped. */
 #define CNUAS_GPU_SEND_TIMEOUT_MS   1000
 
-/* BAR0 register offsets (DEVICES.md, cnuasgpu). */
+/* BAR0 register offsets (docs/devices.md, cnuasgpu). */
 enum {
     REG_VENDOR_ID          = 0x000,
     REG_DEVICE_ID          = 0x004,
