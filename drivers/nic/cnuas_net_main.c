@@ -121,7 +121,7 @@ static void cnuas_tx_send_locked(struct cnuas_net *net, struct sk_buff *skb,
 	net->tx_busy = true;
 
 	if (!READ_ONCE(net->link_up)) {
-		/* The device drops it and still completes (DEVICES.md). */
+		/* The device drops it and still completes (docs/devices.md). */
 		cnuas_tx_stat_add(net, CNUAS_TX_DROP_LINK_DOWN, 1);
 		return;
 	}
@@ -314,8 +314,8 @@ enum cnuas_rx_dest { CNUAS_RX_CONSUMED, CNUAS_RX_STACK, CNUAS_RX_RDMA };
  * Decide where the landed frame goes, counting the drops.  Looks at the
  * device buffer in place so nothing is copied for a dropped frame.  The
  * rule (no destination filter, lengths before content, the counter each
- * drop moves) is docs/device-contract.md, "cnuas_net: which received
- * frames are accepted"; harness/netdev.ts predictRx checks it from there.
+ * drop moves) is docs/devices.md, "cnuas_net: which received frames
+ * are accepted"; harness/netdev.ts predictRx checks it from there.
  */
 static enum cnuas_rx_dest cnuas_rx_classify(struct cnuas_net *net,
 					    unsigned int len,
