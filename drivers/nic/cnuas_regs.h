@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: (GPL-2.0 OR MIT) */
 /*
  * cnuas-vnic (PCI 1af4:10f0) register map: BAR0, 4 KiB, 32-bit little-endian
- * registers.  The contract is DEVICES.md; change it there, in the QEMU model
- * and in the reference model at once.
+ * registers.  The contract is docs/devices.md; change it there, in the QEMU
+ * model and in the reference model at once.
  */
 #ifndef CNUAS_REGS_H
 #define CNUAS_REGS_H
