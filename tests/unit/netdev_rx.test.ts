@@ -143,7 +143,7 @@ Deno.test("a search over too many open frames ends and says so instead of passin
   assert.match(v.problems[0], /too many to search/);
 });
 
-// ---- the acceptance rule of docs/device-contract.md ("cnuas_net: which received frames are
+// ---- the acceptance rule of docs/devices.md ("cnuas_net: which received frames are
 // accepted"), pinned: a change to any of these is a change to the contract. ----
 
 /** A `len`-byte IPv4 frame from a unicast source to destination `dst`. */
