@@ -1,6 +1,6 @@
 /**
  * Directed qtest tests of cnuasgpu: one test per behaviour line of
- * DEVICES.md (cnuasgpu) and of the choices the device documents, each driving
+ * docs/devices.md (cnuasgpu) and of the choices the device documents, each driving
  * QEMU through registers, BAR1 and the CnuasLink socket only.
  */
 import assert from "node:assert/strict";
