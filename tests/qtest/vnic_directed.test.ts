@@ -1,5 +1,5 @@
 /**
- * Directed tests of cnuas-vnic: one per behaviour line of DEVICES.md (and of
+ * Directed tests of cnuas-vnic: one per behaviour line of docs/devices.md (and of
  * the decisions the device and model document). Behaviours of the register
  * interface and the wire run twice, on the QEMU device through qtest and on
  * the reference model; PCI identity, capabilities and logging run on the
