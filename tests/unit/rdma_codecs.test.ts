@@ -2,7 +2,7 @@
  * Header codecs of the RDMA wire oracle: known bytes from public sources,
  * encode/decode round trips over seeded random headers, and the errors the
  * codecs raise. Layouts: IBA vol. 1 ch. 7 (LRH, GRH) and ch. 9 (BTH, ETHs),
- * design/WIRE.md; RFC 791 (IPv4), RFC 8200 (IPv6), RFC 768 (UDP), IEEE 802.1Q.
+ * docs/wire.md; RFC 791 (IPv4), RFC 8200 (IPv6), RFC 768 (UDP), IEEE 802.1Q.
  */
 import assert from "node:assert/strict";
 import * as r from "../../harness/models/rdma/mod.ts";
