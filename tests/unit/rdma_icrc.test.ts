@@ -3,7 +3,7 @@
  * (from secdev/scapy test/contrib/roce.uts: a CNP captured on a ConnectX-4 Lx,
  * and scapy's UC SEND_ONLY example), then vectors worked out by following the
  * specification's steps by hand (IBA vol. 1 §7.8.1, RoCEv2 annex A17.3.3,
- * design/ARCHITECTURE.md "RDMA facts that bite"): build the masked byte string
+ * docs/wire.md "ICRC: the invariant CRC"): build the masked byte string
  * explicitly and run zlib's CRC-32 (node:zlib, an implementation independent of
  * ours) over it.
  */
