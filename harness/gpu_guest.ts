@@ -32,7 +32,7 @@ export const GPU_SYSFS_ATTRS = [
   "exports",
 ] as const;
 
-/** Identification values the lab never changes (DEVICES.md defaults, uapi ABI version). */
+/** Identification values the lab never changes (docs/devices.md defaults, uapi ABI version). */
 const FIXED_INFO = {
   abi_version: "1",
   fw_version: "0x00010000",
