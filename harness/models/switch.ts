@@ -1,7 +1,7 @@
 /**
  * Reference model of cnuas-switch's forwarding and dropping decisions, written
- * from docs/switch.md (and the LRH / CnuasLink layouts in WIRE.md and
- * DEVICES.md), not from the daemon's C. Pure: no I/O, time only through
+ * from docs/switch.md (and the LRH / CnuasLink layouts in docs/wire.md and
+ * docs/devices.md), not from the daemon's C. Pure: no I/O, time only through
  * `advance`.
  *
  * Ports are slots 1..maxPorts; a connection takes the lowest free slot; port 0
