@@ -1,7 +1,7 @@
 /**
  * InfiniBand routing headers: the Local Route Header (LRH, 8 bytes) and the
  * Global Route Header (GRH, 40 bytes). Layouts per the IBA specification
- * volume 1, chapter 7 (summarised in design/WIRE.md). Reserved fields are kept
+ * volume 1, chapter 7 (summarised in docs/wire.md). Reserved fields are kept
  * so decode followed by encode reproduces the bytes exactly.
  */
 import { checkBytes, checkField, need, rd16, rd32, wr16, wr32 } from "./bytes.ts";
