@@ -2,7 +2,7 @@
  * InfiniBand transport headers: the Base Transport Header (BTH) and the
  * extended transport headers (RETH, AETH, AtomicETH, AtomicAckETH, DETH,
  * ImmDt, IETH). Layouts per the IBA specification volume 1, chapter 9
- * (summarised in design/WIRE.md); all big-endian. Reserved fields are kept so
+ * (summarised in docs/wire.md); all big-endian. Reserved fields are kept so
  * decode followed by encode reproduces the bytes exactly.
  */
 import {
