@@ -3,7 +3,7 @@
  * transports, its operation, its place in a message (FIRST/MIDDLE/LAST/ONLY),
  * and the extended transport headers it carries, in wire order. From the IBA
  * specification volume 1, section 9.2 (opcode field) and 9.3 (which headers
- * each packet carries); opcode values as listed in design/WIRE.md. Plus the
+ * each packet carries); opcode values as listed in docs/wire.md. Plus the
  * RoCEv2 congestion notification packet (CNP, opcode 0x81, RoCEv2 annex A17),
  * which carries 16 reserved bytes after the BTH.
  */
