@@ -4,7 +4,7 @@
  * manager and the driver's SMA exchange: NodeInfo, PortInfo, P_KeyTable and
  * GUIDInfo. Layouts per the IBA specification volume 1, chapters 13 (MAD,
  * SMP formats) and 14 (subnet management attributes); constants as in
- * design/WIRE.md. A MAD is always 256 bytes, the payload of a UD SEND_ONLY to
+ * docs/wire.md. A MAD is always 256 bytes, the payload of a UD SEND_ONLY to
  * QP0 (SMI) or QP1 (GSI).
  */
 import { checkBytes, checkField, checkField64, need, rd16, rd64, wr16, wr64 } from "./bytes.ts";
