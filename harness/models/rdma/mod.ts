@@ -6,7 +6,7 @@
  * (reading a pcapng file is `harness/rdma_check.ts`'s job).
  *
  * Written from the IBA specification volume 1, the RoCEv2 annex (A17) and
- * design/WIRE.md, independently of the C it checks.
+ * docs/wire.md, independently of the C it checks.
  *
  * @example
  * ```ts
