@@ -2,7 +2,7 @@
 /*
  * cnuas_ib: the transport headers as they are on the wire (all big-endian)
  * and the opcode table that says which headers each opcode carries.  The
- * layouts follow include/rdma/ib_hdrs.h and ib_pack.h; WIRE.md summarises
+ * layouts follow include/rdma/ib_hdrs.h and ib_pack.h; docs/wire.md summarises
  * them.
  */
 #ifndef CNUAS_IB_HDR_H
