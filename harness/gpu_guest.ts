@@ -1,7 +1,8 @@
 /**
  * Guest-side helpers shared by the cnuasgpu rows (`gpu-smoke`, `cnuaslink`)
  * and the GPU bench: loading cnuasgpu.ko, reading its sysfs class, waiting
- * for link state, running the guest program `cnuasgpu_smoke`, and what each
+ * for link state, running the guest programs (`cnuasgpu_smoke` and its
+ * siblings, drivers/test/cnuasgpu_*.c), and what each
  * accelerator must report given the properties the lab gave it.
  *
  * @example
@@ -17,8 +18,12 @@ import { type Guest, GUEST_PATHS } from "./vm/types.ts";
 
 /** Path of the module inside the guest. */
 export const CNUASGPU_KO = `${GUEST_PATHS.modules}/cnuasgpu.ko`;
-/** Path of the guest test program. */
+/** Paths of the guest test programs (drivers/test/cnuasgpu_*.c). */
 export const CNUASGPU_SMOKE = `${GUEST_PATHS.bin}/cnuasgpu_smoke`;
+export const CNUASGPU_FUZZ = `${GUEST_PATHS.bin}/cnuasgpu_fuzz`;
+export const CNUASGPU_LINK = `${GUEST_PATHS.bin}/cnuasgpu_link`;
+export const CNUASGPU_COPYBENCH = `${GUEST_PATHS.bin}/cnuasgpu_copybench`;
+export const CNUASGPU_COPYLOOP = `${GUEST_PATHS.bin}/cnuasgpu_copyloop`;
 /** sysfs attributes every /sys/class/cnuasgpu/cnuasgpuN has. */
 export const GPU_SYSFS_ATTRS = [
   "gpu_id",
@@ -40,7 +45,7 @@ const FIXED_INFO = {
   tensor_size: "16",
 } as const;
 
-/** INFO keys (as `cnuasgpu_smoke smoke` prints them) that sysfs also has. */
+/** INFO keys (as `cnuasgpu_smoke` prints them) that sysfs also has. */
 const SYSFS_INFO_KEYS = ["gpu_id", "sm_count", "devmem_size"] as const;
 
 /** Properties the lab gave one accelerator (see `gpuProps`). */
@@ -58,7 +63,7 @@ export function guestGpus(guest: number, count: number): GpuProps[] {
   return Array.from({ length: count }, (_, k) => gpuProps(guest, k));
 }
 
-/** What INFO (as printed by `cnuasgpu_smoke smoke`) must say for a device with `p`. */
+/** What INFO (as printed by `cnuasgpu_smoke`) must say for a device with `p`. */
 export function expectedInfo(p: GpuProps): Record<string, string> {
   return {
     ...FIXED_INFO,
@@ -131,13 +136,14 @@ export async function readGpuSysfs(g: Guest, name: string): Promise<Record<strin
   return parseKeyValues(r.stdout);
 }
 
-/** Run `cnuasgpu_smoke` with `args`; the result's stdout parsed as key=value. */
-export async function runSmoke(
+/** Run guest program `program` (e.g. CNUASGPU_SMOKE) with `args`; its stdout parsed as key=value. */
+export async function runGpuProgram(
   g: Guest,
+  program: string,
   args: string[],
   timeoutSec = 120,
 ): Promise<{ code: number; kv: Record<string, string>; stdout: string; stderr: string }> {
-  const r = await g.run([CNUASGPU_SMOKE, ...args].map(shq).join(" "), { timeoutSec });
+  const r = await g.run([program, ...args].map(shq).join(" "), { timeoutSec });
   return { code: r.code, kv: parseKeyValues(r.stdout), stdout: r.stdout, stderr: r.stderr };
 }
 
@@ -194,7 +200,7 @@ const GONE = "ENODEV";
 
 /**
  * Shell script for one unbind-under-load run on device node `name`: start
- * `cnuasgpu_smoke copy-loop` in the background, unbind the PCI function from
+ * `cnuasgpu_copyloop` in the background, unbind the PCI function from
  * cnuasgpu through sysfs once copies are going, give the copies `seconds` to
  * end by themselves, then bind the function again. Everything it learns is
  * printed as key=value lines (the copy-loop's own lines included); sysfs
@@ -207,7 +213,7 @@ export function unbindScript(name: string, seconds: number): string {
   return [
     `bdf=$(basename "$(readlink -f /sys/class/cnuasgpu/${name}/device)")`,
     "echo bdf=$bdf",
-    `${shq(CNUASGPU_SMOKE)} copy-loop /dev/${name} ${seconds} >${out} 2>&1 &`,
+    `${shq(CNUASGPU_COPYLOOP)} /dev/${name} ${seconds} >${out} 2>&1 &`,
     "pid=$!",
     "for i in $(seq 600); do",
     `  grep -q '^copy_loop_running=1' ${out} && break`,

@@ -3,8 +3,8 @@
  * the copy ioctls and through memcpy() on an mmap of an allocation (4 KiB,
  * 1 MiB, 16 MiB), and CnuasLink frames/s and MiB/s from gpu0 to gpu1 through
  * the link-mode switch (64 B and 65528 B payloads, the latter a full 64 KiB
- * frame on the wire). The guest program `cnuasgpu_smoke` does the timing
- * (modes `bench-copy` and `bench-link`); this file runs it in a private row.
+ * frame on the wire). The guest programs `cnuasgpu_copybench` and
+ * `cnuasgpu_link bench` do the timing; this file runs them in a private row.
  *
  * @example
  * ```ts
@@ -18,11 +18,13 @@ import { fabricStarter } from "../fabric_starter.ts";
 import { type Measurement, type Row, type RowContext, RowFailure } from "../matrix/row.ts";
 import { runMatrix } from "../matrix/run.ts";
 import {
+  CNUASGPU_COPYBENCH,
+  CNUASGPU_LINK,
   gpuNodesById,
   guestGpus,
   loadCnuasgpu,
   nodesFor,
-  runSmoke,
+  runGpuProgram,
   waitLinkState,
 } from "../gpu_guest.ts";
 
@@ -32,9 +34,9 @@ export const COPY_SEC = 1;
 export const LINK_SEC = 3;
 /** Payload sizes of the CnuasLink bench: 64 B and the largest (64 KiB frame on the wire). */
 export const LINK_PAYLOADS = [64, 65536 - 8] as const;
-/** Copy points `bench-copy` prints: {ioctl, mmap} × {to, from} device × 3 sizes. */
+/** Copy points `cnuasgpu_copybench` prints: {ioctl, mmap} × {to, from} device × 3 sizes. */
 const COPY_POINTS = 12;
-/** The allocation `bench-copy` copies to and from (its COPY_MAX), in MiB. */
+/** The allocation `cnuasgpu_copybench` copies to and from (its COPY_MAX), in MiB. */
 const COPY_MAX_MIB = 16;
 /** The destination gpu_id meaning "every accelerator" (the switch learns ports from it). */
 const BROADCAST = "4294967295";
@@ -54,19 +56,21 @@ export function parseBenchLines(text: string): Record<string, Measurement> {
   return out;
 }
 
-/** Run a bench mode of the guest program; its numbers, checked to be `want` many. */
+/** Run a bench guest program; its numbers, checked to be `want` many. */
 async function benchMode(
   ctx: RowContext,
+  program: string,
   args: string[],
   want: number,
   timeoutSec: number,
 ): Promise<{ numbers: Record<string, Measurement>; kv: Record<string, string> }> {
-  const r = await runSmoke(ctx.guests[0], args, timeoutSec);
+  const r = await runGpuProgram(ctx.guests[0], program, args, timeoutSec);
+  const what = [program.split("/").pop(), ...args].join(" ");
   ctx.log(r.stdout.trim());
-  ctx.expect(r.code === 0, `${args.join(" ")}: exit ${r.code}: ${r.stderr.trim()}`);
+  ctx.expect(r.code === 0, `${what}: exit ${r.code}: ${r.stderr.trim()}`);
   const numbers = parseBenchLines(r.stdout);
   const n = Object.keys(numbers).length;
-  ctx.expect(n === want, `${args.join(" ")}: ${n} numbers, expected ${want}`);
+  ctx.expect(n === want, `${what}: ${n} numbers, expected ${want}`);
   for (const [k, m] of Object.entries(numbers)) ctx.measure(k, m.value, m.unit);
   return { numbers, kv: r.kv };
 }
@@ -76,23 +80,28 @@ async function run(ctx: RowContext): Promise<void> {
   const props = guestGpus(0, 2);
   const names = await ctx.step("insmod cnuasgpu", () => loadCnuasgpu(g, 2));
   const [a, b] = nodesFor(await gpuNodesById(g, names), props);
-  // bench-copy allocates COPY_MAX_MIB on gpu0; the top of BAR1 holds the link buffers.
+  // cnuasgpu_copybench allocates COPY_MAX_MIB on gpu0; the top of BAR1 holds the link buffers.
   ctx.expect(
     props[0].devmemMb > COPY_MAX_MIB,
-    `${a} has ${props[0].devmemMb} MiB, bench-copy needs more than ${COPY_MAX_MIB} MiB`,
+    `${a} has ${props[0].devmemMb} MiB, cnuasgpu_copybench needs more than ${COPY_MAX_MIB} MiB`,
   );
   // The numbers differ by orders of magnitude between the two; bench.json keeps which it was.
   ctx.measure("gpuBenchGuestKvm", ctx.accel === "kvm" ? 1 : 0, "bool");
 
   await ctx.step(
     `${a}: copy bandwidth, ioctl and mmap, ${COPY_POINTS} points of ~${COPY_SEC} s`,
-    () => benchMode(ctx, ["bench-copy", `/dev/${a}`, String(COPY_SEC)], COPY_POINTS, 300),
+    () => benchMode(ctx, CNUASGPU_COPYBENCH, [`/dev/${a}`, String(COPY_SEC)], COPY_POINTS, 300),
   );
 
   await ctx.step("both links up; each device announces its gpu_id", async () => {
     await waitLinkState(g, [a, b], 1, 10);
     for (const n of [a, b]) {
-      const r = await runSmoke(g, ["link-send", `/dev/${n}`, BROADCAST, "1", "8"], 30);
+      const r = await runGpuProgram(
+        g,
+        CNUASGPU_LINK,
+        ["send", `/dev/${n}`, BROADCAST, "1", "8"],
+        30,
+      );
       if (r.code !== 0) throw new RowFailure(`${n}: hello failed: ${r.stderr.trim()}`);
     }
   });
@@ -100,8 +109,9 @@ async function run(ctx: RowContext): Promise<void> {
     await ctx.step(`CnuasLink ${a} -> ${b}: ${size} B payloads for ~${LINK_SEC} s`, async () => {
       const { kv } = await benchMode(
         ctx,
+        CNUASGPU_LINK,
         [
-          "bench-link",
+          "bench",
           `/dev/${a}`,
           `/dev/${b}`,
           String(props[1].gpuId),

@@ -20,14 +20,14 @@ import {
 } from "../../harness/matrix/row.ts";
 import type { Guest } from "../../harness/vm/types.ts";
 import {
-  CNUASGPU_SMOKE,
+  CNUASGPU_LINK,
   gpuNodesById,
   guestGpus,
   loadCnuasgpu,
   nodesFor,
   parseKeyValues,
   readGpuSysfs,
-  runSmoke,
+  runGpuProgram,
   shq,
   waitLinkState,
 } from "../../harness/gpu_guest.ts";
@@ -58,8 +58,8 @@ async function transfer(
 ): Promise<Record<string, string>> {
   const g = ctx.guests[0];
   const out = `/tmp/cnuaslink-${rx.node}.out`;
-  const recv = [CNUASGPU_SMOKE, "link-recv", `/dev/${rx.node}`, String(tx.gpuId)];
-  const send = [CNUASGPU_SMOKE, "link-send", `/dev/${tx.node}`, String(rx.gpuId)];
+  const recv = [CNUASGPU_LINK, "recv", `/dev/${rx.node}`, String(tx.gpuId)];
+  const send = [CNUASGPU_LINK, "send", `/dev/${tx.node}`, String(rx.gpuId)];
   const script = [
     `${[...recv, String(count), wait].map(shq).join(" ")} > ${out} 2>&1 & rpid=$!`,
     "sleep 0.2",
@@ -95,7 +95,12 @@ async function control(fabric: FabricHandle, req: Record<string, unknown>): Prom
 
 async function hello(g: Guest, names: string[]): Promise<void> {
   for (const n of names) {
-    const r = await runSmoke(g, ["link-send", `/dev/${n}`, "4294967295", "1", "8"], 30);
+    const r = await runGpuProgram(
+      g,
+      CNUASGPU_LINK,
+      ["send", `/dev/${n}`, "4294967295", "1", "8"],
+      30,
+    );
     if (r.code !== 0) throw new RowFailure(`${n}: hello failed: ${r.stderr.trim()}`);
   }
 }
@@ -160,7 +165,7 @@ async function run(ctx: RowContext): Promise<void> {
       for (const p of reserved) await control(fabric, { op: "link_down", port: p });
       await control(fabric, { op: "link_down", port: portB });
       await waitLinkState(g, [b.node], 0, 10);
-      const r = await runSmoke(g, ["link-down", `/dev/${b.node}`, String(a.gpuId)]);
+      const r = await runGpuProgram(g, CNUASGPU_LINK, ["down", `/dev/${b.node}`, String(a.gpuId)]);
       ctx.expect(
         r.code === 0,
         `${b.node}: send with the link down did not fail with ENOLINK: ${r.stderr.trim()}`,

@@ -12,6 +12,8 @@
  */
 import { type Row, type RowContext } from "../../harness/matrix/row.ts";
 import {
+  CNUASGPU_FUZZ,
+  CNUASGPU_SMOKE,
   expectedInfo,
   expectedSysfs,
   GPU_SYSFS_ATTRS,
@@ -22,7 +24,7 @@ import {
   mismatches,
   nodesFor,
   readGpuSysfs,
-  runSmoke,
+  runGpuProgram,
   unbindProblems,
   unbindUnderCopies,
 } from "../../harness/gpu_guest.ts";
@@ -79,7 +81,7 @@ async function run(ctx: RowContext): Promise<void> {
       () => checkSysfs(ctx, name, p),
     );
     await ctx.step(`${name}: smoke (info, alloc, copy, mmap, free, whole region)`, async () => {
-      const r = await runSmoke(g, ["smoke", `/dev/${name}`]);
+      const r = await runGpuProgram(g, CNUASGPU_SMOKE, [`/dev/${name}`]);
       ctx.log(r.stdout.trim());
       ctx.expect(r.code === 0, `${name}: smoke failed (exit ${r.code}): ${r.stderr.trim()}`);
       const bad = mismatches(`${name} INFO`, r.kv, { ...expectedInfo(p), devmem_used: "0" });
@@ -126,9 +128,10 @@ EOF`,
   for (const [k, p] of props.entries()) {
     const name = nodes[k];
     await ctx.step(`${name}: ioctl fuzz, at least ${FUZZ_CALLS} calls`, async () => {
-      const r = await runSmoke(
+      const r = await runGpuProgram(
         g,
-        ["fuzz", `/dev/${name}`, String(FUZZ_CALLS), String(p.gpuId + 1)],
+        CNUASGPU_FUZZ,
+        [`/dev/${name}`, String(FUZZ_CALLS), String(p.gpuId + 1)],
         600,
       );
       ctx.log(r.stdout.trim());
@@ -154,7 +157,7 @@ EOF`,
       ctx.expect(bad.length === 0, bad.join("\n"));
       ctx.measure("unbind.copiesBeforeUnbind", Number(r.kv.copies_ok ?? "0"), "copies");
       if (bad.length > 0) return;
-      const smoke = await runSmoke(g, ["smoke", `/dev/${r.kv.rebound}`]);
+      const smoke = await runGpuProgram(g, CNUASGPU_SMOKE, [`/dev/${r.kv.rebound}`]);
       ctx.log(smoke.stdout.trim());
       ctx.expect(smoke.code === 0, `smoke after bind failed: ${smoke.stderr.trim()}`);
       const info = mismatches(`${r.kv.rebound} INFO after bind`, smoke.kv, {
@@ -180,7 +183,7 @@ EOF`,
     ctx.expect(r.code === 0, `unload left something behind: ${r.stdout}${r.stderr}`);
     const again = nodesFor(await gpuNodesById(g, await loadCnuasgpu(g, GPUS)), props);
     for (const [k, p] of props.entries()) await checkSysfs(ctx, again[k], p);
-    const smoke = await runSmoke(g, ["smoke", `/dev/${again[0]}`]);
+    const smoke = await runGpuProgram(g, CNUASGPU_SMOKE, [`/dev/${again[0]}`]);
     ctx.expect(smoke.code === 0, `smoke after reload failed: ${smoke.stderr.trim()}`);
   });
 }

@@ -105,7 +105,7 @@ Deno.test("unbindScript bounds both sysfs writes and waits for the copy loop fir
   const sh = unbindScript("cnuasgpu1", 30);
   assert.match(sh, /timeout 60 sh -c "echo \$bdf >\/sys\/bus\/pci\/drivers\/cnuasgpu\/unbind"/);
   assert.match(sh, /timeout 60 sh -c "echo \$bdf >\/sys\/bus\/pci\/drivers\/cnuasgpu\/bind"/);
-  assert.match(sh, /copy-loop \/dev\/cnuasgpu1 30 /);
+  assert.match(sh, /cnuasgpu_copyloop' \/dev\/cnuasgpu1 30 /);
   assert.ok(sh.indexOf("copy_loop_running=1") < sh.indexOf("/unbind"));
   assert.match(sh, /seq 300\)/);
 });
