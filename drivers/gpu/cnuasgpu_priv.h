@@ -16,7 +16,7 @@
  *    receive frame buffers and are not handed to the allocator;
  *  - DMA-BUF export of allocations for peer-to-peer importers.
  *
- * The register contract is DEVICES.md (cnuasgpu, cnuasgpu_regs.h); the user
+ * The register contract is docs/devices.md (cnuasgpu; cnuasgpu_regs.h); the user
  * interface is uapi/cnuasgpu.h.
  *
  * Files by role:

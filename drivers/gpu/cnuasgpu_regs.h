@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * cnuasgpu (PCI 1af4:10f1) register map: BAR0, 32-bit little-endian
- * registers; BAR1 is device memory.  The contract is DEVICES.md (cnuasgpu);
+ * registers; BAR1 is device memory.  The contract is docs/devices.md (cnuasgpu);
  * change it there, in the QEMU model and in the reference model at once.
  */
 #ifndef CNUASGPU_REGS_H
