@@ -5,6 +5,7 @@
  *   build [--only T ...]        build stages (qemu, image, switch, modules, guestprogs)
  *   matrix [--row ID ...] [--list] [--shard i/n]
  *       [--without-host-package P]  leave P out of the fresh-host row's package list
+ *       [--loss-seed N]             replay roce-e2e's loss pattern (or CNUAS_HIL_LOSS_SEED)
  *   test                        Deno tests, then the matrix as a gate
  *   bench [--fresh]             measurements into reports/bench/<id>/bench.json
  *                               (--fresh adds an empty-cache build + boot row)
@@ -59,7 +60,19 @@ function configFrom(values: Record<string, unknown>): Config {
     ...(values["without-host-package"]
       ? { freshHostWithout: values["without-host-package"] as string[] }
       : {}),
+    ...lossSeedFrom(
+      (values["loss-seed"] as string | undefined) ?? Deno.env.get("CNUAS_HIL_LOSS_SEED"),
+    ),
   });
+}
+
+/** `--loss-seed N` (or CNUAS_HIL_LOSS_SEED): a decimal uint32, the seed a report recorded. */
+export function lossSeedFrom(value: string | undefined): { lossSeed?: number } {
+  if (value === undefined || value === "") return {};
+  if (!/^\d+$/.test(value) || Number(value) > 0xffffffff) {
+    throw new UsageError(`--loss-seed wants a decimal number below 2^32, not ${value}`);
+  }
+  return { lossSeed: Number(value) };
 }
 
 async function selectRows(values: Record<string, unknown>): Promise<Row[]> {
@@ -175,6 +188,7 @@ async function main(argv: string[]): Promise<number> {
       fresh: { type: "boolean" },
       "path-mtu": { type: "string" },
       "without-host-package": { type: "string", multiple: true },
+      "loss-seed": { type: "string" },
       help: { type: "boolean", short: "h" },
     },
   });

@@ -24,6 +24,8 @@ export interface Config {
   verbose: boolean;
   /** Host packages the `fresh-host` row leaves out, to show it failing. */
   freshHostWithout?: string[];
+  /** Seed of roce-e2e's receive-loss pattern (`--loss-seed`); random when unset. */
+  lossSeed?: number;
 }
 
 /** Repository root, derived from this file's location. */

@@ -226,6 +226,45 @@ async function setLoss(nodes: Node[], every: number): Promise<void> {
   }
 }
 
+/** The loss pattern's seed: the one asked for (`--loss-seed`), else a random uint32. */
+export function lossSeed(asked: number | undefined): number {
+  return asked ?? crypto.getRandomValues(new Uint32Array(1))[0];
+}
+
+/** The seed and ratio of the last "rx loss injection" line of a kernel log. */
+export function lastLossLine(dmesg: string): { oneIn: number; seed: number } | undefined {
+  const all = [...dmesg.matchAll(/cnuas_ib: rx loss injection 1\/(\d+) seed (\d+)\s*$/gm)];
+  const m = all.at(-1);
+  return m ? { oneIn: Number(m[1]), seed: Number(m[2]) } : undefined;
+}
+
+/**
+ * Seed the loss pattern, then switch loss on (the seed first: the driver
+ * re-seeds on each write and says so in dmesg once N is set); check that
+ * each guest's kernel says it drops 1 in `every` with that seed.
+ */
+async function startLoss(
+  ctx: RowContext,
+  nodes: Node[],
+  every: number,
+  seed: number,
+): Promise<void> {
+  const p = "/sys/module/cnuas_ib/parameters";
+  for (const n of nodes) {
+    await n.g.run(`echo ${seed} >${p}/rx_drop_seed && echo ${every} >${p}/rx_drop_one_in`, {
+      check: true,
+      timeoutSec: 30,
+    });
+    const said = lastLossLine((await n.g.run("dmesg", { timeoutSec: 30 })).stdout);
+    ctx.expect(
+      said?.oneIn === every && said?.seed === seed,
+      `${n.g.name}: dmesg says ${
+        said ? `1/${said.oneIn} seed ${said.seed}` : "nothing"
+      } about rx loss injection, want 1/${every} seed ${seed}`,
+    );
+  }
+}
+
 /**
  * ibv_rc_pingpong --chk under loss. Its server exits once its own work is
  * done, so a lost ACK of the client's last SEND would leave the client
@@ -293,7 +332,10 @@ async function pingpongUnderLoss(ctx: RowContext, nodes: Node[]): Promise<void> 
 async function lossRecovery(ctx: RowContext, nodes: Node[]): Promise<void> {
   const [s, c] = nodes;
   const before = await Promise.all(nodes.map(counters));
-  await setLoss(nodes, LOSS_ONE_IN);
+  const seed = lossSeed(ctx.config.lossSeed);
+  ctx.log(`loss seed ${seed} (replay this pattern with --loss-seed ${seed})`);
+  ctx.measure("loss.seed", seed, "seed");
+  await startLoss(ctx, nodes, LOSS_ONE_IN, seed);
   try {
     // perftest holds both QPs until a final handshake over TCP, so loss
     // stays on to its end; it checks no data (see perftests). The pingpong
