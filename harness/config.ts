@@ -1,6 +1,7 @@
 /**
  * Paths, cache location and timeouts. The only place that knows where things
- * live; `cli.ts` fills it from flags and the environment.
+ * live, and the only place that reads the environment; `cli.ts` lays its
+ * flags over what is here.
  */
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -31,6 +32,34 @@ export interface Config {
 /** Repository root, derived from this file's location. */
 export const REPO_ROOT: string = dirname(dirname(fileURLToPath(import.meta.url)));
 
+/**
+ * The environment variables a run reads, each the same as a flag (the flag
+ * wins): CI runners set these once instead of editing every command.
+ */
+export interface EnvironmentSettings {
+  /** `CNUAS_HIL_CACHE`, as `--cache-dir`. */
+  cacheDir?: string;
+  /** `CNUAS_HIL_MIRROR`, as `--mirror`. */
+  mirror?: string;
+  /** `CNUAS_HIL_ACCEL`, as `--accel` (unchecked: the CLI checks it). */
+  accel?: string;
+  /** `CNUAS_HIL_LOSS_SEED`, as `--loss-seed` (unchecked: the CLI checks it). */
+  lossSeed?: string;
+}
+
+/** Read {@link EnvironmentSettings}; `get` is injectable for tests. */
+export function environmentSettings(
+  get: (name: string) => string | undefined = (n) => Deno.env.get(n),
+): EnvironmentSettings {
+  const pick = (name: string) => get(name) || undefined;
+  return {
+    cacheDir: pick("CNUAS_HIL_CACHE"),
+    mirror: pick("CNUAS_HIL_MIRROR"),
+    accel: pick("CNUAS_HIL_ACCEL"),
+    lossSeed: pick("CNUAS_HIL_LOSS_SEED"),
+  };
+}
+
 /** Default cache directory; override with `--cache-dir` or `CNUAS_HIL_CACHE`. */
 export const DEFAULT_CACHE_DIR = "/var/cache/cnuas-hil";
 
@@ -39,11 +68,12 @@ export const DEFAULT_MIRROR = "http://deb.debian.org/debian";
 
 /** A config with defaults, for tests and library users. */
 export function defaultConfig(overrides: Partial<Config> = {}): Config {
+  const env = environmentSettings();
   return {
     repoRoot: REPO_ROOT,
-    cacheDir: Deno.env.get("CNUAS_HIL_CACHE") ?? DEFAULT_CACHE_DIR,
+    cacheDir: env.cacheDir ?? DEFAULT_CACHE_DIR,
     reportsDir: join(REPO_ROOT, "reports"),
-    mirror: Deno.env.get("CNUAS_HIL_MIRROR") ?? DEFAULT_MIRROR,
+    mirror: env.mirror ?? DEFAULT_MIRROR,
     accel: "auto",
     verbose: true,
     ...overrides,

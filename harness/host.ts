@@ -4,6 +4,7 @@
  * against a bare Debian root in the `fresh-host` row, so the list below is
  * proven on a machine that has nothing else.
  */
+import { UserError } from "./errors.ts";
 import { exec, type ExecOptions, type ExecResult } from "./exec.ts";
 import { progress } from "./progress.ts";
 
@@ -39,9 +40,7 @@ export function hostPackageList(groups: string[] = Object.keys(HOST_PACKAGES)): 
 }
 
 /** Raised when packages are missing and cannot be installed here. */
-export class HostSetupError extends Error {
-  override name = "HostSetupError";
-}
+export class HostSetupError extends UserError {}
 
 /**
  * Where packages are looked up and installed: this machine, or a root tree

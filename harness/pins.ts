@@ -3,6 +3,7 @@
  * into the cache. A file whose checksum differs is refused with both sums; a
  * file the mirror no longer serves names the URL and the re-pin command.
  */
+import { UserError } from "./errors.ts";
 import { createHash } from "node:crypto";
 import { join } from "node:path";
 import { stableJson } from "./cache.ts";
@@ -46,16 +47,10 @@ export interface PinsFile {
 }
 
 /** A download failed its checksum. */
-export class ChecksumError extends Error {
-  /** Error name, shown in messages and logs. */
-  override name = "ChecksumError";
-}
+export class ChecksumError extends UserError {}
 
 /** A pinned URL could not be fetched. */
-export class DownloadError extends Error {
-  /** Error name, shown in messages and logs. */
-  override name = "DownloadError";
-}
+export class DownloadError extends UserError {}
 
 /** Path of the lock file in the repo. */
 export function pinsPath(config: Config): string {

@@ -2,6 +2,7 @@
  * The rows of the validation matrix, in report order. Each lives in its own
  * file `tests/matrix/<id with _ for ->.ts` exporting `row`.
  */
+import { UserError } from "../errors.ts";
 import { join } from "node:path";
 import { REPO_ROOT } from "../config.ts";
 import type { ModuleName, Row } from "./row.ts";
@@ -26,10 +27,7 @@ export const ROW_IDS = [
 ] as const;
 
 /** An unknown row id was asked for. */
-export class UnknownRowError extends Error {
-  /** Error name, shown in messages and logs. */
-  override name = "UnknownRowError";
-}
+export class UnknownRowError extends UserError {}
 
 /** The file a row lives in. */
 export function rowFile(id: string): string {

@@ -7,12 +7,6 @@
 import type { Accel, Config } from "../config.ts";
 import type { Guest } from "../vm/types.ts";
 
-/** KCIDB-ordered status; the roll-up takes the first present in this order. */
-export const STATUS_PRIORITY = ["FAIL", "ERROR", "MISS", "PASS", "DONE", "SKIP"] as const;
-
-/** Outcome of a row. */
-export type Status = typeof STATUS_PRIORITY[number];
-
 /** The mode a cnuas-switch fabric runs in. */
 export type FabricMode = "eth" | "ib" | "link";
 
@@ -61,14 +55,6 @@ export interface FabricHandle {
   control(request: Record<string, unknown>): Promise<Record<string, unknown>>;
   /** Kill the daemon and start it again on the same socket (devices reconnect). */
   restart(): Promise<void>;
-}
-
-/** A number with its unit. */
-export interface Measurement {
-  /** The measured value. */
-  value: number;
-  /** Its unit, e.g. `s`, `MB/s`. */
-  unit: string;
 }
 
 /** Paths of built artifacts, filled for the builds a row asked for. */

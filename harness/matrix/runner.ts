@@ -10,19 +10,12 @@ import type { Accel, Config } from "../config.ts";
 import { timeoutScale } from "../config.ts";
 import { exists } from "../cache.ts";
 import { failure, progress } from "../progress.ts";
-import type { RowResult, StepResult } from "../report/schema.ts";
+import type { Measurement, RowResult, Status, StepResult } from "../report/schema.ts";
 import { BootTimeoutError, GuestDiedError } from "../vm/guest.ts";
 import type { Guest, RunOptions, RunResult } from "../vm/types.ts";
 import { dmesgViolations } from "./dmesg_guard.ts";
 import { type Lab, LabError } from "./lab.ts";
-import {
-  type FabricHandle,
-  type Measurement,
-  type Row,
-  type RowContext,
-  RowFailure,
-  type Status,
-} from "./row.ts";
+import { type FabricHandle, type Row, type RowContext, RowFailure } from "./row.ts";
 
 /** The row exceeded its timeout. */
 export class RowTimeoutError extends Error {

@@ -1,7 +1,22 @@
 /**
- * `matrix.json`, the source of truth of a run (schema of ARCHITECTURE.md).
+ * `matrix.json`, the source of truth of a run (its layout is in
+ * docs/architecture.md): the statuses, measurements and rows every renderer,
+ * merger and the runner share.
  */
-import { type Measurement, type Status, STATUS_PRIORITY } from "../matrix/row.ts";
+
+/** KCIDB-ordered status; the roll-up takes the first present in this order. */
+export const STATUS_PRIORITY = ["FAIL", "ERROR", "MISS", "PASS", "DONE", "SKIP"] as const;
+
+/** Outcome of a row. */
+export type Status = typeof STATUS_PRIORITY[number];
+
+/** A number with its unit. */
+export interface Measurement {
+  /** The measured value. */
+  value: number;
+  /** Its unit, e.g. `s`, `MB/s`. */
+  unit: string;
+}
 
 /** One step of a row's transcript. */
 export interface StepResult {

@@ -8,7 +8,8 @@ import {
   ReportFormatError,
   rollUp,
 } from "../../harness/report/schema.ts";
-import { MergeConflictError, mergeReports, writeReport } from "../../harness/report/write.ts";
+import { MergeConflictError, mergeReports } from "../../harness/report/merge.ts";
+import { writeReport } from "../../harness/report/write.ts";
 
 function sample(runId: string, ids: string[]): MatrixJson {
   return {
