@@ -110,3 +110,13 @@ export function hostPath(): string {
   const rest = (Deno.env.get("PATH") ?? "").split(":").filter((p) => p && !sys.includes(p));
   return [...sys, ...rest].join(":");
 }
+
+/**
+ * Quote `s` as one word for a POSIX shell, on the host or in a guest. Inside
+ * single quotes the shell expands nothing (`$`, backslashes, newlines, `*`
+ * all stay literal); only a single quote cannot appear there, so each one
+ * closes the quotes, adds an escaped quote, and reopens them.
+ */
+export function shq(s: string): string {
+  return `'${s.replaceAll("'", `'\\''`)}'`;
+}

@@ -26,7 +26,7 @@ import {
   nodesFor,
   runGpuProgram,
   waitLinkState,
-} from "../gpu_guest.ts";
+} from "../guest/cnuasgpu.ts";
 
 /** Seconds each copy point (path × size) repeats its copy. */
 export const COPY_SEC = 1;

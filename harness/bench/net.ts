@@ -13,7 +13,8 @@ import type { Config } from "../config.ts";
 import { fabricStarter } from "../fabric_starter.ts";
 import type { Measurement, Row, RowContext } from "../matrix/row.ts";
 import { runMatrix } from "../matrix/run.ts";
-import { loadCnuasNet, shq, waitCarrier } from "../netdev.ts";
+import { loadCnuasNet, waitCarrier } from "../guest/cnuas_net.ts";
+import { sh, type ShOptions, shq } from "../guest/shell.ts";
 import type { Guest } from "../vm/types.ts";
 
 /** Bytes per TCP transfer (from /dev/zero: measures the path, not a generator). */
@@ -23,6 +24,9 @@ export const BENCH_NET_BYTES = 128 * 1024 * 1024;
 export class BenchNetError extends Error {
   override name = "BenchNetError";
 }
+
+/** How this bench's guest commands fail: as its own error, not a row failure. */
+const FAIL: ShOptions = { error: BenchNetError };
 
 /** Options of `benchNet`. */
 export interface BenchNetOptions {
@@ -39,17 +43,12 @@ interface Path {
   ips: [string, string];
 }
 
-async function sh(g: Guest, cmd: string, timeoutSec = 60): Promise<string> {
-  const r = await g.run(cmd, { timeoutSec });
-  if (r.code !== 0) throw new BenchNetError(`${g.name}: '${cmd}' exited ${r.code}: ${r.stderr}`);
-  return r.stdout;
-}
-
 async function configure(g: Guest, iface: string, ip: string, mtu: number): Promise<void> {
   await sh(
     g,
     `sysctl -qw net.ipv6.conf.${iface}.disable_ipv6=1; ip addr flush dev ${shq(iface)}; ` +
       `ip addr add ${ip}/24 dev ${shq(iface)}; ip link set dev ${shq(iface)} mtu ${mtu} up`,
+    FAIL,
   );
   if (!await waitCarrier(g, iface, true, 30)) {
     throw new BenchNetError(`${g.name} ${iface}: no carrier`);
@@ -67,6 +66,7 @@ async function socketVirtioIface(g: Guest): Promise<string | undefined> {
       `for d in /sys/class/net/*; do n=$(basename "$d"); [ "$n" = "$mgmt" ] && continue; ` +
       `[ "$(basename "$(readlink -f "$d/device/driver" 2>/dev/null)")" = virtio_net ] && echo "$n"; ` +
       `done; true`,
+    FAIL,
   );
   return out.trim().split("\n").find((l) => l.length > 0);
 }
@@ -84,14 +84,18 @@ async function tcpSeconds(
     `rm -f /tmp/bn.done; setsid sh -c 'nc -d -l ${port} > /dev/null; echo $? > /tmp/bn.done' ` +
       `</dev/null >/dev/null 2>&1 & ` +
       `for i in $(seq 100); do ss -ltn | grep -q ':${port} ' && exit 0; sleep 0.1; done; exit 1`,
+    FAIL,
   );
   const out = await sh(
     a,
     `s=$(date +%s.%N); head -c ${bytes} /dev/zero | nc -N ${path.ips[1]} ${port} || exit 7; ` +
       `e=$(date +%s.%N); echo "$s $e"`,
-    900,
+    { ...FAIL, timeoutSec: 900 },
   );
-  await sh(b, `for i in $(seq 120); do [ -s /tmp/bn.done ] && exit 0; sleep 0.5; done; exit 1`, 90);
+  await sh(b, `for i in $(seq 120); do [ -s /tmp/bn.done ] && exit 0; sleep 0.5; done; exit 1`, {
+    ...FAIL,
+    timeoutSec: 90,
+  });
   const [s, e] = out.trim().split(/\s+/).map(Number);
   return e - s;
 }

@@ -12,7 +12,8 @@ import type { Measurement, Row, RowContext } from "../matrix/row.ts";
 import { RowFailure } from "../matrix/row.ts";
 import { runMatrix } from "../matrix/run.ts";
 import { join } from "node:path";
-import { shq, waitCarrier } from "../netdev.ts";
+import { waitCarrier } from "../guest/cnuas_net.ts";
+import { shq } from "../guest/shell.ts";
 import {
   bindRxe,
   configureRoceAddress,
@@ -22,7 +23,7 @@ import {
   roceV2GidIndex,
   runPair,
   RXE_DEV,
-} from "../rdma_guest.ts";
+} from "../guest/cnuas_ib.ts";
 import type { Guest } from "../vm/types.ts";
 
 /** Addresses of the two guests on the fabric. */

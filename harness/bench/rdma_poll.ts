@@ -1,7 +1,7 @@
 /**
  * Bench of the provider's completion fast path: `ibv_poll_cq` cost per
  * drained completion and per empty poll, with no system call allowed (see
- * harness/poll_cq.ts), over cnuas_ib and then over `rdma_rxe` bound to the
+ * harness/guest/poll_cq.ts), over cnuas_ib and then over `rdma_rxe` bound to the
  * same cnuas_net netdev in the same guest (rxe's provider maps its CQ too),
  * with one getppid() system call as the scale of a kernel entry. Figures:
  * ns per call, the speed-up of cnuas_ib over rxe, and how many empty polls
@@ -11,8 +11,8 @@ import { join } from "node:path";
 import type { Config } from "../config.ts";
 import type { Measurement, Row } from "../matrix/row.ts";
 import { runMatrix } from "../matrix/run.ts";
-import { type PollCqFigures, runPollCqBench } from "../poll_cq.ts";
-import { bindRxe, loadCnuasIb, RXE_DEV } from "../rdma_guest.ts";
+import { type PollCqFigures, runPollCqBench } from "../guest/poll_cq.ts";
+import { bindRxe, loadCnuasIb, RXE_DEV } from "../guest/cnuas_ib.ts";
 
 /** Runs per device; the median of each figure is reported. */
 const RUNS = 3;

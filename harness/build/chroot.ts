@@ -4,7 +4,7 @@
  * and /dev mounted there, so the mounts vanish with the process even when it
  * is killed and never leak into the host's namespace.
  */
-import { exec, type ExecResult } from "../exec.ts";
+import { exec, type ExecResult, shq } from "../exec.ts";
 
 /** Options of `inChroot`. */
 export interface ChrootOptions {
@@ -27,18 +27,16 @@ export function inChroot(
   script: string,
   opts: ChrootOptions = {},
 ): Promise<ExecResult> {
-  const q = shellQuote(root);
+  const q = shq(root);
   const outer = [
     "set -e",
     `mount -t proc proc ${q}/proc`,
     `mount -t sysfs sys ${q}/sys`,
     `mount --rbind /dev ${q}/dev`,
     ...(opts.binds ?? []).map((b) =>
-      `mkdir -p ${q}${shellQuote(b.inRoot)} && mount --bind ${shellQuote(b.host)} ${q}${
-        shellQuote(b.inRoot)
-      }`
+      `mkdir -p ${q}${shq(b.inRoot)} && mount --bind ${shq(b.host)} ${q}${shq(b.inRoot)}`
     ),
-    `exec chroot ${q} /bin/sh -ec ${shellQuote(script)}`,
+    `exec chroot ${q} /bin/sh -ec ${shq(script)}`,
   ].join("\n");
   return exec(["unshare", "--mount", "--propagation", "private", "sh", "-c", outer], {
     logPath: opts.logPath,
@@ -50,9 +48,4 @@ export function inChroot(
       ...opts.env,
     },
   });
-}
-
-/** Quote a string for a POSIX shell. */
-export function shellQuote(s: string): string {
-  return `'${s.replaceAll("'", `'\\''`)}'`;
 }

@@ -11,11 +11,11 @@
 import { join } from "node:path";
 import { cached, removeTree } from "../cache.ts";
 import type { Config } from "../config.ts";
-import { exec, type ExecOptions } from "../exec.ts";
+import { exec, type ExecOptions, shq } from "../exec.ts";
 import { ensureHostPackages, ensurePackages, hostPackageList, type PackageHost } from "../host.ts";
 import { fetchSource, readPins } from "../pins.ts";
 import { progress } from "../progress.ts";
-import { inChroot, shellQuote } from "./chroot.ts";
+import { inChroot } from "./chroot.ts";
 import { debootstrap } from "./guest_root.ts";
 import { addCnuasGlue, QEMU_CONFIGURE_FLAGS, QEMU_FIRMWARE_DIRS, syncModels } from "./qemu.ts";
 
@@ -88,7 +88,7 @@ function chrootHost(root: string, binds: { host: string; inRoot: string }[]): Pa
   return {
     root: true,
     run: (argv: string[], opts: ExecOptions = {}) =>
-      inChroot(root, argv.map(shellQuote).join(" "), {
+      inChroot(root, argv.map(shq).join(" "), {
         logPath: opts.logPath,
         allowFail: opts.allowFail,
         env: opts.env,
@@ -182,7 +182,7 @@ async function configureQemu(config: Config, root: string, log: string): Promise
   await Deno.mkdir(join(build, "build"));
   await inChroot(
     root,
-    `cd /build/qemu/build && ../src/configure ${QEMU_CONFIGURE_FLAGS.map(shellQuote).join(" ")}`,
+    `cd /build/qemu/build && ../src/configure ${QEMU_CONFIGURE_FLAGS.map(shq).join(" ")}`,
     { logPath: log },
   );
 }

@@ -5,6 +5,7 @@
 // @ts-types="@types/ssh2"
 import { Client } from "ssh2";
 import { Buffer } from "node:buffer";
+import { shq } from "../exec.ts";
 import type { RunOptions, RunResult } from "./types.ts";
 
 /** The SSH connection failed or dropped. */
@@ -134,9 +135,4 @@ export class SshSession {
   close(): void {
     this.#client.end();
   }
-}
-
-/** Quote for the guest's POSIX shell. */
-export function shq(s: string): string {
-  return `'${s.replaceAll("'", `'\\''`)}'`;
 }

@@ -28,9 +28,9 @@ import {
   parseKeyValues,
   readGpuSysfs,
   runGpuProgram,
-  shq,
   waitLinkState,
-} from "../../harness/gpu_guest.ts";
+} from "../../harness/guest/cnuasgpu.ts";
+import { shq } from "../../harness/guest/shell.ts";
 
 const FRAMES = 200;
 const RESUME_FRAMES = 20;

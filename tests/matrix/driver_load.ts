@@ -12,8 +12,8 @@ import {
   parseEthtoolLink,
   parseKeyValues,
   parsePrivFlags,
-  shq,
-} from "../../harness/netdev.ts";
+} from "../../harness/guest/cnuas_net.ts";
+import { sh, shq } from "../../harness/guest/shell.ts";
 
 /** Load/unload cycles the row runs (the issue asks for 20). */
 const CYCLES = 20;
@@ -34,10 +34,6 @@ const REQUIRED_STATS = [
   ...Array.from({ length: 8 }, (_, p) => `rx_prio${p}_pause`),
   ...Array.from({ length: 8 }, (_, p) => `tx_prio${p}_pause`),
 ];
-
-async function sh(g: Guest, cmd: string): Promise<string> {
-  return (await g.run(cmd, { check: true, timeoutSec: 60 })).stdout;
-}
 
 /** A `dcb -j` object, or a failure naming the command. */
 async function dcbJson(g: Guest, args: string): Promise<Record<string, unknown>> {

@@ -7,16 +7,18 @@ import { FabricClient, type PortStatus } from "../../harness/fabric.ts";
 import {
   CNUAS_NET,
   ethtoolStats,
-  explainRxDelta,
   loadCnuasNet,
+  statsDelta,
+  waitCarrier,
+} from "../../harness/guest/cnuas_net.ts";
+import {
+  explainRxDelta,
   macBytes,
   pfcFrame,
   predictRx,
   type RxDeltaVerdict,
-  shq,
-  statsDelta,
-  waitCarrier,
-} from "../../harness/netdev.ts";
+} from "../../harness/models/cnuas_net_rx.ts";
+import { sh, shq } from "../../harness/guest/shell.ts";
 
 /** Addresses of g0 and g1 on the fabric. */
 const IPS = ["10.77.0.1", "10.77.0.2"];
@@ -62,10 +64,6 @@ async function portsOf(ctx: RowContext, nodes: Node[]): Promise<number[]> {
   });
 }
 
-async function sh(g: Guest, cmd: string, timeoutSec = 60): Promise<string> {
-  return (await g.run(cmd, { check: true, timeoutSec })).stdout;
-}
-
 /** Configure a node's interface; keep it quiet (no IPv6, static neighbours later). */
 async function bringUp(ctx: RowContext, n: Node, mtu: number): Promise<void> {
   const i = shq(n.iface);
@@ -78,7 +76,7 @@ async function bringUp(ctx: RowContext, n: Node, mtu: number): Promise<void> {
 }
 
 async function ping(n: Node, to: string, size: number, count = 3): Promise<string> {
-  return await sh(n.g, `ping -c ${count} -W 5 -M do -s ${size} ${to}`, 60);
+  return await sh(n.g, `ping -c ${count} -W 5 -M do -s ${size} ${to}`, { timeoutSec: 60 });
 }
 
 async function pingBothWays(ctx: RowContext, nodes: Node[], payload: number): Promise<void> {
@@ -203,8 +201,8 @@ async function countersAgree(ctx: RowContext, nodes: Node[]): Promise<void> {
     const ports = await portsOf(ctx, nodes);
     const g0 = await Promise.all(nodes.map((n) => ethtoolStats(n.g, n.iface)));
     const s0 = await switchPorts(ctx);
-    await sh(nodes[0].g, `ping -q -c 300 -i 0.01 -s 1200 ${nodes[1].ip}`, 120);
-    await sh(nodes[1].g, `ping -q -c 200 -i 0.01 -s 8000 ${nodes[0].ip}`, 120);
+    await sh(nodes[0].g, `ping -q -c 300 -i 0.01 -s 1200 ${nodes[1].ip}`, { timeoutSec: 120 });
+    await sh(nodes[1].g, `ping -q -c 200 -i 0.01 -s 8000 ${nodes[0].ip}`, { timeoutSec: 120 });
     const g1 = await Promise.all(nodes.map((n) => ethtoolStats(n.g, n.iface)));
     const s1 = await switchPorts(ctx);
     nodes.forEach((n, k) => {
@@ -375,7 +373,7 @@ async function rmmodUnderTraffic(ctx: RowContext, nodes: Node[], mtu: number): P
           `if grep -q '^${CNUAS_NET} ' /proc/modules; then m=loaded; else m=gone; fi; ` +
           `if [ -e /sys/class/net/${n.iface} ]; then i=present; else i=gone; fi; ` +
           `echo $((t1 - t0)) $((r1 - r0)) $rc $m $i`,
-        60,
+        { timeoutSec: 60 },
       );
       const [tx, rx, rc, mod, iface] = moved.trim().split(/\s+/);
       ctx.log(

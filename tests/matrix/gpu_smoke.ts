@@ -27,7 +27,7 @@ import {
   runGpuProgram,
   unbindProblems,
   unbindUnderCopies,
-} from "../../harness/gpu_guest.ts";
+} from "../../harness/guest/cnuasgpu.ts";
 
 const GPUS = 2;
 /** Calls (ioctl and mmap) the fuzz must make on each device. */

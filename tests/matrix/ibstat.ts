@@ -1,7 +1,8 @@
 import type { Guest } from "../../harness/vm/types.ts";
 import { type Row, type RowContext, RowFailure } from "../../harness/matrix/row.ts";
 import { FabricClient } from "../../harness/fabric.ts";
-import { parseKeyValues, shq } from "../../harness/netdev.ts";
+import { parseKeyValues } from "../../harness/guest/cnuas_net.ts";
+import { sh, shq } from "../../harness/guest/shell.ts";
 import {
   CNUAS_IB_KO,
   type CnuasIbDev,
@@ -10,8 +11,8 @@ import {
   loadCnuasIb,
   parseIbstat,
   parseIbvDevinfo,
-} from "../../harness/rdma_guest.ts";
-import { pollCqFilterExit, runPollCqBench, SIGSYS_EXIT } from "../../harness/poll_cq.ts";
+} from "../../harness/guest/cnuas_ib.ts";
+import { pollCqFilterExit, runPollCqBench, SIGSYS_EXIT } from "../../harness/guest/poll_cq.ts";
 
 /**
  * The datasheet's table 4.1 as the tools print it: one line per
@@ -232,10 +233,6 @@ export function tableDifferences(
     }
   }
   return out;
-}
-
-async function sh(g: Guest, cmd: string, timeoutSec = 60): Promise<string> {
-  return (await g.run(cmd, { check: true, timeoutSec })).stdout;
 }
 
 async function devinfo(g: Guest, dev: CnuasIbDev): Promise<IbvDevinfo> {

@@ -1,8 +1,8 @@
 import { type Row, RowFailure } from "../../harness/matrix/row.ts";
-import { loadCnuasgpu } from "../../harness/gpu_guest.ts";
-import { waitCarrier } from "../../harness/netdev.ts";
+import { loadCnuasgpu } from "../../harness/guest/cnuasgpu.ts";
+import { waitCarrier } from "../../harness/guest/cnuas_net.ts";
 import { captured } from "../../harness/rdma_capture.ts";
-import { configureRoceAddress, loadCnuasIb, runPair } from "../../harness/rdma_guest.ts";
+import { configureRoceAddress, loadCnuasIb, runPair } from "../../harness/guest/cnuas_ib.ts";
 import { GUEST_PATHS } from "../../harness/vm/types.ts";
 
 /** Addresses of g0 (server) and g1 on the fabric. */

@@ -1,6 +1,6 @@
 import type { Guest } from "../../harness/vm/types.ts";
 import { type Row, type RowContext, RowFailure } from "../../harness/matrix/row.ts";
-import { waitCarrier } from "../../harness/netdev.ts";
+import { waitCarrier } from "../../harness/guest/cnuas_net.ts";
 import { captured } from "../../harness/rdma_capture.ts";
 import { FabricClient } from "../../harness/fabric.ts";
 import { buildRoceFrame, OP } from "../../harness/models/rdma/mod.ts";
@@ -16,7 +16,7 @@ import {
   rpingDataErrors,
   runPair,
   startPair,
-} from "../../harness/rdma_guest.ts";
+} from "../../harness/guest/cnuas_ib.ts";
 
 /** Addresses of g0 (server side) and g1 on the fabric. */
 const IPS = ["10.77.0.1", "10.77.0.2"];

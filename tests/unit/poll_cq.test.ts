@@ -1,6 +1,6 @@
 /** Parsing poll_cq_bench's output: only a complete PASS yields figures. */
 import assert from "node:assert/strict";
-import { parsePollCqBench } from "../../harness/poll_cq.ts";
+import { parsePollCqBench } from "../../harness/guest/poll_cq.ts";
 import { RowFailure } from "../../harness/matrix/row.ts";
 
 const GOOD = [

@@ -6,9 +6,9 @@
  * killed by SIGSYS instead of printing figures. Used by the `ibstat` row
  * (the check) and by `deno task bench` (the figures, cnuas_ib against rxe).
  */
-import { RowFailure } from "./matrix/row.ts";
-import { shq } from "./netdev.ts";
-import { type Guest, GUEST_PATHS } from "./vm/types.ts";
+import { RowFailure } from "../matrix/row.ts";
+import { type Guest, GUEST_PATHS } from "../vm/types.ts";
+import { shq } from "./shell.ts";
 
 /** The guest program. */
 export const POLL_CQ_BENCH = `${GUEST_PATHS.bin}/poll_cq_bench`;

@@ -12,9 +12,10 @@
  * await waitLinkState(guest, [...byId.values()], 1, 10);
  * ```
  */
-import { RowFailure } from "./matrix/row.ts";
-import { gpuProps } from "./vm/qemu_args.ts";
-import { type Guest, GUEST_PATHS } from "./vm/types.ts";
+import { RowFailure } from "../matrix/row.ts";
+import { gpuProps } from "../vm/qemu_args.ts";
+import { type Guest, GUEST_PATHS } from "../vm/types.ts";
+import { shq } from "./shell.ts";
 
 /** Path of the module inside the guest. */
 export const CNUASGPU_KO = `${GUEST_PATHS.modules}/cnuasgpu.ko`;
@@ -88,11 +89,6 @@ export function mismatches(
   return Object.entries(want)
     .filter(([k, v]) => got[k] !== v)
     .map(([k, v]) => `${what}: ${k} is ${got[k] ?? "(missing)"}, expected ${v}`);
-}
-
-/** Quote for a POSIX shell. */
-export function shq(s: string): string {
-  return `'${s.replaceAll("'", `'\\''`)}'`;
 }
 
 /** `key=value` lines into a record (other lines ignored). */

@@ -5,14 +5,16 @@
  */
 import assert from "node:assert/strict";
 import {
+  addCounters,
   type Counters,
   expectedRxCounters,
   explainRxDelta,
+  macBytes,
   pfcFrame,
   predictRx,
   type RxPrediction,
   UnpredictableFrameError,
-} from "../../harness/netdev.ts";
+} from "../../harness/models/cnuas_net_rx.ts";
 
 /** A frame of `len` bytes to a unicast MAC; `src0` is the first source byte. */
 function frame(len: number, type = 0x0800, src0 = 0x02): Uint8Array {
@@ -23,12 +25,58 @@ function frame(len: number, type = 0x0800, src0 = 0x02): Uint8Array {
   return f;
 }
 
+/** What `frame(100)` moves on an up interface: it goes up the stack. */
+const UP_100: Counters = { rx_packets: 1, rx_bytes: 100 };
+
 /** A MAC Control frame of `len` bytes with `opcode`. */
 function macControl(len: number, opcode: number, src0 = 0x02): Uint8Array {
   const f = frame(len, 0x8808, src0);
   if (len >= 16) f.set([opcode >> 8, opcode & 0xff], 14);
   return f;
 }
+
+Deno.test("a frame shorter than the Ethernet header is a runt", () => {
+  assert.deepEqual(expectedRxCounters(frame(13), 1500), { rx_drop_runt: 1 });
+});
+
+Deno.test("a frame longer than MTU + 18 is oversize, MTU + 18 itself is accepted", () => {
+  assert.deepEqual(expectedRxCounters(frame(1519), 1500), { rx_drop_oversize: 1 });
+  assert.deepEqual(expectedRxCounters(frame(1518), 1500), { rx_packets: 1, rx_bytes: 1518 });
+});
+
+Deno.test("a multicast source address is a malformed frame", () => {
+  assert.deepEqual(expectedRxCounters(frame(64, 0x0800, 0x01), 1500), { rx_drop_bad_src: 1 });
+});
+
+Deno.test("a PFC frame counts each priority of its class-enable vector, nothing else", () => {
+  const f = pfcFrame("02:c7:0a:ff:00:01", [3, 5]);
+  assert.equal(f.length, 60);
+  assert.deepEqual(expectedRxCounters(f, 1500), { rx_prio3_pause: 1, rx_prio5_pause: 1 });
+});
+
+Deno.test("802.3x PAUSE counts rx_pause; an unknown MAC control opcode is malformed", () => {
+  const pause = frame(60, 0x8808);
+  pause.set([0x00, 0x01], 14);
+  assert.deepEqual(expectedRxCounters(pause, 1500), { rx_pause: 1 });
+  const odd = frame(60, 0x8808);
+  odd.set([0x0f, 0x0f], 14);
+  assert.deepEqual(expectedRxCounters(odd, 1500), { rx_drop_bad_mac_ctrl: 1 });
+});
+
+Deno.test("a stack frame on a down interface is counted as rx_drop_down", () => {
+  assert.deepEqual(expectedRxCounters(frame(100), 1500, false), { rx_drop_down: 1 });
+});
+
+Deno.test("addCounters sums increments into the accumulator", () => {
+  const acc = addCounters({ rx_packets: 1 }, { rx_packets: 2, rx_bytes: 100 });
+  assert.deepEqual(acc, { rx_packets: 3, rx_bytes: 100 });
+});
+
+Deno.test("macBytes rejects text that is not six hex octets", () => {
+  assert.deepEqual(Array.from(macBytes("02:c7:0a:00:01:ff")), [2, 0xc7, 0x0a, 0, 1, 0xff]);
+  assert.throws(() => macBytes("02:c7:0a:00:01"), RangeError);
+  assert.throws(() => macBytes("02:c7:0a:00:01:zz"), RangeError);
+});
 
 Deno.test("empty frames and frames above 9216 bytes never reach the driver: no counter moves", () => {
   assert.deepEqual(predictRx(new Uint8Array(0), 9000), { kind: "exact", counters: {} });
@@ -88,22 +136,13 @@ Deno.test("on a down interface a runt is open between its length drop and rx_dro
 
 Deno.test("a window of exactly predicted frames must match every receive counter", () => {
   const preds = [frame(100), frame(5)].map((f) => predictRx(f, 1500));
-  const v = explainRxDelta(preds, {
-    rx_packets: 1,
-    rx_bytes: 100,
-    rx_drop_runt: 1,
-    tx_packets: 7,
-  });
+  const v = explainRxDelta(preds, { ...UP_100, rx_drop_runt: 1, tx_packets: 7 });
   assert.equal(v.ok, true);
   assert.deepEqual(v.problems, []);
 });
 
 Deno.test("a receive counter no prediction names must not move", () => {
-  const v = explainRxDelta([predictRx(frame(100), 1500)], {
-    rx_packets: 1,
-    rx_bytes: 100,
-    rx_drop_nomem: 1,
-  });
+  const v = explainRxDelta([predictRx(frame(100), 1500)], { ...UP_100, rx_drop_nomem: 1 });
   assert.equal(v.ok, false);
   assert.deepEqual(v.problems, ["rx_drop_nomem moved by 1, expected 0"]);
 });
@@ -114,12 +153,7 @@ Deno.test("open frames pass when one allowed outcome each explains the delta", (
     predictRx(macControl(64, 0x0001), 1500),
     predictRx(macControl(80, 0x0001), 1500),
   ];
-  const v = explainRxDelta(preds, {
-    rx_packets: 1,
-    rx_bytes: 100,
-    rx_pause: 1,
-    rx_drop_bad_mac_ctrl: 1,
-  });
+  const v = explainRxDelta(preds, { ...UP_100, rx_pause: 1, rx_drop_bad_mac_ctrl: 1 });
   assert.equal(v.ok, true);
   assert.equal(v.openFrames, 2);
 });

@@ -11,10 +11,11 @@
  * const info = parseIbvDevinfo((await guest.run("ibv_devinfo -v")).stdout);
  * ```
  */
-import { RowFailure } from "./matrix/row.ts";
-import { loadCnuasNet, shq } from "./netdev.ts";
-import { GUEST_PATHS } from "./vm/types.ts";
-import type { Guest } from "./vm/types.ts";
+import { RowFailure } from "../matrix/row.ts";
+import { GUEST_PATHS } from "../vm/types.ts";
+import type { Guest } from "../vm/types.ts";
+import { loadCnuasNet } from "./cnuas_net.ts";
+import { shq } from "./shell.ts";
 
 /** Module name of the RDMA driver. */
 export const CNUAS_IB = "cnuas_ib";
@@ -201,6 +202,16 @@ export interface PairResult {
   clientOut: string;
 }
 
+/**
+ * Shell that starts `cmd` in the background, killed after `timeoutSec`; its
+ * output goes to `<tag>.out` and, once it ends, its exit status to
+ * `<tag>.rc` (what {@link collect} waits for).
+ */
+function inBackground(tag: string, cmd: string, timeoutSec: number): string {
+  return `rm -f ${tag}.*; (timeout ${timeoutSec} sh -c ${shq(cmd)} >${tag}.out 2>&1; ` +
+    `echo $? >${tag}.rc) >/dev/null 2>&1 &`;
+}
+
 /** Start `server` in the background on `sg` and wait until it listens (see {@link runPair}). */
 async function startServer(
   sg: Guest,
@@ -213,11 +224,7 @@ async function startServer(
     ? `for i in $(seq 100); do ss -ltn | grep -q ":${port} " && exit 0; ` +
       `[ -f ${tag}.rc ] && exit 0; sleep 0.1; done`
     : "sleep 2";
-  await sg.run(
-    `rm -f ${tag}.*; (timeout ${timeoutSec} sh -c ${shq(server)} >${tag}.out 2>&1; ` +
-      `echo $? >${tag}.rc) >/dev/null 2>&1 &\n${ready}`,
-    { timeoutSec: 60 },
-  );
+  await sg.run(`${inBackground(tag, server, timeoutSec)}\n${ready}`, { timeoutSec: 60 });
   return tag;
 }
 
@@ -280,11 +287,7 @@ export async function startPair(
 ): Promise<RunningPair> {
   const stag = await startServer(sg, server, port, timeoutSec);
   const ctag = `/tmp/pair-client.${port || "nolisten"}`;
-  await cg.run(
-    `rm -f ${ctag}.*; (timeout ${timeoutSec} sh -c ${shq(client)} >${ctag}.out 2>&1; ` +
-      `echo $? >${ctag}.rc) >/dev/null 2>&1 &`,
-    { timeoutSec: 60 },
-  );
+  await cg.run(inBackground(ctag, client, timeoutSec), { timeoutSec: 60 });
   const alive = async (g: Guest, tag: string) =>
     (await g.run(`[ -f ${tag}.rc ] && echo done || echo running`, { timeoutSec: 30 })).stdout
       .trim() === "running";

@@ -8,7 +8,7 @@ import {
   parseKeyValues,
   unbindProblems,
   unbindScript,
-} from "../../harness/gpu_guest.ts";
+} from "../../harness/guest/cnuasgpu.ts";
 import { RowFailure } from "../../harness/matrix/row.ts";
 
 Deno.test("the two accelerators of a guest are expected to differ in every sized property", () => {

@@ -7,7 +7,7 @@ import {
   pingpongDataErrors,
   roceV2GidIndex,
   rpingDataErrors,
-} from "../../harness/rdma_guest.ts";
+} from "../../harness/guest/cnuas_ib.ts";
 import { TABLE_4_1, tableDifferences } from "../matrix/ibstat.ts";
 import { perfFigures, speedup } from "../../harness/bench/rdma_perf.ts";
 

@@ -1,0 +1,46 @@
+/**
+ * Running shell commands in a guest: the one quoting function and the one
+ * `sh` (run, fail on a non-zero exit, return stdout) that rows, benches and
+ * the guest helpers share.
+ *
+ * `shq` itself lives in harness/exec.ts, the bottom layer, because the host
+ * (build/chroot.ts) and the SSH transport (vm/ssh.ts) quote for `sh` too and
+ * should not depend on guest helpers; it is re-exported here so guest-side
+ * code imports both from this file.
+ *
+ * @example
+ * ```ts
+ * const out = await sh(guest, `ethtool -S ${shq(iface)}`);
+ * ```
+ */
+import { RowFailure } from "../matrix/row.ts";
+import type { Guest } from "../vm/types.ts";
+
+export { shq } from "../exec.ts";
+
+/** Options of {@link sh}. */
+export interface ShOptions {
+  /** Kill the command after this many seconds. Default 60. */
+  timeoutSec?: number;
+  /**
+   * The error thrown when the command exits non-zero; RowFailure by default,
+   * so a failing command fails the row rather than erroring it. Benches that
+   * report their own error kind pass it here.
+   */
+  error?: new (message: string) => Error;
+}
+
+/**
+ * Run `cmd` in guest `g` and return its stdout; a non-zero exit throws
+ * (see {@link ShOptions.error}) naming the guest, the command, the exit code
+ * and the tail of stderr. The check is made here rather than through
+ * `RunOptions.check`, which only the matrix runner's recording guest honours.
+ */
+export async function sh(g: Guest, cmd: string, opts: ShOptions = {}): Promise<string> {
+  const r = await g.run(cmd, { timeoutSec: opts.timeoutSec ?? 60 });
+  if (r.code !== 0) {
+    const Err = opts.error ?? RowFailure;
+    throw new Err(`${g.name}: '${cmd}' exited ${r.code}: ${r.stderr.trim().slice(-400)}`);
+  }
+  return r.stdout;
+}
