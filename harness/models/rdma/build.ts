@@ -7,6 +7,7 @@
 import { wr16 } from "./bytes.ts";
 import { encodeEthernet, ETHERTYPE_IPV4, ETHERTYPE_IPV6, type VlanTag } from "./ethernet.ts";
 import { decodeFrame, LINKTYPE_ETHERNET, LINKTYPE_INFINIBAND } from "./frame.ts";
+import { encodeExtHeaders, type ExtHeaderFields } from "./ext_headers.ts";
 import { ibIcrc, ibVcrc, roceIcrc, writeIcrc, writeVcrc } from "./icrc.ts";
 import { encodeIpv4, encodeIpv6, IPPROTO_UDP, ipv4HeaderChecksum } from "./ip.ts";
 import { opcodeInfo } from "./opcodes.ts";
@@ -19,38 +20,13 @@ import {
   LNH_IBA_LOCAL,
   LRH_BYTES,
 } from "./route.ts";
-import {
-  type Aeth,
-  type AtomicAckEth,
-  type AtomicEth,
-  type Bth,
-  BTH_BYTES,
-  type Deth,
-  encodeAeth,
-  encodeAtomicAckEth,
-  encodeAtomicEth,
-  encodeBth,
-  encodeDeth,
-  encodeIeth,
-  encodeImmDt,
-  encodeReth,
-  ICRC_BYTES,
-  type Reth,
-  VCRC_BYTES,
-} from "./transport.ts";
+import { type Bth, BTH_BYTES, encodeBth, ICRC_BYTES, VCRC_BYTES } from "./transport.ts";
 import { encodeUdp, ROCEV2_UDP_PORT, UDP_BYTES } from "./udp.ts";
 
 /** The transport part of a packet: BTH, the extended headers its opcode needs, payload. */
-export interface TransportSpec {
+export interface TransportSpec extends ExtHeaderFields {
   /** BTH fields; everything but opcode, destQp and psn defaults (P_Key 0xFFFF, pad as needed). */
   bth: Partial<Bth> & { opcode: number; destQp: number; psn: number };
-  reth?: Reth;
-  aeth?: Aeth;
-  atomicEth?: AtomicEth;
-  atomicAckEth?: AtomicAckEth;
-  deth?: Deth;
-  immDt?: number;
-  ieth?: number;
   payload?: Uint8Array;
   /** Pad bytes appended after the payload (default: up to the next multiple of 4). */
   padBytes?: number;
@@ -120,42 +96,7 @@ function writeTransport(b: Uint8Array, off: number, t: TransportSpec): number {
     b,
     off,
   );
-  let o = off + BTH_BYTES;
-  const missing = (h: string): never => {
-    throw new RangeError(`${op.name} carries a ${h}; give it in the spec`);
-  };
-  for (const h of op.headers) {
-    switch (h) {
-      case "DETH":
-        encodeDeth(t.deth ?? missing(h), b, o);
-        o += 8;
-        break;
-      case "RETH":
-        encodeReth(t.reth ?? missing(h), b, o);
-        o += 16;
-        break;
-      case "AtomicETH":
-        encodeAtomicEth(t.atomicEth ?? missing(h), b, o);
-        o += 28;
-        break;
-      case "AETH":
-        encodeAeth(t.aeth ?? missing(h), b, o);
-        o += 4;
-        break;
-      case "AtomicAckETH":
-        encodeAtomicAckEth(t.atomicAckEth ?? missing(h), b, o);
-        o += 8;
-        break;
-      case "ImmDt":
-        encodeImmDt(t.immDt ?? missing(h), b, o);
-        o += 4;
-        break;
-      case "IETH":
-        encodeIeth(t.ieth ?? missing(h), b, o);
-        o += 4;
-        break;
-    }
-  }
+  const o = encodeExtHeaders(op, t, b, off + BTH_BYTES);
   if (t.payload) b.set(t.payload, o);
   return o + (t.payload?.length ?? 0) + pad;
 }

@@ -16,6 +16,7 @@ import {
   ETHERTYPE_IPV4,
   ETHERTYPE_IPV6,
 } from "./ethernet.ts";
+import { decodeExtHeaders, type ExtHeaderFields } from "./ext_headers.ts";
 import { ibIcrc, ibVcrc, readIcrc, readVcrc, roceIcrc } from "./icrc.ts";
 import {
   decodeIpv4,
@@ -39,25 +40,7 @@ import {
   type Lrh,
   LRH_BYTES,
 } from "./route.ts";
-import {
-  type Aeth,
-  type AtomicAckEth,
-  type AtomicEth,
-  type Bth,
-  BTH_BYTES,
-  decodeAeth,
-  decodeAtomicAckEth,
-  decodeAtomicEth,
-  decodeBth,
-  decodeDeth,
-  decodeIeth,
-  decodeImmDt,
-  decodeReth,
-  type Deth,
-  ICRC_BYTES,
-  type Reth,
-  VCRC_BYTES,
-} from "./transport.ts";
+import { type Bth, BTH_BYTES, decodeBth, ICRC_BYTES, VCRC_BYTES } from "./transport.ts";
 import { decodeUdp, ROCEV2_UDP_PORT, UDP_BYTES, type UdpHeader } from "./udp.ts";
 
 /** pcap/pcapng link type of Ethernet captures. */
@@ -79,7 +62,7 @@ export interface CaptureFrame {
 export type PacketKind = "roce" | "ib" | "other";
 
 /** A decoded frame. Fields are present as far as decoding got. */
-export interface Packet {
+export interface Packet extends ExtHeaderFields {
   linkType: number;
   kind: PacketKind;
   /** For `other` frames: a short label of what it is (`arp`, `ipv4/tcp`, `ib/raw`, …). */
@@ -95,13 +78,6 @@ export interface Packet {
   bth?: Bth;
   /** Opcode table entry of `bth.opcode` (absent for opcodes outside RC/UC/UD/CNP). */
   op?: OpcodeInfo;
-  reth?: Reth;
-  aeth?: Aeth;
-  atomicEth?: AtomicEth;
-  atomicAckEth?: AtomicAckEth;
-  deth?: Deth;
-  immDt?: number;
-  ieth?: number;
   /** Management datagram, when a UD packet to QP0/QP1 carries 256 bytes. */
   mad?: Mad;
   /** Frame offset of the first payload byte. */
@@ -370,38 +346,7 @@ function decodeTransport(b: Uint8Array, bthOff: number, icrcOff: number, p: Pack
     );
     return;
   }
-  for (const h of op.headers) {
-    switch (h) {
-      case "DETH":
-        p.deth = decodeDeth(b, o);
-        o += 8;
-        break;
-      case "RETH":
-        p.reth = decodeReth(b, o);
-        o += 16;
-        break;
-      case "AtomicETH":
-        p.atomicEth = decodeAtomicEth(b, o);
-        o += 28;
-        break;
-      case "AETH":
-        p.aeth = decodeAeth(b, o);
-        o += 4;
-        break;
-      case "AtomicAckETH":
-        p.atomicAckEth = decodeAtomicAckEth(b, o);
-        o += 8;
-        break;
-      case "ImmDt":
-        p.immDt = decodeImmDt(b, o);
-        o += 4;
-        break;
-      case "IETH":
-        p.ieth = decodeIeth(b, o);
-        o += 4;
-        break;
-    }
-  }
+  o = decodeExtHeaders(op, b, o, p);
   p.payloadOffset = o;
   p.paddedLength = icrcOff - o;
   p.payloadLength = Math.max(0, p.paddedLength - bth.padCnt);
