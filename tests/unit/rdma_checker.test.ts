@@ -217,16 +217,7 @@ Deno.test("go-back-N retransmission after a PSN-sequence NAK is recognised, not 
   const first = conv.psnOf("a");
   conv.send("a", 1024, { ack: false }); // PSNs first..first+3
   conv.nak("b", first + 2, r.NAK_CODES.PSN_SEQUENCE_ERROR); // responder lost first+2
-  conv.rewind("a", first + 2);
-  // The requester resends from the NAKed PSN: MIDDLE and LAST.
-  conv.emit("a", {
-    bth: { opcode: r.OP.RC_SEND_MIDDLE, destQp: 0, psn: first + 2 },
-    payload: new Uint8Array(256),
-  });
-  conv.emit("a", {
-    bth: { opcode: r.OP.RC_SEND_LAST, destQp: 0, psn: first + 3 },
-    payload: new Uint8Array(256),
-  });
+  resendTail(conv, first, 4, 2, 1024); // from the NAKed PSN: MIDDLE and LAST
   conv.ack("b");
   assert.deepEqual(r.checkCapture(conv.frames).violations, []);
 });
@@ -237,14 +228,7 @@ Deno.test("a requester that resumes past the NAKed PSN is a psn-order violation"
   conv.send("a", 1024, { ack: false });
   conv.nak("b", first + 1, r.NAK_CODES.PSN_SEQUENCE_ERROR);
   // Go-back-N must restart at first+1; this requester restarts at first+2.
-  conv.emit("a", {
-    bth: { opcode: r.OP.RC_SEND_MIDDLE, destQp: 0, psn: first + 2 },
-    payload: new Uint8Array(256),
-  });
-  conv.emit("a", {
-    bth: { opcode: r.OP.RC_SEND_LAST, destQp: 0, psn: first + 3 },
-    payload: new Uint8Array(256),
-  });
+  resendTail(conv, first, 4, 2, 1024);
   conv.ack("b");
   const res = r.checkCapture(conv.frames);
   assert.deepEqual(rules(res), ["psn-order"]);
