@@ -194,6 +194,21 @@ export async function configureRoceAddress(
   throw new RdmaGuestError(`${g.name}: no RoCE v2 GID for ${ip} on ${dev.ibdev}`);
 }
 
+/**
+ * What {@link runPair} and {@link startPair} take: the server's guest and
+ * command, the client's guest and command, the TCP port the server listens
+ * on (0 when it does not), and the seconds after which both are killed
+ * (default 120).
+ */
+export type PairArgs = [
+  sg: Guest,
+  server: string,
+  cg: Guest,
+  client: string,
+  port: number,
+  timeoutSec?: number,
+];
+
 /** What a server/client pair of commands did. */
 export interface PairResult {
   serverCode: number;
@@ -248,14 +263,8 @@ async function collect(
  * give it two seconds), run `client` on `cg`, then collect the server's
  * exit code and output. Both are killed after `timeoutSec`.
  */
-export async function runPair(
-  sg: Guest,
-  server: string,
-  cg: Guest,
-  client: string,
-  port: number,
-  timeoutSec = 120,
-): Promise<PairResult> {
+export async function runPair(...args: PairArgs): Promise<PairResult> {
+  const [sg, server, cg, client, port, timeoutSec = 120] = args;
   const tag = await startServer(sg, server, port, timeoutSec);
   const c = await cg.run(`timeout ${timeoutSec} sh -c ${shq(client)} 2>&1`, {
     timeoutSec: timeoutSec + 30,
@@ -277,14 +286,8 @@ export interface RunningPair {
  * caller can act while the pair runs (change a module parameter, sample
  * counters) and then {@link RunningPair.wait} for it.
  */
-export async function startPair(
-  sg: Guest,
-  server: string,
-  cg: Guest,
-  client: string,
-  port: number,
-  timeoutSec = 120,
-): Promise<RunningPair> {
+export async function startPair(...args: PairArgs): Promise<RunningPair> {
+  const [sg, server, cg, client, port, timeoutSec = 120] = args;
   const stag = await startServer(sg, server, port, timeoutSec);
   const ctag = `/tmp/pair-client.${port || "nolisten"}`;
   await cg.run(inBackground(ctag, client, timeoutSec), { timeoutSec: 60 });
