@@ -113,7 +113,7 @@ export {
   writePcapng,
 } from "./harness/pcapng.ts";
 /** Checking a whole capture file against the RDMA wire rules. */
-export { checkPcapngFile, type PcapngCheckSummary } from "./harness/rdma_check.ts";
+export { checkPcapngFile, type PcapngCheckSummary } from "./harness/oracle/wire_check.ts";
 /** The checker's options and result, which the capture check takes and extends. */
 export {
   type CheckOptions,
@@ -126,37 +126,44 @@ export { prng, randBytes, randInt, randU64 } from "./harness/prng.ts";
 /** The provider build stage. */
 export { buildProvider } from "./harness/build/provider.ts";
 /** The qtest client (device models driven through their registers). */
-export { QtestError, QtestMachine, type QtestReply } from "./harness/qtest.ts";
-/** The cnuas-vnic differential oracle. */
+export { QtestError, QtestMachine, type QtestReply } from "./harness/qtest/client.ts";
+/** What both differential oracles report: the first divergence, shrunk. */
 export {
   type Divergence,
-  formatFailure,
+  formatDivergence,
   type OpSource,
+  type OracleEnv,
+  type ShrunkDivergence,
+} from "./harness/oracle/divergence.ts";
+/** The cnuas-vnic differential oracle. */
+export {
+  formatVnicFailure,
   runVnicDiff,
   runVnicSequence,
-  type SequenceResult,
   type VnicDiffFailure,
   type VnicDiffOptions,
   type VnicDiffReport,
   type VnicDiffSetup,
   type VnicOp,
-} from "./harness/qtest_vnic_diff.ts";
+  type VnicSequenceResult,
+} from "./harness/oracle/vnic_diff.ts";
 /** Access sizes of the MMIO operations in a vnic sequence. */
-export { type AccessSize } from "./harness/qtest_vnic_ops.ts";
+export { type AccessSize } from "./harness/oracle/vnic_ops.ts";
 /** How the vnic rig starts the device's socket. */
-export { type VnicSocketMode } from "./harness/qtest_vnic.ts";
+export { type VnicSocketMode } from "./harness/qtest/vnic_rig.ts";
 /** The cnuasgpu differential oracle. */
 export {
   formatGpuFailure,
-  type GpuMismatch,
   type GpuOp,
   type GpuOracleEnv,
   type GpuRunResult,
   type GpuSeedOptions,
+  type GpuSequenceResult,
   runGpuSeed,
-} from "./harness/oracle_gpu.ts";
+  runGpuSequence,
+} from "./harness/oracle/gpu_diff.ts";
 /** Shrinking a failing operation sequence to a short reproduction. */
-export { shrinkOps, type ShrinkOptions, type ShrinkResult } from "./harness/shrink.ts";
+export { shrinkOps, type ShrinkOptions, type ShrinkResult } from "./harness/oracle/shrink.ts";
 /** Reference model of cnuas-vnic. */
 export {
   type PeerSendResult,

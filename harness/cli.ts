@@ -31,7 +31,7 @@ import { isFailing } from "./report/schema.ts";
 import { mergeReports } from "./report/write.ts";
 import { runBench } from "./bench/run.ts";
 import { fabricStarter } from "./fabric_starter.ts";
-import { checkPcapngFile } from "./rdma_check.ts";
+import { checkPcapngFile } from "./oracle/wire_check.ts";
 
 /** Bad command-line input. */
 class UsageError extends Error {

@@ -13,8 +13,8 @@ import { buildQemu } from "../build/qemu.ts";
 import type { Config } from "../config.ts";
 import type { Measurement } from "../matrix/row.ts";
 import { VNIC_REG } from "../models/vnic.ts";
-import { runVnicDiff } from "../qtest_vnic_diff.ts";
-import { VnicRig } from "../qtest_vnic.ts";
+import { runVnicDiff } from "../oracle/vnic_diff.ts";
+import { VnicRig } from "../qtest/vnic_rig.ts";
 
 const DIFF_SEEDS = Array.from({ length: 24 }, (_, i) => 0xbe_0000 + i);
 const DIFF_OPS_PER_SEED = 1000;

@@ -2,7 +2,7 @@ import { type Row, type RowContext, RowFailure } from "../../harness/matrix/row.
 import type { Guest } from "../../harness/vm/types.ts";
 import { vnicMac } from "../../harness/vm/qemu_args.ts";
 import { prng, randInt } from "../../harness/prng.ts";
-import { WireCapture } from "../../harness/rdma_capture.ts";
+import { WireCapture } from "../../harness/oracle/wire_capture.ts";
 import { FabricClient, type PortStatus } from "../../harness/fabric.ts";
 import {
   CNUAS_NET,

@@ -1,7 +1,7 @@
 import { type Row, RowFailure } from "../../harness/matrix/row.ts";
 import { loadCnuasgpu } from "../../harness/guest/cnuasgpu.ts";
 import { waitCarrier } from "../../harness/guest/cnuas_net.ts";
-import { captured } from "../../harness/rdma_capture.ts";
+import { captured } from "../../harness/oracle/wire_capture.ts";
 import { configureRoceAddress, loadCnuasIb, runPair } from "../../harness/guest/cnuas_ib.ts";
 import { GUEST_PATHS } from "../../harness/vm/types.ts";
 

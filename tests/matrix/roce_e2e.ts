@@ -1,7 +1,7 @@
 import type { Guest } from "../../harness/vm/types.ts";
 import { type Row, type RowContext, RowFailure } from "../../harness/matrix/row.ts";
 import { waitCarrier } from "../../harness/guest/cnuas_net.ts";
-import { captured } from "../../harness/rdma_capture.ts";
+import { captured } from "../../harness/oracle/wire_capture.ts";
 import { FabricClient } from "../../harness/fabric.ts";
 import { buildRoceFrame, OP } from "../../harness/models/rdma/mod.ts";
 import { GUEST_PATHS } from "../../harness/vm/types.ts";

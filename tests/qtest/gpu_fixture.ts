@@ -1,36 +1,13 @@
 /**
- * Shared set-up of the cnuasgpu qtest tests: the QEMU build (from the cache,
- * built on first use) and a device with this process as its CnuasLink peer.
+ * Shared set-up of the cnuasgpu directed tests: a {@link GpuRig} (the device
+ * with this process as its CnuasLink peer, as the differential oracle runs it)
+ * on the cached QEMU build, and the driver steps the link tests repeat.
  */
-import { join } from "node:path";
-import { buildQemu } from "../../harness/build/qemu.ts";
-import { defaultConfig } from "../../harness/config.ts";
-import type { GpuOracleEnv } from "../../harness/oracle_gpu.ts";
-import { type GpuProps, QtestGpu } from "../../harness/qtest_gpu.ts";
-import { SeqpacketServer, type SeqpacketSocket } from "../../harness/seqpacket.ts";
+import { GPU_LINK, GPU_REG } from "../../harness/models/gpu.ts";
+import { type GpuProps, GpuRig } from "../../harness/qtest/gpu_rig.ts";
+import { qemuEnv } from "./qemu_env.ts";
 
-let envPromise: Promise<GpuOracleEnv> | undefined;
-
-/** QEMU with our device models (cached build). */
-export function gpuEnv(): Promise<GpuOracleEnv> {
-  envPromise ??= buildQemu(defaultConfig({ verbose: false })).then((q) => ({
-    binary: q.binary,
-    firmware: q.firmware,
-  }));
-  return envPromise;
-}
-
-/** A running device and its peer. */
-export interface GpuRig {
-  gpu: QtestGpu;
-  socketPath: string;
-  /** The listening peer socket (null once closed by the test). */
-  server: SeqpacketServer | null;
-  /** The accepted connection, when the device connected. */
-  conn: SeqpacketSocket | null;
-  /** Stop QEMU and close the sockets. */
-  close(): Promise<void>;
-}
+export type { GpuRig } from "../../harness/qtest/gpu_rig.ts";
 
 /** Options of `startGpu`. */
 export interface StartOptions {
@@ -42,37 +19,8 @@ export interface StartOptions {
 
 /** Start one cnuasgpu with `props`; the peer accepts the realize-time connection. */
 export async function startGpu(props: GpuProps = {}, opts: StartOptions = {}): Promise<GpuRig> {
-  const env = await gpuEnv();
-  const workDir = await Deno.makeTempDir({ prefix: "gpu-qtest-" });
-  const socketPath = join(workDir, "link.sock");
-  const server = opts.listen === false ? null : SeqpacketServer.listen(socketPath);
-  const linkProps: GpuProps = opts.link === false ? {} : { cnuaslink_socket: socketPath };
-  let gpu: QtestGpu;
-  try {
-    gpu = await QtestGpu.start({
-      binary: env.binary,
-      firmware: env.firmware,
-      workDir,
-      props: { ...linkProps, ...props },
-    });
-  } catch (e) {
-    server?.close();
-    await Deno.remove(workDir, { recursive: true }).catch(() => {});
-    throw e;
-  }
-  const rig: GpuRig = {
-    gpu,
-    socketPath,
-    server,
-    conn: opts.link === false ? null : server?.accept(2000) ?? null,
-    async close() {
-      rig.conn?.close();
-      rig.server?.close();
-      await gpu.close();
-      await Deno.remove(workDir, { recursive: true }).catch(() => {});
-    },
-  };
-  return rig;
+  const env = await qemuEnv();
+  return await GpuRig.start({ ...env, props, ...opts, accept: true });
 }
 
 /** Poll `fn` until it returns true (the device reacts to socket events asynchronously). */
@@ -85,5 +33,57 @@ export async function eventually(
   while (!(await fn())) {
     if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 1));
+  }
+}
+
+/** Run `fn` on a fresh device (see `startGpu`) and always close it. */
+export async function withGpu(
+  props: Record<string, string | number>,
+  fn: (rig: GpuRig) => Promise<void>,
+  opts: StartOptions = {},
+): Promise<void> {
+  const rig = await startGpu(props, opts);
+  try {
+    await fn(rig);
+  } finally {
+    await rig.close();
+  }
+}
+
+/** `len` bytes of a pattern that differs with `salt`. */
+export function pattern(len: number, salt: number): Uint8Array {
+  return Uint8Array.from({ length: len }, (_, i) => (i * 31 + salt) & 0xff);
+}
+
+/** Arm receive at `off` for `size` bytes. */
+export async function armRx(rig: GpuRig, off: number, size: number): Promise<void> {
+  await rig.gpu.setReg(GPU_REG.LINK_RX_OFFSET_LO, off);
+  await rig.gpu.setReg(GPU_REG.LINK_RX_OFFSET_HI, 0);
+  await rig.gpu.setReg(GPU_REG.LINK_RX_BUF_SIZE, size);
+}
+
+/** Point the transmit registers at `off`/`len` and ring. */
+export async function ring(rig: GpuRig, off: number, len: number, hi = 0): Promise<void> {
+  await rig.gpu.setReg(GPU_REG.LINK_TX_OFFSET_LO, off);
+  await rig.gpu.setReg(GPU_REG.LINK_TX_OFFSET_HI, hi);
+  await rig.gpu.setReg(GPU_REG.LINK_TX_LEN, len);
+  await rig.gpu.setReg(GPU_REG.LINK_TX_DOORBELL, 1);
+}
+
+/** Send a frame and wait until the device has read it (logged a drop or shown it). */
+export async function sendAndSettle(
+  rig: GpuRig,
+  frame: Uint8Array,
+  expect: "deliver" | "drop",
+): Promise<void> {
+  const logs = rig.gpu.guestErrorCount();
+  rig.conn!.send(frame);
+  if (expect === "deliver") {
+    await eventually(
+      "the frame to land",
+      async () => ((await rig.gpu.reg(GPU_REG.LINK_STATUS)) & GPU_LINK.RX_READY) !== 0,
+    );
+  } else {
+    await eventually("the drop to be logged", () => rig.gpu.guestErrorCount() > logs);
   }
 }

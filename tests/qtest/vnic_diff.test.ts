@@ -9,8 +9,8 @@
  * operations; a failure prints the seed and a shrunk sequence.
  */
 import assert from "node:assert/strict";
-import { formatFailure, runVnicDiff } from "../../harness/qtest_vnic_diff.ts";
-import { vnicEnv } from "./vnic_fixture.ts";
+import { formatVnicFailure, runVnicDiff } from "../../harness/oracle/vnic_diff.ts";
+import { qemuEnv } from "./qemu_env.ts";
 
 const SEEDS = Array.from({ length: 24 }, (_, i) => i + 1);
 const OPS_PER_SEED = 1000;
@@ -19,14 +19,14 @@ const MIN_CHECKED = 900;
 
 for (const seed of SEEDS) {
   Deno.test(`cnuas-vnic agrees with its model over ${OPS_PER_SEED} random operations, seed ${seed}`, async () => {
-    const env = await vnicEnv();
+    const env = await qemuEnv();
     const report = await runVnicDiff({
       ...env,
       seeds: [seed],
       opsPerSeed: OPS_PER_SEED,
       shrinkBudgetMs: 40_000,
     });
-    assert.equal(report.failure, null, report.failure ? formatFailure(report.failure) : "");
+    assert.equal(report.failure, null, report.failure ? formatVnicFailure(report.failure) : "");
     assert.ok(
       report.opsChecked >= MIN_CHECKED,
       `only ${report.opsChecked} operations were checked`,

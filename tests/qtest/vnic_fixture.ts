@@ -1,39 +1,22 @@
 /**
- * Shared set-up of the cnuas-vnic tests: the QEMU build (from the cache,
- * built on first use) and one interface — a NIC under test — implemented by
- * the QEMU device (through qtest) and by the reference model, so every
+ * Shared set-up of the cnuas-vnic directed tests: one interface — a NIC under
+ * test — implemented by the QEMU device (a {@link VnicRig}) and by the
+ * reference model (set up as the differential oracle sets it up), so every
  * directed test states a behaviour of the spec once and checks it on both.
  */
-import { buildQemu } from "../../harness/build/qemu.ts";
-import { defaultConfig } from "../../harness/config.ts";
-import { SparseMemory } from "../../harness/models/guest_memory.ts";
-import { VnicModel } from "../../harness/models/vnic.ts";
+import type { SparseMemory } from "../../harness/models/guest_memory.ts";
+import type { VnicModel } from "../../harness/models/vnic.ts";
+import { DIFF_RAM, vnicModelForSetup } from "../../harness/oracle/vnic_ops.ts";
 import {
   type RigSendResult,
   VNIC_RIG,
   VnicRig,
   type VnicSocketMode,
-} from "../../harness/qtest_vnic.ts";
+} from "../../harness/qtest/vnic_rig.ts";
+import { qemuEnv } from "./qemu_env.ts";
 
-/** Where the built QEMU is. */
-export interface QemuEnv {
-  binary: string;
-  firmware: string[];
-}
-
-let envPromise: Promise<QemuEnv> | undefined;
-
-/** QEMU with our device models (cached build). */
-export function vnicEnv(): Promise<QemuEnv> {
-  envPromise ??= buildQemu(defaultConfig({ verbose: false })).then((q) => ({
-    binary: q.binary,
-    firmware: q.firmware,
-  }));
-  return envPromise;
-}
-
-/** Guest RAM the tests use (inside what the model describes). */
-export const RAM = { base: 0x20_0000, end: 0x800_0000 } as const;
+/** Guest RAM the tests use: what the model describes, as in the differential oracle. */
+export const RAM = { base: DIFF_RAM.lo, end: DIFF_RAM.hi } as const;
 
 /** How a NIC under test starts. */
 export interface NicSetup {
@@ -145,18 +128,11 @@ class DeviceNic implements NicUnderTest {
 
 class ModelNic implements NicUnderTest {
   readonly kind = "model";
-  readonly mem = new SparseMemory([{ base: BigInt(RAM.base), size: BigInt(RAM.end - RAM.base) }]);
+  readonly mem: SparseMemory;
   readonly model: VnicModel;
   #msiSeen = 0;
   constructor(setup: Required<NicSetup>) {
-    this.model = new VnicModel({
-      mac: setup.mac,
-      socketPath: setup.socket !== "none",
-      listening: setup.socket === "listening",
-      memory: this.mem,
-    });
-    this.model.setMsiEnabled(setup.irq === "msi");
-    if (setup.socket === "listening") this.model.peerAccept();
+    ({ model: this.model, mem: this.mem } = vnicModelForSetup(setup));
   }
   reg(off: number) {
     return Promise.resolve(Number(this.model.mmioRead(off, 4)));
@@ -230,7 +206,7 @@ function fullSetup(s: NicSetup): Required<NicSetup> {
 
 /** The QEMU device as a NIC under test. */
 export async function startDevice(setup: NicSetup = {}): Promise<NicUnderTest> {
-  const env = await vnicEnv();
+  const env = await qemuEnv();
   const s = fullSetup(setup);
   const rig = await VnicRig.start({ ...env, socket: s.socket, irq: s.irq, mac: s.mac });
   return new DeviceNic(rig);

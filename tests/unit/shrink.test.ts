@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { shrinkOps } from "../../harness/shrink.ts";
+import { shrinkOps } from "../../harness/oracle/shrink.ts";
 
 const range = (n: number) => Array.from({ length: n }, (_, i) => i);
 

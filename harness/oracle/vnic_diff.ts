@@ -1,10 +1,11 @@
 /**
- * The cnuas-vnic differential oracle: seeded random operation sequences run
- * on the QEMU device (through qtest, the test playing the switch) and on the
- * reference model side by side. Any difference in a register read, guest
- * memory, the interrupt line (INTx level or MSI), a frame on the socket, the
- * peer's view of the connection or the reconnects fails the run, naming the
- * seed, the operation and — after shrinking — a minimal sequence.
+ * The cnuas-vnic differential oracle: seeded random operation sequences
+ * (`vnic_ops.ts`) run on the QEMU device (through qtest, the test playing the
+ * switch) and on the reference model side by side. Any difference in a
+ * register read, guest memory, the interrupt line (INTx level or MSI), a frame
+ * on the socket, the peer's view of the connection or the reconnects fails the
+ * run as a {@link Divergence}, naming the seed, the operation and — after
+ * shrinking — a minimal sequence. `gpu_diff.ts` is the same for cnuasgpu.
  *
  * Determinism: guest operations are pipelined and run in order; every socket
  * operation of the peer is followed by a barrier (see `VnicRig.barrier`), and
@@ -20,50 +21,48 @@
  * @example
  * ```ts
  * const report = await runVnicDiff({ binary, firmware, seeds: [1, 2, 3], opsPerSeed: 500 });
- * if (report.failure) console.log(formatFailure(report.failure));
+ * if (report.failure) console.log(formatVnicFailure(report.failure));
  * ```
  */
-import { SparseMemory } from "./models/guest_memory.ts";
-import { VNIC_REG, VnicModel } from "./models/vnic.ts";
-import { QtestError } from "./qtest.ts";
-import { VNIC_RIG, VnicRig } from "./qtest_vnic.ts";
+import type { SparseMemory } from "../models/guest_memory.ts";
+import { VNIC_REG, type VnicModel } from "../models/vnic.ts";
+import { QtestError } from "../qtest/client.ts";
+import { VNIC_RIG, VnicRig } from "../qtest/vnic_rig.ts";
+import {
+  type Divergence,
+  firstDiff,
+  formatFailure,
+  hex,
+  opBytes,
+  type OpSource,
+  type OracleEnv,
+  shrinkDivergence,
+  type ShrunkDivergence,
+} from "./divergence.ts";
 import {
   type AccessSize,
   DIFF_RAM,
-  opAllowed,
-  opBytes,
-  setupForSeed,
   type VnicDiffSetup,
+  vnicModelForSetup,
   type VnicOp,
+  vnicOpAllowed,
   VnicOpGenerator,
-} from "./qtest_vnic_ops.ts";
-import { shrinkOps } from "./shrink.ts";
+  vnicSetupForSeed,
+} from "./vnic_ops.ts";
 
 /** The operation and setup types, for callers that only import the runner. */
-export type { VnicDiffSetup, VnicOp } from "./qtest_vnic_ops.ts";
+export type { VnicDiffSetup, VnicOp } from "./vnic_ops.ts";
 
 const U64 = 1n << 64n;
 
-/** Where QEMU and the model first disagreed. */
-export interface Divergence {
-  /** Index of the operation in the executed list. */
-  opIndex: number;
-  /** The operation. */
-  op: VnicOp;
-  /** What differed: read, irq, msi, frames, memory, send, accept, closed, crash. */
-  kind: string;
-  /** Device versus model, in words. */
-  detail: string;
-}
-
 /** One sequence run. */
-export interface SequenceResult {
+export interface VnicSequenceResult {
   /** The operations executed (skipped ones included). */
   ops: VnicOp[];
   /** Operations that ran (not skipped by a guard). */
   executed: number;
   /** The first difference, or null. */
-  divergence: Divergence | null;
+  divergence: Divergence<VnicOp> | null;
   /** The QEMU log (guest errors) of the run. */
   qemuLog: string;
   /** What the sequence exercised (model outcome counters, MSIs, ops by kind, skips). */
@@ -77,11 +76,11 @@ export interface VnicDiffFailure {
   /** How that seed's machine started. */
   setup: VnicDiffSetup;
   /** The first difference of the unshrunk sequence. */
-  divergence: Divergence;
+  divergence: Divergence<VnicOp>;
   /** Operations up to the failing one. */
   opsToFailure: number;
   /** The shrunk sequence and its own divergence. */
-  shrunk?: { ops: VnicOp[]; divergence: Divergence; runs: number; minimal: boolean };
+  shrunk?: ShrunkDivergence<VnicOp>;
 }
 
 /** What a differential run did. */
@@ -101,11 +100,7 @@ export interface VnicDiffReport {
 }
 
 /** Options of `runVnicDiff`. */
-export interface VnicDiffOptions {
-  /** Path of `qemu-system-x86_64` with the cnuas-vnic device. */
-  binary: string;
-  /** Firmware search directories for `-L`. */
-  firmware?: string[];
+export interface VnicDiffOptions extends OracleEnv {
   /** Seeds to run, in order. */
   seeds: number[];
   /** Operations generated per seed. */
@@ -133,25 +128,12 @@ function sizeMask(size: AccessSize): bigint {
   return size === 8 ? U64 - 1n : (1n << BigInt(size * 8)) - 1n;
 }
 
-function hex(v: bigint | number): string {
-  return `0x${v.toString(16)}`;
-}
-
-function firstDiff(a: Uint8Array, b: Uint8Array): number {
-  const n = Math.min(a.length, b.length);
-  for (let i = 0; i < n; i++) if (a[i] !== b[i]) return i;
-  return a.length === b.length ? -1 : n;
-}
-
-/** Something to run: a generator (fresh sequence) or a fixed list (replay). */
-export type OpSource = { seed: number; count: number } | { list: VnicOp[] };
-
 class Run {
   readonly rig: VnicRig;
   readonly model: VnicModel;
   readonly mem: SparseMemory;
   readonly ops: VnicOp[] = [];
-  divergence: Divergence | null = null;
+  divergence: Divergence<VnicOp> | null = null;
   executed = 0;
   #batch: Promise<void>[] = [];
   #batchTxBytes = 0;
@@ -161,19 +143,8 @@ class Run {
 
   constructor(rig: VnicRig, setup: VnicDiffSetup) {
     this.rig = rig;
-    this.mem = new SparseMemory([{
-      base: BigInt(DIFF_RAM.lo),
-      size: BigInt(DIFF_RAM.hi - DIFF_RAM.lo),
-    }]);
-    this.model = new VnicModel({
-      mac: setup.mac,
-      socketPath: setup.socket !== "none",
-      listening: setup.socket === "listening",
-      memory: this.mem,
-    });
-    this.model.setMsiEnabled(setup.irq === "msi");
+    ({ model: this.model, mem: this.mem } = vnicModelForSetup(setup));
     this.#msiOn = setup.irq === "msi";
-    if (setup.socket === "listening") this.model.peerAccept();
   }
 
   #diverge(i: number, kind: string, detail: string): void {
@@ -285,7 +256,7 @@ class Run {
   async step(op: VnicOp): Promise<void> {
     const i = this.ops.length;
     this.ops.push(op);
-    if (!opAllowed(op, this.model)) return;
+    if (!vnicOpAllowed(op, this.model)) return;
     this.executed++;
     const qt = this.rig.qt;
     const model = this.model;
@@ -421,10 +392,10 @@ class Run {
 
 /** Run one sequence on a fresh QEMU and model; stops at the first difference. */
 export async function runVnicSequence(
-  env: { binary: string; firmware?: string[] },
+  env: OracleEnv,
   setup: VnicDiffSetup,
-  source: OpSource,
-): Promise<SequenceResult> {
+  source: OpSource<VnicOp>,
+): Promise<VnicSequenceResult> {
   const rig = await VnicRig.start({
     binary: env.binary,
     firmware: env.firmware,
@@ -477,7 +448,7 @@ export async function runVnicDiff(opts: VnicDiffOptions): Promise<VnicDiffReport
   let failure: VnicDiffFailure | null = null;
   const coverage: Record<string, number> = {};
   for (const seed of opts.seeds) {
-    const setup = setupForSeed(seed);
+    const setup = vnicSetupForSeed(seed);
     const res = await runVnicSequence(env, setup, { seed, count: opts.opsPerSeed });
     opsChecked += res.executed;
     for (const [k, v] of Object.entries(res.coverage)) coverage[k] = (coverage[k] ?? 0) + v;
@@ -498,26 +469,13 @@ export async function runVnicDiff(opts: VnicDiffOptions): Promise<VnicDiffReport
     log(`seed ${seed}: ${d.kind} at op ${d.opIndex}: ${d.detail}`);
     failure = { seed, setup, divergence: d, opsToFailure: d.opIndex + 1 };
     if (opts.shrink ?? true) {
-      const prefix = res.ops.slice(0, d.opIndex + 1);
-      let last: Divergence = d;
-      const fails = async (cand: VnicOp[]) => {
-        const r = await runVnicSequence(env, setup, { list: cand });
-        if (r.divergence && r.divergence.kind === d.kind) {
-          last = r.divergence;
-          return true;
-        }
-        return false;
-      };
-      const s = await shrinkOps(prefix, fails, { budgetMs: opts.shrinkBudgetMs ?? 90_000 });
-      // Replay the result once more so the reported divergence is its own.
-      const final = await runVnicSequence(env, setup, { list: s.ops });
-      failure.shrunk = {
-        ops: s.ops,
-        divergence: final.divergence ?? last,
-        runs: s.runs,
-        minimal: s.minimal,
-      };
-      log(`shrunk to ${s.ops.length} ops in ${s.runs} replays`);
+      failure.shrunk = await shrinkDivergence(
+        res.ops,
+        d,
+        async (cand) => (await runVnicSequence(env, setup, { list: cand })).divergence,
+        { budgetMs: opts.shrinkBudgetMs ?? 90_000, sameKind: true },
+      );
+      log(`shrunk to ${failure.shrunk.ops.length} ops in ${failure.shrunk.runs} replays`);
     }
     break;
   }
@@ -533,27 +491,14 @@ export async function runVnicDiff(opts: VnicDiffOptions): Promise<VnicDiffReport
 }
 
 /** A failure as text: seed, setup, divergence and the shrunk sequence, one op per line. */
-export function formatFailure(f: VnicDiffFailure): string {
-  const lines = [
-    `cnuas-vnic differs from its model: seed ${f.seed} (${f.setup.socket}, ${f.setup.irq}, mac ${
-      f.setup.mac.map((b) => b.toString(16).padStart(2, "0")).join(":")
-    })`,
-    `  ${f.divergence.kind} at op ${f.divergence.opIndex} ${
-      JSON.stringify(f.divergence.op)
-    }: ${f.divergence.detail}`,
-  ];
-  if (f.shrunk) {
-    lines.push(
-      `  shrunk to ${f.shrunk.ops.length} ops (${f.shrunk.runs} replays${
-        f.shrunk.minimal ? ", 1-minimal" : ""
-      }):`,
-      `  ${f.shrunk.divergence.kind} at op ${f.shrunk.divergence.opIndex}: ${f.shrunk.divergence.detail}`,
-      ...f.shrunk.ops.map((op, i) => `    ${String(i).padStart(3)} ${JSON.stringify(op)}`),
-    );
-  } else {
-    lines.push(
-      `  reproduce: runVnicSequence(env, setupForSeed(${f.seed}), { seed: ${f.seed}, count: ${f.opsToFailure} })`,
-    );
-  }
-  return lines.join("\n");
+export function formatVnicFailure(f: VnicDiffFailure): string {
+  const mac = f.setup.mac.map((b) => b.toString(16).padStart(2, "0")).join(":");
+  return formatFailure(
+    `cnuas-vnic differs from its model: seed ${f.seed} (${f.setup.socket}, ${f.setup.irq}, mac ${mac})`,
+    f.divergence,
+    f.shrunk,
+    [
+      `  reproduce: runVnicSequence(env, vnicSetupForSeed(${f.seed}), { seed: ${f.seed}, count: ${f.opsToFailure} })`,
+    ],
+  );
 }

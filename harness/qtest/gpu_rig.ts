@@ -1,22 +1,32 @@
 /**
- * A cnuasgpu function under qtest: starts QEMU with one `cnuasgpu` device,
- * programs its BARs (BAR0 32-bit, BAR1 64-bit) and command register through
- * PCI configuration mechanism #1 (qtest_pci.ts), and observes its interrupt: INTx through
- * the Interrupt Status bit of the PCI status register, MSI by aiming the
- * message at a word of guest RAM. Built on the generic client in `qtest.ts`.
+ * A cnuasgpu under qtest with the test playing the CnuasLink peer.
+ * {@link QtestGpu} starts QEMU with one `cnuasgpu` device, programs its BARs
+ * (BAR0 32-bit, BAR1 64-bit) and command register through PCI configuration
+ * mechanism #1 (`pci.ts`), and observes its interrupt: INTx through the
+ * Interrupt Status bit of the PCI status register, MSI by aiming the message
+ * at a word of guest RAM. {@link GpuRig} adds the peer: the listening
+ * SEQPACKET socket the device connects to, and the accepted connection. Used
+ * by the directed tests, the differential oracle and the bench, as
+ * `vnic_rig.ts` is for cnuas-vnic. Built on the generic client in `client.ts`.
  *
  * @example
  * ```ts
- * const gpu = await QtestGpu.start({ binary, firmware, props: { gpu_id: 3 } });
+ * const rig = await GpuRig.start({ binary, firmware, props: { gpu_id: 3 }, accept: true });
  * try {
- *   console.log(await gpu.reg(0x010)); // 3
+ *   console.log(await rig.gpu.reg(0x010)); // 3
  * } finally {
- *   await gpu.close();
+ *   await rig.close();
  * }
  * ```
  */
-import { QtestMachine } from "./qtest.ts";
-import { QtestPciDevice } from "./qtest_pci.ts";
+import { join } from "node:path";
+import {
+  SeqpacketClosedError,
+  SeqpacketServer,
+  type SeqpacketSocket,
+} from "../fabric/seqpacket.ts";
+import { QtestMachine } from "./client.ts";
+import { QtestPciDevice } from "./pci.ts";
 
 /** PCI slot the device is placed in (bus 0, function 0). */
 export const GPU_QTEST_SLOT = 4;
@@ -247,4 +257,100 @@ function cfgWrite(qt: QtestMachine, off: number, size: 1 | 2 | 4, value: number)
 
 function findCap(qt: QtestMachine, id: number): Promise<number> {
   return at(qt).capability(id);
+}
+
+/** Options of {@link GpuRig.start}. */
+export interface GpuRigOptions {
+  binary: string;
+  firmware?: string[];
+  /** `-device cnuasgpu,...` properties besides `addr` and `cnuaslink_socket`. */
+  props?: GpuProps;
+  /** Give the device a `cnuaslink_socket` (default true). */
+  link?: boolean;
+  /** Listen on it before QEMU starts (default true). */
+  listen?: boolean;
+  /** Accept the realize-time connection before returning (default false). */
+  accept?: boolean;
+  /** Prefix of the temporary work directory. */
+  prefix?: string;
+}
+
+/** A running cnuasgpu and the CnuasLink peer's end of its wire. */
+export class GpuRig {
+  /** The listening peer socket; null when not listening. */
+  server: SeqpacketServer | null;
+  /** The connection the device made, once accepted. */
+  conn: SeqpacketSocket | null = null;
+
+  private constructor(
+    readonly gpu: QtestGpu,
+    /** Where the peer listens (`cnuaslink_socket`). */
+    readonly socketPath: string,
+    /** Sockets and QEMU's log and stderr. */
+    readonly workDir: string,
+    server: SeqpacketServer | null,
+  ) {
+    this.server = server;
+  }
+
+  /** Start QEMU with the device, the peer listening first unless told otherwise. */
+  static async start(opts: GpuRigOptions): Promise<GpuRig> {
+    const workDir = await Deno.makeTempDir({ prefix: opts.prefix ?? "gpu-qtest-" });
+    const socketPath = join(workDir, "link.sock");
+    const link = opts.link !== false;
+    const server = opts.listen === false ? null : SeqpacketServer.listen(socketPath);
+    let gpu: QtestGpu;
+    try {
+      gpu = await QtestGpu.start({
+        binary: opts.binary,
+        firmware: opts.firmware,
+        workDir,
+        props: { ...(link ? { cnuaslink_socket: socketPath } : {}), ...opts.props },
+      });
+    } catch (e) {
+      server?.close();
+      await Deno.remove(workDir, { recursive: true }).catch(() => {});
+      throw e;
+    }
+    const rig = new GpuRig(gpu, socketPath, workDir, server);
+    if (link && opts.accept) rig.conn = server?.accept(2000) ?? null;
+    return rig;
+  }
+
+  /** Frames the device sent since the last call. */
+  drainFrames(): Uint8Array[] {
+    const out: Uint8Array[] = [];
+    if (!this.conn) return out;
+    try {
+      for (let f = this.conn.tryRecv(); f; f = this.conn.tryRecv()) out.push(f);
+    } catch (e) {
+      if (!(e instanceof SeqpacketClosedError)) throw e;
+    }
+    return out;
+  }
+
+  /** The peer closes its connection. */
+  closeConn(): void {
+    this.conn?.close();
+    this.conn = null;
+  }
+
+  /** The peer listens on the socket path (again). */
+  listen(): void {
+    this.server = SeqpacketServer.listen(this.socketPath);
+  }
+
+  /** The peer stops listening. */
+  stopListening(): void {
+    this.server?.close();
+    this.server = null;
+  }
+
+  /** Close the peer's sockets, stop QEMU, remove the work directory unless `keepFiles`. */
+  async close(opts: { keepFiles?: boolean } = {}): Promise<void> {
+    this.closeConn();
+    this.stopListening();
+    await this.gpu.close({ keepFiles: true });
+    if (!opts.keepFiles) await Deno.remove(this.workDir, { recursive: true }).catch(() => {});
+  }
 }

@@ -16,8 +16,8 @@ import {
   checkCapture,
   type CheckOptions,
   type CheckResult,
-} from "./models/rdma/mod.ts";
-import { readPcapng } from "./pcapng.ts";
+} from "../models/rdma/mod.ts";
+import { readPcapng } from "../fabric/pcapng.ts";
 
 /** What {@link checkPcapngFile} found, and where it wrote the report. */
 export interface PcapngCheckSummary extends CheckResult {

@@ -4,7 +4,7 @@ import {
   type FileVerdictInput,
   segmentProblems,
   type SegmentRecord,
-} from "../../harness/rdma_capture.ts";
+} from "../../harness/oracle/wire_capture.ts";
 
 /** A clean segment: 1000 frames received while capturing, 1004 written in all. */
 function seg(over: Partial<SegmentRecord> = {}): SegmentRecord {

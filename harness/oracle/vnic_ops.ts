@@ -10,15 +10,16 @@
  * const op = gen.next(model); // e.g. { k: "send", len: 60, seed: 123 }
  * ```
  */
-import { prng, randInt } from "./prng.ts";
+import { prng, randInt } from "../prng.ts";
 import {
   VNIC_IRQ_ALL,
   VNIC_MAX_FRAME,
   VNIC_REG,
-  type VnicModel,
+  VnicModel,
   type VnicRegisters,
-} from "./models/vnic.ts";
-import type { VnicSocketMode } from "./qtest_vnic.ts";
+} from "../models/vnic.ts";
+import { SparseMemory } from "../models/guest_memory.ts";
+import type { VnicSocketMode } from "../qtest/vnic_rig.ts";
 
 /** Access sizes of an MMIO operation. */
 export type AccessSize = 1 | 2 | 4 | 8;
@@ -84,7 +85,7 @@ function addrOf(lo: number, hi: number): bigint {
 }
 
 /** The guard: false when the op must be skipped on both sides. */
-export function opAllowed(op: VnicOp, model: VnicModel): boolean {
+export function vnicOpAllowed(op: VnicOp, model: VnicModel): boolean {
   const r: VnicRegisters = model.registers;
   switch (op.k) {
     case "wr":
@@ -109,8 +110,29 @@ export function opAllowed(op: VnicOp, model: VnicModel): boolean {
   }
 }
 
+/**
+ * The reference model of a machine started as `setup` says, over the guest
+ * RAM the oracle uses: its socket, its MSI enable, and the connection a
+ * listening peer accepted while QEMU started.
+ */
+export function vnicModelForSetup(setup: VnicDiffSetup): { model: VnicModel; mem: SparseMemory } {
+  const mem = new SparseMemory([{
+    base: BigInt(DIFF_RAM.lo),
+    size: BigInt(DIFF_RAM.hi - DIFF_RAM.lo),
+  }]);
+  const model = new VnicModel({
+    mac: setup.mac,
+    socketPath: setup.socket !== "none",
+    listening: setup.socket === "listening",
+    memory: mem,
+  });
+  model.setMsiEnabled(setup.irq === "msi");
+  if (setup.socket === "listening") model.peerAccept();
+  return { model, mem };
+}
+
 /** Start configuration of a seed: mostly listening, some without a listener or path, half MSI. */
-export function setupForSeed(seed: number): VnicDiffSetup {
+export function vnicSetupForSeed(seed: number): VnicDiffSetup {
   const rng = prng(seed ^ 0x5eed_0001);
   const pick = randInt(rng, 0, 9);
   const socket: VnicSocketMode = pick === 0 ? "absent" : pick === 1 ? "none" : "listening";
@@ -123,20 +145,6 @@ export function setupForSeed(seed: number): VnicDiffSetup {
     randInt(rng, 0, 255),
   ];
   return { socket, irq: seed % 2 === 0 ? "intx" : "msi", mac };
-}
-
-/** Deterministic bytes for fills and frames. */
-export function opBytes(seed: number, len: number): Uint8Array {
-  const rng = prng(seed);
-  const out = new Uint8Array(len);
-  for (let i = 0; i < len; i += 4) {
-    const v = rng();
-    out[i] = v;
-    if (i + 1 < len) out[i + 1] = v >>> 8;
-    if (i + 2 < len) out[i + 2] = v >>> 16;
-    if (i + 3 < len) out[i + 3] = v >>> 24;
-  }
-  return out;
 }
 
 // ---- generator ----------------------------------------------------------------

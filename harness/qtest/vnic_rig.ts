@@ -21,10 +21,14 @@
  * ```
  */
 import { join } from "node:path";
-import { QtestMachine } from "./qtest.ts";
-import { PciError, q35IntxGsi, QtestPciDevice } from "./qtest_pci.ts";
-import { SeqpacketClosedError, SeqpacketServer, type SeqpacketSocket } from "./seqpacket.ts";
-import { VNIC_PCI } from "./models/vnic.ts";
+import { QtestMachine } from "./client.ts";
+import { PciError, q35IntxGsi, QtestPciDevice } from "./pci.ts";
+import {
+  SeqpacketClosedError,
+  SeqpacketServer,
+  type SeqpacketSocket,
+} from "../fabric/seqpacket.ts";
+import { VNIC_PCI } from "../models/vnic.ts";
 
 /** Where the rig places things in the guest-physical address space. */
 export const VNIC_RIG = {

@@ -1,8 +1,8 @@
 /** The I/O edge of the wire oracle: a pcapng file in, a violations report beside it. */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { checkPcapngFile } from "../../harness/rdma_check.ts";
-import { writePcapng } from "../../harness/pcapng.ts";
+import { checkPcapngFile } from "../../harness/oracle/wire_check.ts";
+import { writePcapng } from "../../harness/fabric/pcapng.ts";
 import { checkCapture, RcConversation } from "../../harness/models/rdma/mod.ts";
 import { syntheticRoceCapture } from "../../harness/bench/rdma.ts";
 

@@ -11,7 +11,7 @@
  * await dev!.enable({ memory: true, busMaster: true });
  * ```
  */
-import type { QtestMachine } from "./qtest.ts";
+import type { QtestMachine } from "./client.ts";
 
 /** Bus/slot/function of a PCI function. */
 export interface PciAddress {

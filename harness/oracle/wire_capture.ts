@@ -18,9 +18,9 @@
  * `framesChecked` (frames) and `violations` (violations).
  */
 import { join } from "node:path";
-import { FabricClient } from "./fabric.ts";
-import { type RowContext, RowFailure } from "./matrix/row.ts";
-import { checkPcapngFile, type PcapngCheckSummary } from "./rdma_check.ts";
+import type { FabricOps } from "../fabric/client.ts";
+import { type RowContext, RowFailure } from "../matrix/row.ts";
+import { checkPcapngFile, type PcapngCheckSummary } from "./wire_check.ts";
 
 /** The frames a row's capture must contain some of: RDMA transport, or any IPv4. */
 export type CaptureKind = "rdma" | "ipv4";
@@ -144,9 +144,9 @@ export class WireCapture {
     this.#kind = opts.kind;
   }
 
-  #client(): FabricClient {
+  #client(): FabricOps {
     if (!this.#ctx.fabric) throw new RowFailure(`${this.#ctx.id}: capturing needs a fabric`);
-    return new FabricClient(this.#ctx.fabric);
+    return this.#ctx.fabric;
   }
 
   /** One `stats` reply: the receive total and the running capture's packets. */

@@ -1,0 +1,430 @@
+/**
+ * The cnuasgpu differential oracle: seeded random operation sequences
+ * (`gpu_ops.ts`) run against the QEMU device (under qtest, with this process
+ * as the CnuasLink peer) and the reference model side by side. Every register
+ * read, BAR1 read, emitted frame, guest-error log line, INTx level, MSI
+ * message and link connection must agree; the first difference fails the run
+ * as a {@link Divergence}, and the failing sequence is shrunk to a short
+ * reproduction. `vnic_diff.ts` is the same for cnuas-vnic.
+ *
+ * Operations happen one at a time. Those whose effect in the device is
+ * asynchronous (a frame or a close from the peer) are followed by a settle
+ * step that waits until LINK_STATUS and the log count reach what the model
+ * predicts; a device that never gets there fails on a timeout.
+ *
+ * @example
+ * ```ts
+ * const res = await runGpuSeed({ binary, firmware }, 7, 500);
+ * if (res.divergence) console.log(formatGpuFailure(res));
+ * ```
+ */
+import { GPU_REG, type GpuConfig, type GpuEffects, GpuModel } from "../models/gpu.ts";
+import { GpuRig } from "../qtest/gpu_rig.ts";
+import {
+  type Divergence,
+  firstDiff,
+  formatFailure,
+  formatOps,
+  opBytes,
+  type OpSource,
+  type OracleEnv,
+  shrinkDivergence,
+  type ShrunkDivergence,
+} from "./divergence.ts";
+import {
+  applyToModel,
+  gpuConfigForSeed,
+  gpuConfigProps,
+  type GpuOp,
+  gpuOpAllowed,
+  GpuOpGenerator,
+  noGpuEffects,
+} from "./gpu_ops.ts";
+
+/** The operation type, for callers that only import the runner. */
+export type { GpuOp } from "./gpu_ops.ts";
+
+/** Where QEMU is, and whether to keep a failing run's files. */
+export interface GpuOracleEnv extends OracleEnv {
+  /** Keep QEMU's work directory (log, stderr) of failing runs. */
+  keepFailed?: boolean;
+}
+
+/** One sequence run. */
+export interface GpuSequenceResult {
+  /** The operations run (skipped ones included). */
+  ops: GpuOp[];
+  /** Operations executed and checked (not skipped). */
+  executed: number;
+  /** The first difference, or null. */
+  divergence: Divergence<GpuOp> | null;
+  /** QEMU's work directory (removed unless the run failed and `keepFailed`). */
+  workDir: string;
+}
+
+/** Result of one seed. */
+export interface GpuRunResult {
+  /** The seed the sequence and configuration came from. */
+  seed: number;
+  /** The device properties the seed chose. */
+  config: GpuConfig;
+  /** Operations executed and checked (skipped ones not counted). */
+  opsChecked: number;
+  /** Wall time of the unshrunk run, in milliseconds. */
+  durationMs: number;
+  /** The operations run (up to the divergence, when there was one). */
+  ops: GpuOp[];
+  /** The first difference, or null. */
+  divergence: Divergence<GpuOp> | null;
+  /** The shrunk reproduction, when there was a divergence and shrinking ran. */
+  shrunk?: ShrunkDivergence<GpuOp>;
+  /** QEMU work directory kept for a failing run. */
+  workDir?: string;
+}
+
+/** How long an asynchronous device reaction may take before it counts as missing. */
+const SETTLE_MS = 2000;
+/** Guest RAM word the rig aims MSI messages at. */
+const MSI_WORD = 0x7000;
+
+// ---- comparison ------------------------------------------------------------------
+
+/** Thrown at the first difference; the runner adds the operation. */
+class DivergenceError extends Error {
+  override name = "GpuDivergence";
+  constructor(readonly kind: string, readonly detail: string) {
+    super(`${kind}: ${detail}`);
+  }
+}
+
+function expectEq(kind: string, what: string, expected: unknown, actual: unknown): void {
+  const e = show(expected);
+  const a = show(actual);
+  if (e !== a) throw new DivergenceError(kind, `${what}: device ${a}, model ${e}`);
+}
+
+function show(v: unknown): string {
+  if (v instanceof Uint8Array) {
+    const head = Array.from(v.subarray(0, 16), (b) => b.toString(16).padStart(2, "0")).join("");
+    return `${v.length} bytes [${head}${v.length > 16 ? "…" : ""}] #${hashBytes(v)}`;
+  }
+  if (typeof v === "number") {
+    return `0x${(v >>> 0).toString(16)}` + (v > 0xffff_ffff ? ` (${v})` : "");
+  }
+  if (typeof v === "bigint") return `0x${v.toString(16)}`;
+  return JSON.stringify(v);
+}
+
+function hashBytes(b: Uint8Array): string {
+  let h = 0x811c9dc5;
+  for (const x of b) h = Math.imul(h ^ x, 0x01000193);
+  return (h >>> 0).toString(16);
+}
+
+function expectBytes(kind: string, what: string, expected: Uint8Array, actual: Uint8Array): void {
+  const at = firstDiff(expected, actual);
+  if (at < 0) return;
+  throw new DivergenceError(
+    kind,
+    `${what} (first difference at byte ${at}): device ${
+      show(actual.subarray(at, at + 16))
+    } of ${actual.length}, model ${show(expected.subarray(at, at + 16))} of ${expected.length}`,
+  );
+}
+
+// ---- execution ----------------------------------------------------------------
+
+/** The device, its peer and the model of one run. */
+class Run {
+  readonly model: GpuModel;
+  /** Guest-error log lines the model has asked for so far. */
+  expectedLogs = 0;
+  /** Whether the peer listens (it does when QEMU starts). */
+  listening = true;
+
+  constructor(readonly rig: GpuRig, config: GpuConfig) {
+    this.model = new GpuModel(config, { listening: true });
+  }
+
+  /** Wait until the device's LINK_STATUS and log count reach the model's; throws on timeout. */
+  async settle(before: number): Promise<void> {
+    const { rig, model } = this;
+    const deadline = performance.now() + SETTLE_MS;
+    let status = -1;
+    let logs = -1;
+    for (;;) {
+      status = await rig.gpu.reg(GPU_REG.LINK_STATUS);
+      logs = rig.gpu.guestErrorCount();
+      if (status === model.linkStatus && logs >= this.expectedLogs) break;
+      // A state the device can only reach by doing something else: fail at once.
+      if ((status !== model.linkStatus && status !== before) || logs > this.expectedLogs) break;
+      if (performance.now() > deadline) break;
+      if (logs < this.expectedLogs) await new Promise((r) => setTimeout(r, 1));
+    }
+    expectEq("link", "LINK_STATUS after the peer's action settled", model.linkStatus, status);
+    expectEq("logs", "guest-error log lines", `${this.expectedLogs}`, `${logs}`);
+  }
+
+  /** Run `op` on both sides and compare; false when the guard skipped it. */
+  async step(op: GpuOp): Promise<boolean> {
+    const { rig, model } = this;
+    const gpu = rig.gpu;
+    // Model first for ops with preconditions: a skipped op is skipped on both sides.
+    if (!gpuOpAllowed(op, model, this.listening)) return false;
+
+    let fx: GpuEffects;
+    switch (op.op) {
+      case "read": {
+        const dev = await gpu.reg(op.off);
+        const m = model.read(op.off);
+        expectEq("read", `read of register 0x${op.off.toString(16)}`, m.value, dev);
+        fx = m;
+        break;
+      }
+      case "write":
+        await gpu.setReg(op.off, op.val);
+        fx = model.write(op.off, op.val);
+        break;
+      case "odd": {
+        const dev = await gpu.regAccess(
+          op.off,
+          op.size,
+          op.val === undefined ? undefined : BigInt(op.val),
+        );
+        const res = applyToModel(model, op, this.listening);
+        fx = res.fx!;
+        if (op.val === undefined) {
+          expectEq(
+            "read",
+            `${op.size}-byte read at 0x${op.off.toString(16)}`,
+            res.value ?? 0n,
+            dev,
+          );
+        }
+        break;
+      }
+      case "memWrite": {
+        const data = opBytes(op.seed, op.len);
+        await gpu.devmemWrite(op.off, data);
+        model.writeMem(op.off, data);
+        fx = noGpuEffects();
+        break;
+      }
+      case "memRead": {
+        const dev = await gpu.devmemRead(op.off, op.len);
+        expectBytes(
+          "memory",
+          `BAR1 read at 0x${op.off.toString(16)}`,
+          model.readMem(op.off, op.len),
+          dev,
+        );
+        fx = noGpuEffects();
+        break;
+      }
+      case "send": {
+        const before = model.linkStatus;
+        const frame = opBytes(op.seed, op.len);
+        rig.conn!.send(frame, 2000);
+        fx = model.peerSend(frame);
+        this.expectedLogs += fx.logs.length;
+        await this.settle(before);
+        fx = { ...fx, logs: [] };
+        break;
+      }
+      case "close": {
+        const before = model.linkStatus;
+        rig.closeConn();
+        fx = model.peerClose();
+        this.expectedLogs += fx.logs.length;
+        await this.settle(before);
+        fx = { ...fx, logs: [] };
+        break;
+      }
+      case "listen":
+        if (op.on) rig.listen();
+        else rig.stopListening();
+        fx = model.setListening(op.on);
+        this.listening = op.on;
+        break;
+      case "clock":
+        await gpu.qt.clockStep(op.ns);
+        fx = model.clockStep(op.ns);
+        break;
+      case "msi":
+        await gpu.setMsi(op.on);
+        fx = model.setMsiEnabled(op.on);
+        break;
+    }
+    await this.checkAfter(fx);
+    return true;
+  }
+
+  /** Compare what an op (or the device's realize) did besides its return value. */
+  async checkAfter(fx: GpuEffects): Promise<void> {
+    const { rig, model } = this;
+    const gpu = rig.gpu;
+    // Frames the device emitted during the op (sends are synchronous in the device).
+    const frames = rig.drainFrames();
+    expectEq(
+      "frames",
+      "number of frames sent to the peer",
+      `${fx.sent.length}`,
+      `${frames.length}`,
+    );
+    fx.sent.forEach((f, i) => expectBytes("frames", `frame ${i} sent to the peer`, f, frames[i]));
+
+    // Connections the device opened (connects happen inside clock_step).
+    for (let i = 0; i < fx.connects; i++) {
+      const c = rig.server?.accept(2000) ?? null;
+      if (!c) {
+        throw new DivergenceError(
+          "accept",
+          `device connections to the peer: device ${i}, model ${fx.connects}`,
+        );
+      }
+      rig.closeConn();
+      rig.conn = c;
+    }
+    if (this.listening && rig.server) {
+      const extra = rig.server.accept(0);
+      if (extra) {
+        extra.close();
+        throw new DivergenceError(
+          "accept",
+          "unexpected connection from the device: device one, model none",
+        );
+      }
+    }
+    if (!model.peerConnected) rig.closeConn();
+
+    if (fx.logs.length > 0) {
+      this.expectedLogs += fx.logs.length;
+      expectEq(
+        "logs",
+        `guest-error log lines (${fx.logs.join("; ")})`,
+        `${this.expectedLogs}`,
+        `${gpu.guestErrorCount()}`,
+      );
+    }
+
+    const [intx, msiWord] = await Promise.all([gpu.intx(), gpu.qt.readl(MSI_WORD)]);
+    expectEq("irq", "INTx asserted", model.intx, intx);
+    if (msiWord !== 0) await gpu.qt.writel(MSI_WORD, 0);
+    expectEq("msi", "MSI sent", fx.msi > 0, msiWord !== 0);
+  }
+
+  /** Final agreement: link state, logs, no stray frames, the whole of BAR1. */
+  async checkEnd(): Promise<void> {
+    const { rig, model } = this;
+    await this.settle(model.linkStatus);
+    expectEq("frames", "frames left at the end", "0", `${rig.drainFrames().length}`);
+    expectEq(
+      "logs",
+      "guest-error log lines at the end",
+      `${this.expectedLogs}`,
+      `${rig.gpu.guestErrorCount()}`,
+    );
+    const size = model.config.devmemSize;
+    const chunk = 1 << 18;
+    for (let off = 0; off < size; off += chunk) {
+      const len = Math.min(chunk, size - off);
+      expectBytes(
+        "memory",
+        `BAR1 at 0x${off.toString(16)} at the end`,
+        model.readMem(off, len),
+        await rig.gpu.devmemRead(off, len),
+      );
+    }
+  }
+}
+
+/** Run one sequence on a fresh QEMU and model; stops at the first difference. */
+export async function runGpuSequence(
+  env: GpuOracleEnv,
+  config: GpuConfig,
+  source: OpSource<GpuOp>,
+): Promise<GpuSequenceResult> {
+  const rig = await GpuRig.start({
+    binary: env.binary,
+    firmware: env.firmware,
+    props: gpuConfigProps(config),
+    prefix: "gpu-oracle-",
+  });
+  const run = new Run(rig, config);
+  const gen = "seed" in source ? new GpuOpGenerator(source.seed) : null;
+  const total = "seed" in source ? source.count : source.list.length;
+  const ops: GpuOp[] = [];
+  let executed = 0;
+  // -1: the realize-time checks, before the first operation.
+  let index = -1;
+  let divergence: Divergence<GpuOp> | null = null;
+  try {
+    await run.checkAfter(run.model.takeInitialEffects());
+    for (index = 0; index < total; index++) {
+      const op = gen ? gen.next(run.model) : (source as { list: GpuOp[] }).list[index];
+      ops.push(op);
+      if (await run.step(op)) executed++;
+    }
+    await run.checkEnd();
+  } catch (e) {
+    if (!(e instanceof DivergenceError)) throw e;
+    divergence = { opIndex: index, op: ops[index] ?? null, kind: e.kind, detail: e.detail };
+  } finally {
+    await rig.close({ keepFiles: divergence !== null && env.keepFailed === true });
+  }
+  return { ops, executed, divergence, workDir: rig.workDir };
+}
+
+/** Options of `runGpuSeed`. */
+export interface GpuSeedOptions {
+  /** Shrink a failing sequence (default true). */
+  shrink?: boolean;
+  /** Replays the shrinker may make (default 150). */
+  shrinkRuns?: number;
+}
+
+/** Generate and run the sequence of `seed`; shrink it when it fails. */
+export async function runGpuSeed(
+  env: GpuOracleEnv,
+  seed: number,
+  count: number,
+  opts: GpuSeedOptions = {},
+): Promise<GpuRunResult> {
+  const config = gpuConfigForSeed(seed);
+  const t0 = performance.now();
+  const res = await runGpuSequence({ ...env, keepFailed: true }, config, { seed, count });
+  const result: GpuRunResult = {
+    seed,
+    config,
+    opsChecked: res.executed,
+    durationMs: performance.now() - t0,
+    ops: res.ops,
+    divergence: res.divergence,
+    workDir: res.divergence ? res.workDir : undefined,
+  };
+  if (res.divergence && opts.shrink !== false) {
+    result.shrunk = await shrinkDivergence(
+      res.ops,
+      res.divergence,
+      async (cand) => (await runGpuSequence(env, config, { list: cand })).divergence,
+      { maxRuns: opts.shrinkRuns ?? 150 },
+    );
+  }
+  return result;
+}
+
+/** A failure as text: seed, config, divergence and the (shrunk) sequence, one op per line. */
+export function formatGpuFailure(r: GpuRunResult): string {
+  if (!r.divergence) return `seed ${r.seed}: no divergence`;
+  const ops = r.ops.slice(0, r.divergence.opIndex + 1);
+  const text = formatFailure(
+    `cnuasgpu differs from its model: seed ${r.seed}, config ${JSON.stringify(r.config)}`,
+    r.divergence,
+    r.shrunk,
+    [
+      `  first ${ops.length} ops (replay with runGpuSequence(env, config, { list: ops })):`,
+      ...formatOps(ops),
+    ],
+  );
+  return r.workDir ? `${text}\n  QEMU log and stderr of the original run: ${r.workDir}` : text;
+}
