@@ -31,8 +31,9 @@ export interface OracleRowSpec {
   id: string;
   /** What the row proves. */
   title: string;
-  /** Number of seeds and operations per seed, for the step's name. */
+  /** Number of seeds, for the step's name. */
   seeds: number;
+  /** Operations per seed, for the step's name. */
   opsPerSeed: number;
   /** Run every seed on the qemu build. */
   run(env: OracleEnv, ctx: RowContext): Promise<OracleRunSummary>;

@@ -6,8 +6,8 @@
  * Interrupt Status bit of the PCI status register, MSI by aiming the message
  * at a word of guest RAM. {@link GpuRig} adds the peer: the listening
  * SEQPACKET socket the device connects to, and the accepted connection. Used
- * by the directed tests, the differential oracle and the bench, as
- * `vnic_rig.ts` is for cnuas-vnic. Built on the generic client in `client.ts`.
+ * by the directed tests and the differential oracle, as `vnic_rig.ts` is for
+ * cnuas-vnic. Built on the generic client in `client.ts`.
  *
  * @example
  * ```ts
@@ -261,7 +261,9 @@ function findCap(qt: QtestMachine, id: number): Promise<number> {
 
 /** Options of {@link GpuRig.start}. */
 export interface GpuRigOptions {
+  /** `qemu-system-x86_64` with the cnuasgpu device. */
   binary: string;
+  /** Firmware directories (`-L` each). */
   firmware?: string[];
   /** `-device cnuasgpu,...` properties besides `addr` and `cnuaslink_socket`. */
   props?: GpuProps;
