@@ -9,6 +9,7 @@
 #include <linux/auxiliary_bus.h>
 #include <net/dcbnl.h>
 #include <linux/ethtool.h>
+#include <linux/io.h>
 #include <linux/netdevice.h>
 #include <linux/pci.h>
 #include <linux/spinlock.h>
@@ -136,8 +137,32 @@ static inline void cnuas_tx_stat_add(struct cnuas_net *net,
 	u64_stats_update_end(&net->tx_syncp);
 }
 
+static inline u32 cnuas_rd(struct cnuas_net *net, unsigned int reg)
+{
+	return ioread32(net->regs + reg);
+}
+
+static inline void cnuas_wr(struct cnuas_net *net, unsigned int reg, u32 val)
+{
+	iowrite32(val, net->regs + reg);
+}
+
+/* cnuas_net_main.c */
 void cnuas_net_read_stats(struct cnuas_net *net, u64 *rx, u64 *tx, u64 *misc);
 
+/* cnuas_net_tx.c */
+netdev_tx_t cnuas_start_xmit(struct sk_buff *skb, struct net_device *dev);
+void cnuas_tx_timeout(struct net_device *dev, unsigned int txqueue);
+void cnuas_tx_complete(struct cnuas_net *net);
+
+/* cnuas_net_rx.c */
+bool cnuas_rx_one(struct cnuas_net *net);
+
+/* cnuas_net_rdma.c */
+int cnuas_adev_create(struct cnuas_net *net);
+void cnuas_adev_destroy(struct cnuas_net *net);
+
+/* cnuas_net_ethtool.c, cnuas_net_dcb.c */
 extern const struct ethtool_ops cnuas_ethtool_ops;
 extern const struct dcbnl_rtnl_ops cnuas_dcbnl_ops;
 void cnuas_dcb_init(struct cnuas_net *net);
