@@ -28,9 +28,36 @@ static bool cnuasgpu_rx_ready(struct cnuasgpu_dev *gdev)
 		CNUASGPU_LINK_STATUS_RX_READY);
 }
 
-static int cnuasgpu_check_timeout(u32 timeout_ms)
+/* What both link ioctls check after their own fields: timeout, then link. */
+static int cnuasgpu_link_check(struct cnuasgpu_dev *gdev, u32 timeout_ms)
 {
-	return timeout_ms > CNUASGPU_LINK_MAX_TIMEOUT_MS ? -EINVAL : 0;
+	if (timeout_ms > CNUASGPU_LINK_MAX_TIMEOUT_MS)
+		return -EINVAL;
+	if (!gdev->link_capable)
+		return -EOPNOTSUPP;
+	return 0;
+}
+
+/* Enter the device and take one direction's @lock: cnuasgpu_link_unlock(). */
+static int cnuasgpu_link_lock(struct cnuasgpu_dev *gdev, struct mutex *lock)
+{
+	int ret;
+
+	ret = cnuasgpu_enter(gdev);
+	if (ret)
+		return ret;
+	if (mutex_lock_interruptible(lock)) {
+		cnuasgpu_leave(gdev);
+		return -EINTR;
+	}
+	return 0;
+}
+
+static void cnuasgpu_link_unlock(struct cnuasgpu_dev *gdev,
+				 struct mutex *lock)
+{
+	mutex_unlock(lock);
+	cnuasgpu_leave(gdev);
 }
 
 void cnuasgpu_link_arm_rx(struct cnuasgpu_dev *gdev)
@@ -93,11 +120,9 @@ int cnuasgpu_ioc_link_send(struct cnuasgpu_file *cf, void __user *uarg)
 		return -EFAULT;
 	if (req.flags || !req.len || req.len > CNUASGPU_LINK_MAX_PAYLOAD)
 		return -EINVAL;
-	ret = cnuasgpu_check_timeout(req.timeout_ms);
+	ret = cnuasgpu_link_check(gdev, req.timeout_ms);
 	if (ret)
 		return ret;
-	if (!gdev->link_capable)
-		return -EOPNOTSUPP;
 
 	buf = kvmalloc(req.len, GFP_KERNEL);
 	if (!buf)
@@ -109,13 +134,9 @@ int cnuasgpu_ioc_link_send(struct cnuasgpu_file *cf, void __user *uarg)
 	hdr[0] = cpu_to_le32(req.dst_gpu_id);
 	hdr[1] = cpu_to_le32(gdev->gpu_id);
 
-	ret = cnuasgpu_enter(gdev);
+	ret = cnuasgpu_link_lock(gdev, &gdev->tx_lock);
 	if (ret)
 		goto out_free;
-	if (mutex_lock_interruptible(&gdev->tx_lock)) {
-		ret = -EINTR;
-		goto out_leave;
-	}
 	/* With the link down the doorbell would do nothing at all. */
 	if (!cnuasgpu_link_up(gdev)) {
 		ret = -ENOLINK;
@@ -127,9 +148,7 @@ int cnuasgpu_ioc_link_send(struct cnuasgpu_file *cf, void __user *uarg)
 	wmb();	/* the frame is in BAR1 before the doorbell */
 	ret = cnuasgpu_link_xmit(gdev, req.len + sizeof(hdr), req.timeout_ms);
 out_unlock:
-	mutex_unlock(&gdev->tx_lock);
-out_leave:
-	cnuasgpu_leave(gdev);
+	cnuasgpu_link_unlock(gdev, &gdev->tx_lock);
 out_free:
 	kvfree(buf);
 	return ret;
@@ -188,22 +207,16 @@ int cnuasgpu_ioc_link_recv(struct cnuasgpu_file *cf, void __user *uarg)
 	if ((req.flags & ~CNUASGPU_LINK_RECV_NONBLOCK) || req.len ||
 	    req.src_gpu_id || req.dst_gpu_id)
 		return -EINVAL;
-	ret = cnuasgpu_check_timeout(req.timeout_ms);
+	ret = cnuasgpu_link_check(gdev, req.timeout_ms);
 	if (ret)
 		return ret;
-	if (!gdev->link_capable)
-		return -EOPNOTSUPP;
 
 	buf = kvmalloc(CNUASGPU_LINK_MAX_PAYLOAD, GFP_KERNEL);
 	if (!buf)
 		return -ENOMEM;
-	ret = cnuasgpu_enter(gdev);
+	ret = cnuasgpu_link_lock(gdev, &gdev->rx_lock);
 	if (ret)
 		goto out_free;
-	if (mutex_lock_interruptible(&gdev->rx_lock)) {
-		ret = -EINTR;
-		goto out_leave;
-	}
 	len = cnuasgpu_link_wait_frame(gdev, &req);
 	if (len < 0) {
 		ret = len;
@@ -225,9 +238,7 @@ int cnuasgpu_ioc_link_recv(struct cnuasgpu_file *cf, void __user *uarg)
 			cnuasgpu_wr(gdev, CNUASGPU_REG_LINK_RX_CONSUME, 1);
 	}
 out_unlock:
-	mutex_unlock(&gdev->rx_lock);
-out_leave:
-	cnuasgpu_leave(gdev);
+	cnuasgpu_link_unlock(gdev, &gdev->rx_lock);
 out_free:
 	kvfree(buf);
 	if (ret == 0 || ret == -EMSGSIZE) {
