@@ -166,13 +166,9 @@ int main(int argc, char **argv)
 	struct gpu g;
 
 	while ((opt = getopt(argc, argv, "d:g:p:G:s:")) != -1) {
-		if (opt == 'd')
-			dev_name = optarg;
-		else if (opt == 'g')
-			gid_index = atoi(optarg);
-		else if (opt == 'p')
-			port = atoi(optarg);
-		else if (opt == 'G')
+		if (rc_pair_opt(opt, optarg, &dev_name, &gid_index, &port))
+			continue;
+		if (opt == 'G')
 			node = optarg;
 		else if (opt == 's')
 			size = strtoull(optarg, NULL, 0);

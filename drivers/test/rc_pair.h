@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <netdb.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +21,25 @@
 #include <infiniband/verbs.h>
 
 #define DIE(...) do { fprintf(stderr, "FAIL: " __VA_ARGS__); fprintf(stderr, "\n"); exit(1); } while (0)
+
+/*
+ * The options both ends of every pair take: -d device, -g GID index, -p TCP
+ * port.  Stores @arg when @opt is one of them and returns true; false for
+ * an option the program handles itself (or refuses).
+ */
+static inline bool rc_pair_opt(int opt, const char *arg, const char **dev_name,
+			       int *gid_index, int *port)
+{
+	if (opt == 'd')
+		*dev_name = arg;
+	else if (opt == 'g')
+		*gid_index = atoi(arg);
+	else if (opt == 'p')
+		*port = atoi(arg);
+	else
+		return false;
+	return true;
+}
 
 /* The client connects to @server; the server (@server NULL) accepts one. */
 static inline int tcp_rendezvous(const char *server, int port)

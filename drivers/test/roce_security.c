@@ -407,16 +407,9 @@ int main(int argc, char **argv)
 	const char *dev_name = NULL, *server = NULL;
 	int gid_index = 0, port = 18800, opt, failures = 0;
 
-	while ((opt = getopt(argc, argv, "d:g:p:")) != -1) {
-		if (opt == 'd')
-			dev_name = optarg;
-		else if (opt == 'g')
-			gid_index = atoi(optarg);
-		else if (opt == 'p')
-			port = atoi(optarg);
-		else
+	while ((opt = getopt(argc, argv, "d:g:p:")) != -1)
+		if (!rc_pair_opt(opt, optarg, &dev_name, &gid_index, &port))
 			return 2;
-	}
 	if (optind < argc)
 		server = argv[optind];
 	int client = server != NULL;
