@@ -63,7 +63,13 @@ export { runRow } from "./harness/matrix/runner.ts";
 /** A whole matrix run and its report directory. */
 export { type MatrixRunOptions, runMatrix } from "./harness/matrix/run.ts";
 /** The strategy layer (builds, fabric, guests for a row). */
-export { type FabricStarter, Lab, LabError, type RowSetup } from "./harness/matrix/lab.ts";
+export {
+  type FabricStarter,
+  fabricStarter,
+  Lab,
+  LabError,
+  type RowSetup,
+} from "./harness/matrix/lab.ts";
 /** The dmesg guard. */
 export { DMESG_IGNORE, dmesgViolations } from "./harness/matrix/dmesg_guard.ts";
 /** Report schema and renderings. */
@@ -80,18 +86,21 @@ export { type CompatJson, toCompat, toHtml, toJunit, toMarkdown } from "./harnes
 /** Writing and merging report directories. */
 export { mergeReports, writeReport } from "./harness/report/write.ts";
 /** The fabric switch: daemon handle, control client and start-up. */
+export { Fabric } from "./harness/fabric/switch.ts";
 export {
-  Fabric,
   FabricControlError,
   type FabricStats,
   type LftEntry,
   type PortStatus,
-  startFabric,
-} from "./harness/fabric.ts";
+} from "./harness/fabric/client.ts";
 /** The switch build stage. */
 export { buildSwitch } from "./harness/build/switch.ts";
 /** SEQPACKET sockets (Deno has none of its own). */
-export { type SeqpacketOptions, SeqpacketServer, SeqpacketSocket } from "./harness/seqpacket.ts";
+export {
+  type SeqpacketOptions,
+  SeqpacketServer,
+  SeqpacketSocket,
+} from "./harness/fabric/seqpacket.ts";
 /** Reference model of the switch's forwarding decisions. */
 export {
   type Decision,
@@ -111,7 +120,7 @@ export {
   type PcapngPacket,
   readPcapng,
   writePcapng,
-} from "./harness/pcapng.ts";
+} from "./harness/fabric/pcapng.ts";
 /** Checking a whole capture file against the RDMA wire rules. */
 export { checkPcapngFile, type PcapngCheckSummary } from "./harness/oracle/wire_check.ts";
 /** The checker's options and result, which the capture check takes and extends. */

@@ -21,7 +21,7 @@ import { removeTree } from "./cache.ts";
 import { type Accel, type Config, defaultConfig } from "./config.ts";
 import { hostPath } from "./exec.ts";
 import { ensurePackages, hostPackageList } from "./host.ts";
-import { Lab } from "./matrix/lab.ts";
+import { fabricStarter, Lab } from "./matrix/lab.ts";
 import { loadRows, ROW_IDS, shardRows } from "./matrix/registry.ts";
 import { runMatrix } from "./matrix/run.ts";
 import type { BuildTarget, Row } from "./matrix/row.ts";
@@ -30,7 +30,6 @@ import { progress } from "./progress.ts";
 import { isFailing } from "./report/schema.ts";
 import { mergeReports } from "./report/write.ts";
 import { runBench } from "./bench/run.ts";
-import { fabricStarter } from "./fabric_starter.ts";
 import { checkPcapngFile } from "./oracle/wire_check.ts";
 
 /** Bad command-line input. */

@@ -12,11 +12,10 @@
  * console.log(m.gpuCopyToDevIoctlMiBPerSec1MiB.value);
  * ```
  */
-import { join } from "node:path";
 import type { Config } from "../config.ts";
-import { fabricStarter } from "../fabric_starter.ts";
+import { measuredSoFar, runBenchRow } from "./one_row.ts";
+import { linkedGpuNeeds } from "../matrix/needs.ts";
 import { type Measurement, type Row, type RowContext, RowFailure } from "../matrix/row.ts";
-import { runMatrix } from "../matrix/run.ts";
 import {
   CNUASGPU_COPYBENCH,
   CNUASGPU_LINK,
@@ -133,12 +132,7 @@ async function run(ctx: RowContext): Promise<void> {
 export const gpuBenchRow: Row = {
   id: "bench-gpu",
   title: "cnuasgpu copy bandwidth (ioctl, mmap) and CnuasLink throughput",
-  needs: {
-    guests: 1,
-    fabric: "link",
-    builds: ["qemu", "image", "modules", "guestprogs"],
-    devices: { gpu: 2 },
-  },
+  needs: linkedGpuNeeds(),
   timeoutSec: 600,
   run,
 };
@@ -149,17 +143,9 @@ export const gpuBenchRow: Row = {
  * GpuBenchError (with whatever was measured) when the row did not pass.
  */
 export async function benchGpu(config: Config): Promise<Record<string, Measurement>> {
-  const { report } = await runMatrix(
-    { ...config, reportsDir: join(config.reportsDir, "bench-runs") },
-    [gpuBenchRow],
-    { fabricStarter },
-  );
-  const r = report.rows[0];
+  const r = await runBenchRow(config, gpuBenchRow);
   if (r.status !== "PASS") {
-    const got = Object.entries(r.measurements).map(([k, m]) => `${k}=${m.value} ${m.unit}`);
-    throw new GpuBenchError(
-      `bench-gpu ${r.status}: ${r.reason}` + (got.length ? ` (measured: ${got.join(", ")})` : ""),
-    );
+    throw new GpuBenchError(`bench-gpu ${r.status}: ${r.reason}${measuredSoFar(r)}`);
   }
   return r.measurements;
 }

@@ -8,11 +8,9 @@
  * has that device kind, the bench measures the cnuas_net side and reports
  * the missing NIC as an error naming what to add.
  */
-import { join } from "node:path";
 import type { Config } from "../config.ts";
-import { fabricStarter } from "../fabric_starter.ts";
+import { measuredSoFar, runBenchRow } from "./one_row.ts";
 import type { Measurement, Row, RowContext } from "../matrix/row.ts";
-import { runMatrix } from "../matrix/run.ts";
 import { loadCnuasNet, waitCarrier } from "../guest/cnuas_net.ts";
 import { sh, type ShOptions, shq } from "../guest/shell.ts";
 import type { Guest } from "../vm/types.ts";
@@ -169,17 +167,9 @@ export async function benchNet(
   options: BenchNetOptions = {},
 ): Promise<Record<string, Measurement>> {
   const opts = { bytes: options.bytes ?? BENCH_NET_BYTES, mtu: options.mtu ?? 9000 };
-  const { report } = await runMatrix(
-    { ...config, reportsDir: join(config.reportsDir, "bench-runs") },
-    [benchRow(opts)],
-    { fabricStarter },
-  );
-  const r = report.rows[0];
+  const r = await runBenchRow(config, benchRow(opts));
   if (r.status !== "PASS") {
-    const got = Object.entries(r.measurements).map(([k, m]) => `${k}=${m.value} ${m.unit}`);
-    throw new BenchNetError(
-      `bench-net ${r.status}: ${r.reason}` + (got.length ? ` (measured: ${got.join(", ")})` : ""),
-    );
+    throw new BenchNetError(`bench-net ${r.status}: ${r.reason}${measuredSoFar(r)}`);
   }
   return r.measurements;
 }

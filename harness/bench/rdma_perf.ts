@@ -7,11 +7,10 @@
  * cnuas_ib is faster). Goal: at least 1 on every one.
  */
 import type { Config } from "../config.ts";
-import { fabricStarter } from "../fabric_starter.ts";
+import { runBenchRow } from "./one_row.ts";
+import { rdmaPairNeeds } from "../matrix/needs.ts";
 import type { Measurement, Row, RowContext } from "../matrix/row.ts";
 import { RowFailure } from "../matrix/row.ts";
-import { runMatrix } from "../matrix/run.ts";
-import { join } from "node:path";
 import { waitCarrier } from "../guest/cnuas_net.ts";
 import { shq } from "../guest/shell.ts";
 import {
@@ -125,12 +124,7 @@ async function switchToRxe(g: Guest, iface: string, ip: string): Promise<Side> {
 export const rdmaPerfRow: Row = {
   id: "bench-rdma-perf",
   title: "perftest over cnuas_ib and over rdma_rxe on the same netdevs",
-  needs: {
-    guests: 2,
-    fabric: "eth",
-    builds: ["qemu", "image", "modules", "provider"],
-    devices: { vnic: 1 },
-  },
+  needs: rdmaPairNeeds("eth"),
   timeoutSec: 1800,
   async run(ctx) {
     const cnuas: Side[] = [];
@@ -157,12 +151,7 @@ export const rdmaPerfRow: Row = {
 
 /** `deno task bench` entry: run the row once and return its measurements. */
 export async function benchRdmaPerf(config: Config): Promise<Record<string, Measurement>> {
-  const { report } = await runMatrix(
-    { ...config, reportsDir: join(config.reportsDir, "bench-runs") },
-    [rdmaPerfRow],
-    { fabricStarter },
-  );
-  const r = report.rows[0];
+  const r = await runBenchRow(config, rdmaPerfRow);
   if (r.status !== "PASS") throw new Error(`rdma perf bench ${r.status}: ${r.reason}`);
   return r.measurements;
 }

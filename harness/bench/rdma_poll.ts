@@ -7,10 +7,9 @@
  * ns per call, the speed-up of cnuas_ib over rxe, and how many empty polls
  * fit in one system call.
  */
-import { join } from "node:path";
 import type { Config } from "../config.ts";
+import { runBenchRow } from "./one_row.ts";
 import type { Measurement, Row } from "../matrix/row.ts";
-import { runMatrix } from "../matrix/run.ts";
 import { type PollCqFigures, runPollCqBench } from "../guest/poll_cq.ts";
 import { bindRxe, loadCnuasIb, RXE_DEV } from "../guest/cnuas_ib.ts";
 
@@ -80,11 +79,7 @@ export const rdmaPollRow: Row = {
 
 /** `deno task bench` entry: run the row once and return its measurements. */
 export async function benchRdmaPoll(config: Config): Promise<Record<string, Measurement>> {
-  const { report } = await runMatrix(
-    { ...config, reportsDir: join(config.reportsDir, "bench-runs") },
-    [rdmaPollRow],
-  );
-  const r = report.rows[0];
+  const r = await runBenchRow(config, rdmaPollRow);
   if (r.status !== "PASS") throw new Error(`rdma poll bench ${r.status}: ${r.reason}`);
   return r.measurements;
 }

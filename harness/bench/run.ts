@@ -9,7 +9,7 @@ import { loadRows } from "../matrix/registry.ts";
 import { newRunId, projectDescribe, runMatrix } from "../matrix/run.ts";
 import { progress } from "../progress.ts";
 import type { Measurement } from "../matrix/row.ts";
-import { fabricStarter } from "../fabric_starter.ts";
+import { fabricStarter } from "../matrix/lab.ts";
 
 /** One benchmark: a name and a function producing measurements. */
 export interface Bench {

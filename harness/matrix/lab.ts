@@ -9,6 +9,7 @@ import { buildGuestPrograms, buildModules } from "../build/modules.ts";
 import { buildProvider, PROVIDER_GUEST_PATHS } from "../build/provider.ts";
 import { buildQemu, type QemuBuild } from "../build/qemu.ts";
 import { type Accel, type Config, timeoutScale } from "../config.ts";
+import { Fabric } from "../fabric/switch.ts";
 import { progress } from "../progress.ts";
 import { type AccelChoice, chooseAccel } from "../vm/accel.ts";
 import { GuestVm } from "../vm/guest.ts";
@@ -26,12 +27,24 @@ export class LabError extends Error {
 /** Seconds a guest gets from `cont` to SSH under KVM; scaled for TCG. */
 export const BOOT_TIMEOUT_SEC = 30;
 
-/** Starts a fabric of the given mode; the switch issue supplies it. */
+/**
+ * Starts a fabric of the given mode from the built daemon `binary`, its log
+ * in the row's directory `dir`; `close()` returns its log and captures.
+ */
 export type FabricStarter = (
-  config: Config,
+  binary: string,
   mode: FabricMode,
   dir: string,
 ) => Promise<FabricHandle & { close(): Promise<string[]> }>;
+
+/**
+ * The real starter: a cnuas-switch daemon. The lab builds the binary (build
+ * target `switch`) and hands it over, so the fabric module builds nothing.
+ */
+export const fabricStarter: FabricStarter = async (binary, mode, dir) => {
+  await Deno.mkdir(dir, { recursive: true });
+  return await Fabric.start({ binary, mode, logPath: join(dir, `switch-${mode}.log`) });
+};
 
 /** What `bringUp` hands back. */
 export interface RowSetup {
@@ -168,7 +181,8 @@ export class Lab {
       let fabric: (FabricHandle & { close(): Promise<string[]> }) | undefined;
       if (row.needs.fabric) {
         if (!this.#fabricStarter) throw new LabError("no fabric implementation is wired in");
-        fabric = await this.#fabricStarter(this.config, row.needs.fabric, dir);
+        if (!builds.switch) throw new LabError("the switch build gave no binary");
+        fabric = await this.#fabricStarter(builds.switch, row.needs.fabric, dir);
         closers.push(() => fabric!.close());
         log(`fabric ${row.needs.fabric} at ${fabric.socketPath}`);
       }

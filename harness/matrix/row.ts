@@ -5,10 +5,10 @@
  * themselves.
  */
 import type { Accel, Config } from "../config.ts";
+import type { FabricMode, FabricOps } from "../fabric/client.ts";
 import type { Guest } from "../vm/types.ts";
 
-/** The mode a cnuas-switch fabric runs in. */
-export type FabricMode = "eth" | "ib" | "link";
+export type { FabricMode } from "../fabric/client.ts";
 
 /** Our kernel modules, as compat.json names them. */
 export const MODULES = ["cnuas_net", "cnuas_ib", "cnuasgpu", "cnuasgpu_host"] as const;
@@ -45,14 +45,16 @@ export interface GuestDevices {
   virtioSocketNet?: boolean;
 }
 
-/** Control handle of a row's running fabric. */
-export interface FabricHandle {
+/**
+ * A row's running fabric: the switch's typed control operations (no raw
+ * requests: a row says what it does to the fabric, the client spells the
+ * protocol).
+ */
+export interface FabricHandle extends FabricOps {
   /** Mode the switch runs in. */
   mode: FabricMode;
   /** Path of the data socket devices connect to. */
   socketPath: string;
-  /** Send one control request and return its reply object. */
-  control(request: Record<string, unknown>): Promise<Record<string, unknown>>;
   /** Kill the daemon and start it again on the same socket (devices reconnect). */
   restart(): Promise<void>;
 }

@@ -30,7 +30,7 @@ export async function projectDescribe(repoRoot: string): Promise<string> {
 export interface MatrixRunOptions {
   /** This run's shard (`i/n`), recorded in the report's provenance. */
   shard?: string;
-  /** Starts fabrics for rows that need one (`startFabric`). */
+  /** Starts fabrics for rows that need one (`fabricStarter` from lab.ts). */
   fabricStarter?: FabricStarter;
 }
 

@@ -2,6 +2,7 @@
  * QMP client over a unix socket: greeting, capabilities negotiation, then
  * commands matched to replies by id; asynchronous events are kept.
  */
+import { readLines } from "../lines.ts";
 
 /** QMP answered a command with an error. */
 export class QmpError extends Error {
@@ -61,17 +62,10 @@ export class QmpClient {
   }
 
   async #readLoop(): Promise<void> {
-    const dec = new TextDecoder();
-    let buf = "";
     try {
-      for await (const chunk of this.#conn.readable) {
-        buf += dec.decode(chunk, { stream: true });
-        let nl: number;
-        while ((nl = buf.indexOf("\n")) >= 0) {
-          const line = buf.slice(0, nl).trim();
-          buf = buf.slice(nl + 1);
-          if (line) this.#dispatch(JSON.parse(line) as Record<string, unknown>);
-        }
+      for await (const raw of readLines(this.#conn.readable)) {
+        const line = raw.trim();
+        if (line) this.#dispatch(JSON.parse(line) as Record<string, unknown>);
       }
     } catch { /* connection closed */ }
     this.#closed = true;

@@ -12,12 +12,8 @@
  * The switch forwards by learned gpu_id, so each device first sends one
  * broadcast "hello" (receivers skip broadcast frames).
  */
-import {
-  type FabricHandle,
-  type Row,
-  type RowContext,
-  RowFailure,
-} from "../../harness/matrix/row.ts";
+import { type Row, type RowContext, RowFailure } from "../../harness/matrix/row.ts";
+import { linkedGpuNeeds } from "../../harness/matrix/needs.ts";
 import type { Guest } from "../../harness/vm/types.ts";
 import {
   CNUASGPU_LINK,
@@ -87,12 +83,6 @@ async function transfer(
   return kv;
 }
 
-/** A control request that must succeed. */
-async function control(fabric: FabricHandle, req: Record<string, unknown>): Promise<void> {
-  const reply = await fabric.control(req);
-  if (reply.ok !== true) throw new RowFailure(`switch ${String(req.op)}: ${JSON.stringify(reply)}`);
-}
-
 async function hello(g: Guest, names: string[]): Promise<void> {
   for (const n of names) {
     const r = await runGpuProgram(
@@ -142,10 +132,8 @@ async function run(ctx: RowContext): Promise<void> {
     "MiB/s",
   );
 
-  const ports = await fabric.control({ op: "ports" }) as {
-    ports?: Array<{ port: number; gpu_id?: number }>;
-  };
-  const portB = ports.ports?.find((p) => p.gpu_id === b.gpuId)?.port;
+  const ports = await fabric.ports();
+  const portB = ports.find((p) => p.gpuId === b.gpuId)?.port;
   if (portB === undefined) {
     throw new RowFailure(
       `the switch learned no port for gpu_id ${b.gpuId}: ${JSON.stringify(ports)}`,
@@ -154,16 +142,16 @@ async function run(ctx: RowContext): Promise<void> {
 
   // A device whose port is down reconnects into the lowest free slot; reserving every free slot
   // keeps it out (the switch refuses it) until its own port comes back.
-  const stats = await fabric.control({ op: "stats" }) as { max_ports?: number };
-  const taken = new Set((ports.ports ?? []).map((p) => p.port));
+  const { maxPorts } = await fabric.stats();
+  const taken = new Set(ports.map((p) => p.port));
   const reserved: number[] = [];
-  for (let p = 1; p <= (stats.max_ports ?? 0); p++) if (!taken.has(p)) reserved.push(p);
+  for (let p = 1; p <= maxPorts; p++) if (!taken.has(p)) reserved.push(p);
 
   await ctx.step(
     `link down at the switch (port ${portB}): link_up 0, sends fail cleanly`,
     async () => {
-      for (const p of reserved) await control(fabric, { op: "link_down", port: p });
-      await control(fabric, { op: "link_down", port: portB });
+      for (const p of reserved) await fabric.linkDown(p);
+      await fabric.linkDown(portB);
       await waitLinkState(g, [b.node], 0, 10);
       const r = await runGpuProgram(g, CNUASGPU_LINK, ["down", `/dev/${b.node}`, String(a.gpuId)]);
       ctx.expect(
@@ -176,8 +164,8 @@ async function run(ctx: RowContext): Promise<void> {
   );
 
   await ctx.step("link up again: the device reconnects and traffic resumes both ways", async () => {
-    await control(fabric, { op: "link_up", port: portB });
-    for (const p of reserved) await control(fabric, { op: "link_up", port: p });
+    await fabric.linkUp(portB);
+    for (const p of reserved) await fabric.linkUp(p);
     await waitLinkState(g, [b.node], 1, 20);
     await hello(g, [b.node]);
     await transfer(ctx, a, b, RESUME_FRAMES, "ioctl");
@@ -197,12 +185,7 @@ async function run(ctx: RowContext): Promise<void> {
 export const row: Row = {
   id: "cnuaslink",
   title: "two accelerators exchange frames over CnuasLink through the switch",
-  needs: {
-    guests: 1,
-    fabric: "link",
-    builds: ["qemu", "image", "modules", "guestprogs"],
-    devices: { gpu: 2 },
-  },
+  needs: linkedGpuNeeds(),
   timeoutSec: 600,
   modules: ["cnuasgpu"],
   run,

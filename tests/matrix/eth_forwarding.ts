@@ -1,9 +1,14 @@
-import { type Row, type RowContext, RowFailure } from "../../harness/matrix/row.ts";
+import {
+  type FabricHandle,
+  type Row,
+  type RowContext,
+  RowFailure,
+} from "../../harness/matrix/row.ts";
 import type { Guest } from "../../harness/vm/types.ts";
 import { vnicMac } from "../../harness/vm/qemu_args.ts";
 import { prng, randInt } from "../../harness/prng.ts";
 import { WireCapture } from "../../harness/oracle/wire_capture.ts";
-import { FabricClient, type PortStatus } from "../../harness/fabric.ts";
+import type { PortStatus } from "../../harness/fabric/client.ts";
 import {
   CNUAS_NET,
   ethtoolStats,
@@ -39,10 +44,10 @@ interface Node {
   mac: string;
 }
 
-/** The row's switch, through the typed control client. */
-function fabricOf(ctx: RowContext): FabricClient {
+/** The row's switch. */
+function fabricOf(ctx: RowContext): FabricHandle {
   if (!ctx.fabric) throw new RowFailure("eth-forwarding needs a fabric and the runner gave none");
-  return new FabricClient(ctx.fabric);
+  return ctx.fabric;
 }
 
 /** Switch port counters, keyed by port number. */

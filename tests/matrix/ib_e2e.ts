@@ -1,15 +1,11 @@
 import type { Row } from "../../harness/matrix/row.ts";
+import { rdmaPairNeeds } from "../../harness/matrix/needs.ts";
 
 /** unmodified RDMA tools over the native InfiniBand link layer */
 export const row: Row = {
   id: "ib-e2e",
   title: "unmodified RDMA tools over the native InfiniBand link layer",
-  needs: {
-    guests: 2,
-    fabric: "ib",
-    builds: ["qemu", "image", "modules", "provider", "guestprogs"],
-    devices: { vnic: 1 },
-  },
+  needs: rdmaPairNeeds("ib", "guestprogs"),
   timeoutSec: 1200,
   modules: ["cnuas_net", "cnuas_ib"],
   missReason:

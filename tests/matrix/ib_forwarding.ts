@@ -1,15 +1,11 @@
 import type { Row } from "../../harness/matrix/row.ts";
+import { rdmaPairNeeds } from "../../harness/matrix/needs.ts";
 
 /** native InfiniBand link layer through the switch, LIDs from its subnet manager */
 export const row: Row = {
   id: "ib-forwarding",
   title: "native InfiniBand link layer through the switch, LIDs from its subnet manager",
-  needs: {
-    guests: 2,
-    fabric: "ib",
-    builds: ["qemu", "image", "modules", "provider"],
-    devices: { vnic: 1 },
-  },
+  needs: rdmaPairNeeds("ib"),
   timeoutSec: 600,
   modules: ["cnuas_net", "cnuas_ib"],
   missReason:

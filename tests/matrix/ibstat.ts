@@ -1,6 +1,5 @@
 import type { Guest } from "../../harness/vm/types.ts";
 import { type Row, type RowContext, RowFailure } from "../../harness/matrix/row.ts";
-import { FabricClient } from "../../harness/fabric.ts";
 import { parseKeyValues } from "../../harness/guest/cnuas_net.ts";
 import { sh, shq } from "../../harness/guest/shell.ts";
 import {
@@ -376,7 +375,7 @@ const SETTLE_SEC = 30;
  */
 async function checkPortState(ctx: RowContext, g: Guest, dev: CnuasIbDev): Promise<void> {
   if (!ctx.fabric) throw new RowFailure("ibstat needs the eth fabric and got none");
-  const fabric = new FabricClient(ctx.fabric);
+  const fabric = ctx.fabric;
   const expectState = async (up: boolean, when: string) => {
     const diffs = await settlePortState(g, dev, up, SETTLE_SEC);
     ctx.expect(diffs.length === 0, `${when}, after ${SETTLE_SEC} s: ${diffs.join("; ")}`);

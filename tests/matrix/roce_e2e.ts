@@ -1,8 +1,8 @@
 import type { Guest } from "../../harness/vm/types.ts";
 import { type Row, type RowContext, RowFailure } from "../../harness/matrix/row.ts";
+import { rdmaPairNeeds } from "../../harness/matrix/needs.ts";
 import { waitCarrier } from "../../harness/guest/cnuas_net.ts";
 import { captured } from "../../harness/oracle/wire_capture.ts";
-import { FabricClient } from "../../harness/fabric.ts";
 import { buildRoceFrame, OP } from "../../harness/models/rdma/mod.ts";
 import { GUEST_PATHS } from "../../harness/vm/types.ts";
 import {
@@ -430,7 +430,7 @@ async function icrc(ctx: RowContext, nodes: Node[]): Promise<void> {
         (await n.g.run(`cat /sys/class/net/${n.dev.iface}/address`, { check: true })).stdout
           .trim();
       const [srcMac, dstMac] = [await mac(src), await mac(dst)];
-      const fabric = new FabricClient(ctx.fabric!);
+      const fabric = ctx.fabric!;
       const port = await fabric.macPort(dstMac);
       if (port === undefined) throw new RowFailure(`the switch has not learned ${dstMac}`);
       const frame = (psn: number) =>
@@ -545,12 +545,7 @@ async function security(ctx: RowContext, nodes: Node[]): Promise<void> {
 export const row: Row = {
   id: "roce-e2e",
   title: "unmodified RDMA tools over RoCEv2: pingpongs, perftest, rping, the examples",
-  needs: {
-    guests: 2,
-    fabric: "eth",
-    builds: ["qemu", "image", "modules", "provider", "guestprogs"],
-    devices: { vnic: 1 },
-  },
+  needs: rdmaPairNeeds("eth", "guestprogs"),
   timeoutSec: 1200,
   modules: ["cnuas_net", "cnuas_ib"],
   async run(ctx) {

@@ -1,8 +1,8 @@
 import { join } from "node:path";
-import { Fabric } from "../../harness/fabric.ts";
+import { Fabric } from "../../harness/fabric/switch.ts";
 import type { Row, RowContext } from "../../harness/matrix/row.ts";
 import { type SwitchMode, SwitchModel } from "../../harness/models/switch.ts";
-import { readPcapng } from "../../harness/pcapng.ts";
+import { readPcapng } from "../../harness/fabric/pcapng.ts";
 import {
   closeClients,
   connectPorts,

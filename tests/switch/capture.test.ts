@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { readPcapng } from "../../harness/pcapng.ts";
+import { readPcapng } from "../../harness/fabric/pcapng.ts";
 import { prng, randBytes, randInt } from "../../harness/prng.ts";
 import { compareDeliveries, connectPort, sendAndCheck } from "./traffic.ts";
 import { withRig } from "./rig.ts";

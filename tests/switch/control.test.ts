@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { SeqpacketSocket } from "../../harness/seqpacket.ts";
+import { SeqpacketSocket } from "../../harness/fabric/seqpacket.ts";
 import { cableCycle, connectPort, sendAndCheck } from "./traffic.ts";
 import { withRig } from "./rig.ts";
 

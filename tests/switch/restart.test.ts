@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
-import { Fabric } from "../../harness/fabric.ts";
-import { SeqpacketClosedError, SeqpacketSocket } from "../../harness/seqpacket.ts";
+import { Fabric } from "../../harness/fabric/switch.ts";
+import { SeqpacketClosedError, SeqpacketSocket } from "../../harness/fabric/seqpacket.ts";
 import { pidAlive } from "../../harness/vm/reaper.ts";
 import { switchBinary } from "./rig.ts";
 

@@ -4,7 +4,7 @@
  */
 import { buildSwitch } from "../../harness/build/switch.ts";
 import { defaultConfig } from "../../harness/config.ts";
-import { Fabric, type FabricOptions } from "../../harness/fabric.ts";
+import { Fabric, type FabricOptions } from "../../harness/fabric/switch.ts";
 import { type SwitchMode, SwitchModel } from "../../harness/models/switch.ts";
 import { closeClients, connectPorts, type Rig } from "./traffic.ts";
 

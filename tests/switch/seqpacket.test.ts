@@ -4,7 +4,7 @@ import {
   SeqpacketServer,
   SeqpacketSocket,
   SeqpacketTimeoutError,
-} from "../../harness/seqpacket.ts";
+} from "../../harness/fabric/seqpacket.ts";
 
 async function withPair(
   fn: (a: SeqpacketSocket, b: SeqpacketSocket) => Promise<void> | void,

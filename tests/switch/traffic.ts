@@ -11,7 +11,8 @@
  * daemon processes a port's frames in order, so the model sees the same
  * sequence of events the daemon did.
  */
-import type { Fabric, PortStatus } from "../../harness/fabric.ts";
+import type { PortStatus } from "../../harness/fabric/client.ts";
+import type { Fabric } from "../../harness/fabric/switch.ts";
 import {
   DROP_REASONS,
   GPU_ID_ALL,
@@ -19,7 +20,7 @@ import {
   SwitchModel,
 } from "../../harness/models/switch.ts";
 import { prng, randBytes, randInt } from "../../harness/prng.ts";
-import { SeqpacketSocket } from "../../harness/seqpacket.ts";
+import { SeqpacketSocket } from "../../harness/fabric/seqpacket.ts";
 
 /** A difference between the daemon and the model. */
 export class TrafficMismatch extends Error {

@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { main } from "../../harness/cli.ts";
 import { RcConversation } from "../../harness/models/rdma/mod.ts";
-import { writePcapng } from "../../harness/pcapng.ts";
+import { writePcapng } from "../../harness/fabric/pcapng.ts";
 
 async function capture(dir: string, name: string, corrupt: boolean): Promise<string> {
   const conv = new RcConversation({ pmtu: 1024 }).send("a", 3000).read("a", 5000);

@@ -5,7 +5,7 @@
  * if_tsoffset = 14; EPB type 6; SPB type 3).
  */
 import assert from "node:assert/strict";
-import { PcapngFormatError, readPcapng, writePcapng } from "../../harness/pcapng.ts";
+import { PcapngFormatError, readPcapng, writePcapng } from "../../harness/fabric/pcapng.ts";
 import { prng, randBytes, randInt } from "../../harness/prng.ts";
 
 /** Little helper that writes blocks in either byte order. */

@@ -1,0 +1,339 @@
+/**
+ * The cnuas-switch control protocol (docs/switch.md, "Control protocol"):
+ * typed operations and their replies, the errors they throw, and the
+ * JSON-lines connection they travel over. The daemon process is switch.ts.
+ */
+import { readLines } from "../lines.ts";
+import { DROP_REASONS, type DropReason } from "../models/switch.ts";
+
+/** The mode a cnuas-switch fabric runs in. */
+export type FabricMode = "eth" | "ib" | "link";
+
+/** A control request got `ok: false`; `reply.error` says what to fix. */
+export class FabricControlError extends Error {
+  /** Error name, shown in messages and logs. */
+  override name = "FabricControlError";
+  /** Keeps the failed request and the daemon's reply for the caller to inspect. */
+  constructor(readonly request: Record<string, unknown>, readonly reply: Record<string, unknown>) {
+    super(`switch control ${String(request.op)}: ${String(reply.error)}`);
+  }
+}
+
+/** The control connection broke or answered out of order. */
+export class FabricProtocolError extends Error {
+  /** Error name, shown in messages and logs. */
+  override name = "FabricProtocolError";
+}
+
+/** Per-port counters as the daemon reports them. */
+export interface PortStatus {
+  /** Port number (from 1). */
+  port: number;
+  /** `up` with a device connected, `down` after `linkDown` (slot reserved). */
+  state: "up" | "down";
+  /** Frames queued for sending to the port's device. */
+  queueLen: number;
+  /** CnuasLink mode: the gpu_id learned on this port. */
+  gpuId?: number;
+  /** Frames received from the port's device. */
+  rxFrames: number;
+  /** Bytes received from the port's device. */
+  rxBytes: number;
+  /** Frames sent to the port's device. */
+  txFrames: number;
+  /** Bytes sent to the port's device. */
+  txBytes: number;
+  /** Dropped frames by reason. */
+  drops: Record<DropReason, number>;
+}
+
+/** Whole-switch statistics (`stats` op). */
+export interface FabricStats {
+  /** The mode the daemon runs in. */
+  mode: FabricMode;
+  /** Port slots (1..maxPorts). */
+  maxPorts: number;
+  /** Ports with a device connected now. */
+  portsUp: number;
+  /** Device connections accepted since start. */
+  connections: number;
+  /** Device connections refused because every port was taken or down. */
+  refused: number;
+  /** Frames received since start, over all ports (closed connections included). */
+  rxFrames: number;
+  /** Bytes received since start, over all ports (closed connections included). */
+  rxBytes: number;
+  /** Frames sent since start, over all ports (closed connections included). */
+  txFrames: number;
+  /** Bytes sent since start, over all ports (closed connections included). */
+  txBytes: number;
+  /** Dropped frames by reason since start, over all ports (closed connections included). */
+  drops: Record<DropReason, number>;
+  /** Capture state: file and packet count while active, the last error if any. */
+  capture: { active: boolean; path?: string; packets?: number; error?: string };
+}
+
+/** One LFT entry; `port: null` clears it, port 0 is the switch itself. */
+export interface LftEntry {
+  /** Destination LID. */
+  lid: number;
+  /** Output port, or `null` to clear the entry. */
+  port: number | null;
+}
+
+/** One learned MAC address of an eth-mode switch (`table` op). */
+export interface MacEntry {
+  /** `02:00:…`, lowercase. */
+  mac: string;
+  /** The port it was learned on. */
+  port: number;
+  /** Time since it was last seen, ms (switch clock). */
+  ageMs: number;
+}
+
+/**
+ * The typed control operations of a running switch: what a row gets to
+ * drive its fabric with. Every operation throws {@link FabricControlError}
+ * when the daemon refuses it.
+ */
+export interface FabricOps {
+  /** Ports with a device connected or taken down. */
+  ports(): Promise<PortStatus[]>;
+  /** Whole-switch totals. */
+  stats(): Promise<FabricStats>;
+  /** The mode's table: `macs` (eth), `lft` + `mcast` (ib) or `gpu_ids` (link). */
+  table(): Promise<Record<string, unknown>>;
+  /** The MAC table of an eth-mode switch. */
+  macs(): Promise<MacEntry[]>;
+  /** The port `mac` was learned on; undefined when the switch has not learned it. */
+  macPort(mac: string): Promise<number | undefined>;
+  /** Set (or with `port: null` clear) LFT entries; all or nothing. */
+  setLft(entries: LftEntry[]): Promise<void>;
+  /** Subscribe a port to a multicast LID. */
+  mcastJoin(mlid: number, port: number): Promise<void>;
+  /** Unsubscribe a port from a multicast LID. */
+  mcastLeave(mlid: number, port: number): Promise<void>;
+  /** Pull the cable: the device's socket closes, the slot stays reserved until `linkUp`. */
+  linkDown(port: number): Promise<void>;
+  /** Free a downed slot: the next connection takes the lowest free port. */
+  linkUp(port: number): Promise<void>;
+  /** Inject a frame as if it arrived on `port` (ingress) or send it out of `port` (egress). */
+  inject(port: number, frame: Uint8Array, direction?: "ingress" | "egress"): Promise<void>;
+  /** Move the switch's clock forward (MAC aging) by whole seconds. */
+  advanceTime(seconds: number): Promise<void>;
+  /** Start a pcapng capture of every frame received (and injected) to `path`. */
+  startCapture(path: string): Promise<void>;
+  /** Stop the capture; resolves once the file is complete on disk. */
+  stopCapture(): Promise<{ path: string; packets: number }>;
+  /** Wait until `n` ports are up (devices connect asynchronously). */
+  waitForPorts(n: number, timeoutMs?: number): Promise<PortStatus[]>;
+}
+
+function num(v: unknown): number {
+  return typeof v === "number" ? v : 0;
+}
+
+function drops(v: unknown): Record<DropReason, number> {
+  const o = (v ?? {}) as Record<string, unknown>;
+  return Object.fromEntries(DROP_REASONS.map((r) => [r, num(o[r])])) as Record<DropReason, number>;
+}
+
+/** Lowercase hex of a frame (the control protocol's `hex` field). */
+export function toHex(bytes: Uint8Array): string {
+  let s = "";
+  for (const b of bytes) s += b.toString(16).padStart(2, "0");
+  return s;
+}
+
+/**
+ * The typed operations over a raw `control` request: each builds its
+ * request, checks `ok` and reads the reply's fields into camelCase types.
+ * A subclass supplies the transport ({@link Fabric} over its socket).
+ */
+export abstract class FabricClient implements FabricOps {
+  /**
+   * Send one request and return the reply as is, `ok: false` included. Raw
+   * on purpose: protocol tests send malformed requests through it; rows use
+   * the typed operations.
+   */
+  abstract control(request: Record<string, unknown>): Promise<Record<string, unknown>>;
+
+  /** Send one request; throw FabricControlError on `ok: false`. */
+  async request(request: Record<string, unknown>): Promise<Record<string, unknown>> {
+    const reply = await this.control(request);
+    if (reply.ok !== true) throw new FabricControlError(request, reply);
+    return reply;
+  }
+
+  /** Ports with a device connected or taken down. */
+  async ports(): Promise<PortStatus[]> {
+    const r = await this.request({ op: "ports" });
+    return (r.ports as Record<string, unknown>[]).map((p) => ({
+      port: num(p.port),
+      state: p.state as "up" | "down",
+      queueLen: num(p.queue_len),
+      gpuId: typeof p.gpu_id === "number" ? p.gpu_id : undefined,
+      rxFrames: num(p.rx_frames),
+      rxBytes: num(p.rx_bytes),
+      txFrames: num(p.tx_frames),
+      txBytes: num(p.tx_bytes),
+      drops: drops(p.drops),
+    }));
+  }
+
+  /** Whole-switch totals. */
+  async stats(): Promise<FabricStats> {
+    const r = await this.request({ op: "stats" });
+    return {
+      mode: r.mode as FabricMode,
+      maxPorts: num(r.max_ports),
+      portsUp: num(r.ports_up),
+      connections: num(r.connections),
+      refused: num(r.refused),
+      rxFrames: num(r.rx_frames),
+      rxBytes: num(r.rx_bytes),
+      txFrames: num(r.tx_frames),
+      txBytes: num(r.tx_bytes),
+      drops: drops(r.drops),
+      capture: r.capture as FabricStats["capture"],
+    };
+  }
+
+  /** The mode's table: `macs` (eth), `lft` + `mcast` (ib) or `gpu_ids` (link). */
+  table(): Promise<Record<string, unknown>> {
+    return this.request({ op: "table" });
+  }
+
+  /** The MAC table of an eth-mode switch. */
+  async macs(): Promise<MacEntry[]> {
+    const r = await this.table();
+    return ((r.macs ?? []) as Record<string, unknown>[]).map((m) => ({
+      mac: String(m.mac),
+      port: num(m.port),
+      ageMs: num(m.age_ms),
+    }));
+  }
+
+  /** The port `mac` was learned on; undefined when the switch has not learned it. */
+  async macPort(mac: string): Promise<number | undefined> {
+    const want = mac.toLowerCase();
+    return (await this.macs()).find((m) => m.mac === want)?.port;
+  }
+
+  /** Set (or with `port: null` clear) LFT entries; all or nothing. */
+  async setLft(entries: LftEntry[]): Promise<void> {
+    await this.request({ op: "set_lft", entries });
+  }
+
+  /** Subscribe a port to a multicast LID. */
+  async mcastJoin(mlid: number, port: number): Promise<void> {
+    await this.request({ op: "mcast_join", mlid, port });
+  }
+
+  /** Unsubscribe a port from a multicast LID. */
+  async mcastLeave(mlid: number, port: number): Promise<void> {
+    await this.request({ op: "mcast_leave", mlid, port });
+  }
+
+  /** Pull the cable: the device's socket closes, the slot stays reserved until `linkUp`. */
+  async linkDown(port: number): Promise<void> {
+    await this.request({ op: "link_down", port });
+  }
+
+  /** Free a downed slot: the next connection takes the lowest free port. */
+  async linkUp(port: number): Promise<void> {
+    await this.request({ op: "link_up", port });
+  }
+
+  /** Inject a frame as if it arrived on `port` (ingress) or send it out of `port` (egress). */
+  async inject(
+    port: number,
+    frame: Uint8Array,
+    direction: "ingress" | "egress" = "ingress",
+  ): Promise<void> {
+    await this.request({ op: "inject", port, direction, hex: toHex(frame) });
+  }
+
+  /** Move the switch's clock forward (MAC aging) by whole seconds. */
+  async advanceTime(seconds: number): Promise<void> {
+    await this.request({ op: "advance_time", seconds });
+  }
+
+  /** Start a pcapng capture of every frame received (and injected) to `path`. */
+  async startCapture(path: string): Promise<void> {
+    await this.request({ op: "capture_start", path });
+  }
+
+  /** Stop the capture; resolves once the file is complete on disk. */
+  async stopCapture(): Promise<{ path: string; packets: number }> {
+    const r = await this.request({ op: "capture_stop" });
+    return { path: String(r.path), packets: num(r.packets) };
+  }
+
+  /** Wait until `n` ports are up (devices connect asynchronously). */
+  async waitForPorts(n: number, timeoutMs = 5000): Promise<PortStatus[]> {
+    const deadline = performance.now() + timeoutMs;
+    for (;;) {
+      const ports = (await this.ports()).filter((p) => p.state === "up");
+      if (ports.length >= n) return ports;
+      if (performance.now() > deadline) {
+        throw new FabricProtocolError(`${ports.length} of ${n} ports up after ${timeoutMs} ms`);
+      }
+      await new Promise((r) => setTimeout(r, 2));
+    }
+  }
+}
+
+/** JSON-lines connection: replies come in request order, so each line answers the oldest waiter. */
+export class ControlConnection {
+  #conn: Deno.UnixConn;
+  #waiters: { resolve: (v: Record<string, unknown>) => void; reject: (e: Error) => void }[] = [];
+  #reader: Promise<void>;
+  #broken?: Error;
+
+  /** Start reading replies from `conn`. */
+  constructor(conn: Deno.UnixConn) {
+    this.#conn = conn;
+    this.#reader = this.#readLoop();
+  }
+
+  async #readLoop(): Promise<void> {
+    try {
+      for await (const line of readLines(this.#conn.readable)) {
+        const w = this.#waiters.shift();
+        if (!w) continue;
+        try {
+          w.resolve(JSON.parse(line));
+        } catch {
+          w.reject(new FabricProtocolError(`switch sent a line that is not JSON: ${line}`));
+        }
+      }
+      this.#broken = new FabricProtocolError("the switch closed its control connection");
+    } catch (e) {
+      this.#broken = new FabricProtocolError(`control connection failed: ${(e as Error).message}`);
+    }
+    for (const w of this.#waiters.splice(0)) w.reject(this.#broken);
+  }
+
+  /** Send one line (no newline in it) and return the reply it gets. */
+  async line(text: string): Promise<Record<string, unknown>> {
+    if (this.#broken) throw this.#broken;
+    if (text.includes("\n")) throw new RangeError("a control request is one line");
+    const p = new Promise<Record<string, unknown>>((resolve, reject) => {
+      this.#waiters.push({ resolve, reject });
+    });
+    const bytes = new TextEncoder().encode(text + "\n");
+    for (let off = 0; off < bytes.length;) off += await this.#conn.write(bytes.subarray(off));
+    return await p;
+  }
+
+  /** Close the socket and wait for the reader to fail the waiters left. */
+  async close(): Promise<void> {
+    try {
+      this.#conn.close();
+    } catch {
+      // already closed by the peer
+    }
+    await this.#reader;
+  }
+}

@@ -1,0 +1,33 @@
+/**
+ * Needs several rows share, named for the world they bring up: a bench row
+ * and the matrix row it mirrors then cannot drift apart. Each call returns a
+ * fresh object, so no row can change another's.
+ */
+import type { BuildTarget, FabricMode, RowNeeds } from "./row.ts";
+
+/**
+ * One guest with two accelerators whose CnuasLinks meet at a link-mode
+ * switch (row cnuaslink, bench gpu).
+ */
+export function linkedGpuNeeds(): RowNeeds {
+  return {
+    guests: 1,
+    fabric: "link",
+    builds: ["qemu", "image", "modules", "guestprogs"],
+    devices: { gpu: 2 },
+  };
+}
+
+/**
+ * Two guests, one cnuas-vnic each, on a `fabric`-mode switch, with the RDMA
+ * provider built (rows ib-forwarding, ib-e2e, roce-e2e, bench rdma-perf);
+ * `extra` builds come after the provider.
+ */
+export function rdmaPairNeeds(fabric: FabricMode, ...extra: BuildTarget[]): RowNeeds {
+  return {
+    guests: 2,
+    fabric,
+    builds: ["qemu", "image", "modules", "provider", ...extra],
+    devices: { vnic: 1 },
+  };
+}
