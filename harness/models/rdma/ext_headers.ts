@@ -54,77 +54,33 @@ interface ExtHeaderCodec {
   write(from: ExtHeaderFields, b: Uint8Array, off: number): boolean;
 }
 
+/** The codec of the header held in field `field`: one shape for all seven, so none can drift. */
+function codec<K extends keyof ExtHeaderFields>(
+  field: K,
+  decode: (b: Uint8Array, off: number) => NonNullable<ExtHeaderFields[K]>,
+  encode: (v: NonNullable<ExtHeaderFields[K]>, b: Uint8Array, off: number) => unknown,
+): ExtHeaderCodec {
+  return {
+    read(b, off, into) {
+      into[field] = decode(b, off);
+    },
+    write(from, b, off) {
+      const v = from[field];
+      if (v === undefined) return false;
+      encode(v, b, off);
+      return true;
+    },
+  };
+}
+
 const CODECS: Readonly<Record<ExtHeader, ExtHeaderCodec>> = {
-  DETH: {
-    read(b, o, p) {
-      p.deth = decodeDeth(b, o);
-    },
-    write(s, b, o) {
-      if (s.deth === undefined) return false;
-      encodeDeth(s.deth, b, o);
-      return true;
-    },
-  },
-  RETH: {
-    read(b, o, p) {
-      p.reth = decodeReth(b, o);
-    },
-    write(s, b, o) {
-      if (s.reth === undefined) return false;
-      encodeReth(s.reth, b, o);
-      return true;
-    },
-  },
-  AtomicETH: {
-    read(b, o, p) {
-      p.atomicEth = decodeAtomicEth(b, o);
-    },
-    write(s, b, o) {
-      if (s.atomicEth === undefined) return false;
-      encodeAtomicEth(s.atomicEth, b, o);
-      return true;
-    },
-  },
-  AETH: {
-    read(b, o, p) {
-      p.aeth = decodeAeth(b, o);
-    },
-    write(s, b, o) {
-      if (s.aeth === undefined) return false;
-      encodeAeth(s.aeth, b, o);
-      return true;
-    },
-  },
-  AtomicAckETH: {
-    read(b, o, p) {
-      p.atomicAckEth = decodeAtomicAckEth(b, o);
-    },
-    write(s, b, o) {
-      if (s.atomicAckEth === undefined) return false;
-      encodeAtomicAckEth(s.atomicAckEth, b, o);
-      return true;
-    },
-  },
-  ImmDt: {
-    read(b, o, p) {
-      p.immDt = decodeImmDt(b, o);
-    },
-    write(s, b, o) {
-      if (s.immDt === undefined) return false;
-      encodeImmDt(s.immDt, b, o);
-      return true;
-    },
-  },
-  IETH: {
-    read(b, o, p) {
-      p.ieth = decodeIeth(b, o);
-    },
-    write(s, b, o) {
-      if (s.ieth === undefined) return false;
-      encodeIeth(s.ieth, b, o);
-      return true;
-    },
-  },
+  DETH: codec("deth", decodeDeth, encodeDeth),
+  RETH: codec("reth", decodeReth, encodeReth),
+  AtomicETH: codec("atomicEth", decodeAtomicEth, encodeAtomicEth),
+  AETH: codec("aeth", decodeAeth, encodeAeth),
+  AtomicAckETH: codec("atomicAckEth", decodeAtomicAckEth, encodeAtomicAckEth),
+  ImmDt: codec("immDt", decodeImmDt, encodeImmDt),
+  IETH: codec("ieth", decodeIeth, encodeIeth),
 };
 
 /**
