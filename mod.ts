@@ -48,13 +48,10 @@ export {
   type FabricHandle,
   type FabricMode,
   type GuestDevices,
-  type Measurement,
   type Row,
   type RowContext,
   RowFailure,
   type RowNeeds,
-  type Status,
-  STATUS_PRIORITY,
 } from "./harness/matrix/row.ts";
 /** The registry of rows. */
 export { loadRows, ROW_IDS, shardRows, UnknownRowError } from "./harness/matrix/registry.ts";
@@ -75,16 +72,21 @@ export { DMESG_IGNORE, dmesgViolations } from "./harness/matrix/dmesg_guard.ts";
 /** Report schema and renderings. */
 export {
   type MatrixJson,
+  type Measurement,
   parseMatrixJson,
   type Provenance,
   rollUp,
   type RowResult,
+  type Status,
+  STATUS_PRIORITY,
   type StepResult,
 } from "./harness/report/schema.ts";
 /** JUnit, Markdown, HTML and compat renderings. */
 export { type CompatJson, toCompat, toHtml, toJunit, toMarkdown } from "./harness/report/render.ts";
 /** Writing and merging report directories. */
-export { mergeReports, writeReport } from "./harness/report/write.ts";
+export { writeReport } from "./harness/report/write.ts";
+/** Merging shard reports into one. */
+export { MergeConflictError, mergeReports } from "./harness/report/merge.ts";
 /** The fabric switch: daemon handle, control client and start-up. */
 export { Fabric } from "./harness/fabric/switch.ts";
 export {

@@ -1,5 +1,6 @@
 /**
- * The command line: the only place that reads argv and the environment.
+ * The command line: the only place that reads argv (the environment is read
+ * in config.ts; flags win over it).
  *
  *   setup                       host packages, pinned downloads
  *   build [--only T ...]        build stages (qemu, image, switch, modules, guestprogs)
@@ -15,10 +16,11 @@
  *   repin                       re-pin sources to what the mirror serves
  *   clean [--cache]             remove reports (and the cache)
  */
+import { describeError, UsageError } from "./errors.ts";
 import { parseArgs } from "node:util";
 import { join } from "node:path";
 import { removeTree } from "./cache.ts";
-import { type Accel, type Config, defaultConfig } from "./config.ts";
+import { type Accel, type Config, defaultConfig, environmentSettings } from "./config.ts";
 import { hostPath } from "./exec.ts";
 import { ensurePackages, hostPackageList } from "./host.ts";
 import { fabricStarter, Lab } from "./matrix/lab.ts";
@@ -28,14 +30,9 @@ import type { BuildTarget, Row } from "./matrix/row.ts";
 import { fetchSource, readPins, repin } from "./pins.ts";
 import { progress } from "./progress.ts";
 import { isFailing } from "./report/schema.ts";
-import { mergeReports } from "./report/write.ts";
+import { mergeReports } from "./report/merge.ts";
 import { runBench } from "./bench/run.ts";
 import { checkPcapngFile } from "./oracle/wire_check.ts";
-
-/** Bad command-line input. */
-class UsageError extends Error {
-  override name = "UsageError";
-}
 
 const BUILD_TARGETS: BuildTarget[] = [
   "qemu",
@@ -47,7 +44,8 @@ const BUILD_TARGETS: BuildTarget[] = [
 ];
 
 function configFrom(values: Record<string, unknown>): Config {
-  const accel = (values.accel as string | undefined) ?? Deno.env.get("CNUAS_HIL_ACCEL") ?? "auto";
+  const env = environmentSettings();
+  const accel = (values.accel as string | undefined) ?? env.accel ?? "auto";
   if (!["kvm", "tcg", "auto"].includes(accel)) {
     throw new UsageError(`--accel takes kvm, tcg or auto, not ${accel}`);
   }
@@ -59,9 +57,7 @@ function configFrom(values: Record<string, unknown>): Config {
     ...(values["without-host-package"]
       ? { freshHostWithout: values["without-host-package"] as string[] }
       : {}),
-    ...lossSeedFrom(
-      (values["loss-seed"] as string | undefined) ?? Deno.env.get("CNUAS_HIL_LOSS_SEED"),
-    ),
+    ...lossSeedFrom((values["loss-seed"] as string | undefined) ?? env.lossSeed),
   });
 }
 
@@ -283,14 +279,7 @@ if (import.meta.main) {
   try {
     Deno.exit(await main(Deno.args));
   } catch (e) {
-    const err = e as Error;
-    console.error(`error: ${err.message}`);
-    if (
-      !["UsageError", "UnknownRowError", "HostSetupError", "DownloadError", "ChecksumError"]
-        .includes(err.name)
-    ) {
-      console.error(err.stack?.split("\n").slice(1, 6).join("\n"));
-    }
+    console.error(describeError(e));
     Deno.exit(2);
   }
 }

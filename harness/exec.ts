@@ -1,6 +1,8 @@
 /**
  * Running host commands with their output captured to a log file, so a
- * failure can say where to look.
+ * failure can say where to look; quoting for a shell; reading a stream as
+ * lines (both JSON-lines peers, QEMU's QMP and the switch's control socket,
+ * frame their messages that way).
  */
 import { dirname } from "node:path";
 
@@ -119,4 +121,28 @@ export function hostPath(): string {
  */
 export function shq(s: string): string {
   return `'${s.replaceAll("'", `'\\''`)}'`;
+}
+
+/**
+ * The lines of `stream`, UTF-8 decoded and without their `\n`, as they
+ * complete. Text after the last `\n` when the stream ends is not a line and
+ * is dropped; a stream error is thrown from the iteration.
+ *
+ * @example
+ * ```ts
+ * for await (const line of readLines(conn.readable)) console.log(JSON.parse(line));
+ * ```
+ */
+export async function* readLines(stream: ReadableStream<Uint8Array>): AsyncGenerator<string> {
+  const dec = new TextDecoder();
+  let buf = "";
+  for await (const chunk of stream) {
+    buf += dec.decode(chunk, { stream: true });
+    let nl: number;
+    while ((nl = buf.indexOf("\n")) >= 0) {
+      const line = buf.slice(0, nl);
+      buf = buf.slice(nl + 1);
+      yield line;
+    }
+  }
 }

@@ -15,7 +15,8 @@
 import type { Config } from "../config.ts";
 import { measuredSoFar, runBenchRow } from "./one_row.ts";
 import { linkedGpuNeeds } from "../matrix/needs.ts";
-import { type Measurement, type Row, type RowContext, RowFailure } from "../matrix/row.ts";
+import { type Row, type RowContext, RowFailure } from "../matrix/row.ts";
+import { type Measurement } from "../report/schema.ts";
 import {
   CNUASGPU_COPYBENCH,
   CNUASGPU_LINK,

@@ -10,7 +10,8 @@
  */
 import type { Config } from "../config.ts";
 import { measuredSoFar, runBenchRow } from "./one_row.ts";
-import type { Measurement, Row, RowContext } from "../matrix/row.ts";
+import type { Row, RowContext } from "../matrix/row.ts";
+import type { Measurement } from "../report/schema.ts";
 import { loadCnuasNet, waitCarrier } from "../guest/cnuas_net.ts";
 import { sh, type ShOptions, shq } from "../guest/shell.ts";
 import type { Guest } from "../vm/types.ts";

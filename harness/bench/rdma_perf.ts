@@ -9,7 +9,8 @@
 import type { Config } from "../config.ts";
 import { runBenchRow } from "./one_row.ts";
 import { rdmaPairNeeds } from "../matrix/needs.ts";
-import type { Measurement, Row, RowContext } from "../matrix/row.ts";
+import type { Row, RowContext } from "../matrix/row.ts";
+import type { Measurement } from "../report/schema.ts";
 import { RowFailure } from "../matrix/row.ts";
 import { waitCarrier } from "../guest/cnuas_net.ts";
 import { shq } from "../guest/shell.ts";

@@ -9,7 +9,8 @@
  */
 import type { Config } from "../config.ts";
 import { runBenchRow } from "./one_row.ts";
-import type { Measurement, Row } from "../matrix/row.ts";
+import type { Row } from "../matrix/row.ts";
+import type { Measurement } from "../report/schema.ts";
 import { type PollCqFigures, runPollCqBench } from "../guest/poll_cq.ts";
 import { bindRxe, loadCnuasIb, RXE_DEV } from "../guest/cnuas_ib.ts";
 

@@ -6,10 +6,17 @@ import { join, relative } from "node:path";
 import { removeTree } from "../cache.ts";
 import type { Config } from "../config.ts";
 import { loadRows } from "../matrix/registry.ts";
-import { newRunId, projectDescribe, runMatrix } from "../matrix/run.ts";
+import { newRunId, projectDescribe } from "../matrix/run.ts";
 import { progress } from "../progress.ts";
-import type { Measurement } from "../matrix/row.ts";
-import { fabricStarter } from "../matrix/lab.ts";
+import type { Measurement } from "../report/schema.ts";
+import { benchGpu } from "./gpu.ts";
+import { benchNet } from "./net.ts";
+import { runBenchRow } from "./one_row.ts";
+import { benchRdmaChecker } from "./rdma.ts";
+import { benchRdmaPerf } from "./rdma_perf.ts";
+import { benchRdmaPoll } from "./rdma_poll.ts";
+import { benchSwitch } from "./switch.ts";
+import { benchVnic } from "./vnic.ts";
 
 /** One benchmark: a name and a function producing measurements. */
 export interface Bench {
@@ -19,17 +26,10 @@ export interface Bench {
 
 /** Warm `matrix --row boot`: wall time and boot-to-SSH per guest. */
 async function benchBoot(config: Config): Promise<Record<string, Measurement>> {
-  const rows = await loadRows(["boot"]);
+  const [row] = await loadRows(["boot"]);
   const t0 = performance.now();
-  const { report } = await runMatrix(
-    { ...config, reportsDir: join(config.reportsDir, "bench-runs") },
-    rows,
-    {
-      fabricStarter,
-    },
-  );
+  const r = await runBenchRow(config, row);
   const wall = (performance.now() - t0) / 1000;
-  const r = report.rows[0];
   if (r.status !== "PASS") throw new Error(`boot row ${r.status}: ${r.reason}`);
   return {
     warmMatrixRowBootSec: { value: Number(wall.toFixed(1)), unit: "s" },
@@ -57,15 +57,15 @@ async function benchFresh(config: Config): Promise<Record<string, Measurement>> 
   }
 }
 
-/** Benches contributed by the other parts (device oracles, switch, RDMA checker). */
-const OPTIONAL_BENCHES: { file: string; fn: string }[] = [
-  { file: "./vnic.ts", fn: "benchVnic" },
-  { file: "./gpu.ts", fn: "benchGpu" },
-  { file: "./switch.ts", fn: "benchSwitch" },
-  { file: "./rdma.ts", fn: "benchRdmaChecker" },
-  { file: "./net.ts", fn: "benchNet" },
-  { file: "./rdma_perf.ts", fn: "benchRdmaPerf" },
-  { file: "./rdma_poll.ts", fn: "benchRdmaPoll" },
+/** The benches after boot: device oracles, switch, RDMA checker, NIC and RDMA figures. */
+const BENCHES: Bench[] = [
+  { name: "benchVnic", run: benchVnic },
+  { name: "benchGpu", run: benchGpu },
+  { name: "benchSwitch", run: benchSwitch },
+  { name: "benchRdmaChecker", run: benchRdmaChecker },
+  { name: "benchNet", run: benchNet },
+  { name: "benchRdmaPerf", run: benchRdmaPerf },
+  { name: "benchRdmaPoll", run: benchRdmaPoll },
 ];
 
 /** Run every bench; write `reports/bench/<id>/bench.json`; return its path. */
@@ -73,14 +73,7 @@ export async function runBench(config: Config, opts: { fresh?: boolean } = {}): 
   const results: Record<string, Record<string, Measurement> | { error: string }> = {};
   const benches: Bench[] = [{ name: "boot", run: benchBoot }];
   if (opts.fresh) benches.push({ name: "fresh", run: benchFresh });
-  for (const b of OPTIONAL_BENCHES) {
-    try {
-      const mod = await import(b.file) as Record<string, Bench["run"]>;
-      if (typeof mod[b.fn] === "function") benches.push({ name: b.fn, run: mod[b.fn] });
-    } catch (e) {
-      if (!(e instanceof TypeError && /Module not found/.test(e.message))) throw e;
-    }
-  }
+  benches.push(...BENCHES);
   for (const b of benches) {
     progress("bench", b.name);
     try {

@@ -8,7 +8,7 @@ import { buildSwitch, loadgenOf } from "../build/switch.ts";
 import type { Config } from "../config.ts";
 import { exec } from "../exec.ts";
 import { Fabric } from "../fabric/switch.ts";
-import type { Measurement } from "../matrix/row.ts";
+import type { Measurement } from "../report/schema.ts";
 
 /** What one cnuas-loadgen run prints. */
 interface LoadgenResult {

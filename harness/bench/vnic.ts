@@ -11,7 +11,7 @@
  */
 import { buildQemu } from "../build/qemu.ts";
 import type { Config } from "../config.ts";
-import type { Measurement } from "../matrix/row.ts";
+import type { Measurement } from "../report/schema.ts";
 import { VNIC_REG } from "../models/vnic.ts";
 import { runVnicDiff } from "../oracle/vnic_diff.ts";
 import { VnicRig } from "../qtest/vnic_rig.ts";

@@ -3,7 +3,7 @@
  * typed operations and their replies, the errors they throw, and the
  * JSON-lines connection they travel over. The daemon process is switch.ts.
  */
-import { readLines } from "../lines.ts";
+import { readLines } from "../exec.ts";
 import { DROP_REASONS, type DropReason } from "../models/switch.ts";
 
 /** The mode a cnuas-switch fabric runs in. */

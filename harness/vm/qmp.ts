@@ -2,7 +2,7 @@
  * QMP client over a unix socket: greeting, capabilities negotiation, then
  * commands matched to replies by id; asynchronous events are kept.
  */
-import { readLines } from "../lines.ts";
+import { readLines } from "../exec.ts";
 
 /** QMP answered a command with an error. */
 export class QmpError extends Error {

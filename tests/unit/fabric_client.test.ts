@@ -4,7 +4,7 @@
  */
 import assert from "node:assert/strict";
 import { FabricClient, FabricControlError } from "../../harness/fabric/client.ts";
-import { readLines } from "../../harness/lines.ts";
+import { readLines } from "../../harness/exec.ts";
 
 /** Records every request and answers from a table keyed by op. */
 class FakeSwitch extends FabricClient {
