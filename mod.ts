@@ -10,8 +10,17 @@
  * @module
  */
 
-/** Configuration: paths, cache, mirror, accelerator. */
-export { type Accel, type Config, defaultConfig, timeoutScale } from "./harness/config.ts";
+/** Configuration: paths, cache, mirror, accelerator; the environment variables it reads. */
+export {
+  type Accel,
+  type Config,
+  defaultConfig,
+  type EnvironmentSettings,
+  environmentSettings,
+  timeoutScale,
+} from "./harness/config.ts";
+/** The base of the harness's typed errors, and how the CLI prints one. */
+export { describeError, HilError, UsageError, UserError } from "./harness/errors.ts";
 /** Content-addressed cache of build artifacts. */
 export { cached, type CacheEntry, hashInputs, hashTree } from "./harness/cache.ts";
 /** Pinned sources: the lock file and verified downloads. */
@@ -25,6 +34,8 @@ export {
   repin,
   type SourcePin,
 } from "./harness/pins.ts";
+/** Seeded pseudo-random numbers for reproducible tests. */
+export { prng, randBytes, randInt, randU64 } from "./harness/prng.ts";
 /** Build stages. */
 export { buildQemu, type QemuBuild } from "./harness/build/qemu.ts";
 /** The guest root / build root tree. */
@@ -33,6 +44,10 @@ export { buildGuestRoot, type GuestRoot } from "./harness/build/guest_root.ts";
 export { buildImage, type GuestImage } from "./harness/build/image.ts";
 /** Kernel modules and guest programs built in the build root. */
 export { buildGuestPrograms, buildModules } from "./harness/build/modules.ts";
+/** The switch build stage. */
+export { buildSwitch } from "./harness/build/switch.ts";
+/** The provider build stage. */
+export { buildProvider } from "./harness/build/provider.ts";
 /** Guests: QEMU + QMP + SSH. */
 export { BootTimeoutError, GuestDiedError, GuestVm } from "./harness/vm/guest.ts";
 /** The QMP client. */
@@ -41,6 +56,36 @@ export { QmpClient, QmpError, type QmpEvent } from "./harness/vm/qmp.ts";
 export { type Guest, GUEST_PATHS, type RunOptions, type RunResult } from "./harness/vm/types.ts";
 /** Accelerator choice with the KVM boot probe. */
 export { type AccelChoice, chooseAccel, type ProbeInputs } from "./harness/vm/accel.ts";
+/** The fabric switch: daemon handle, control client and start-up. */
+export { Fabric } from "./harness/fabric/switch.ts";
+/** The switch's typed control client: its errors and reply types. */
+export {
+  FabricClient,
+  FabricControlError,
+  type FabricOps,
+  type FabricStats,
+  type LftEntry,
+  type MacEntry,
+  type PortStatus,
+} from "./harness/fabric/client.ts";
+/** SEQPACKET sockets (Deno has none of its own). */
+export {
+  type SeqpacketOptions,
+  SeqpacketServer,
+  SeqpacketSocket,
+} from "./harness/fabric/seqpacket.ts";
+/** pcapng reader and writer. */
+export {
+  PcapngFormatError,
+  type PcapngInterface,
+  type PcapngPacket,
+  readPcapng,
+  writePcapng,
+} from "./harness/fabric/pcapng.ts";
+/** The qtest client (device models driven through their registers). */
+export { QtestError, QtestMachine, type QtestReply } from "./harness/qtest/client.ts";
+/** How the vnic rig starts the device's socket. */
+export { type VnicSocketMode } from "./harness/qtest/vnic_rig.ts";
 /** Matrix rows and their context. */
 export {
   type BuildOutputs,
@@ -48,6 +93,8 @@ export {
   type FabricHandle,
   type FabricMode,
   type GuestDevices,
+  type ModuleName,
+  MODULES,
   type Row,
   type RowContext,
   RowFailure,
@@ -87,22 +134,6 @@ export { type CompatJson, toCompat, toHtml, toJunit, toMarkdown } from "./harnes
 export { writeReport } from "./harness/report/write.ts";
 /** Merging shard reports into one. */
 export { MergeConflictError, mergeReports } from "./harness/report/merge.ts";
-/** The fabric switch: daemon handle, control client and start-up. */
-export { Fabric } from "./harness/fabric/switch.ts";
-export {
-  FabricControlError,
-  type FabricStats,
-  type LftEntry,
-  type PortStatus,
-} from "./harness/fabric/client.ts";
-/** The switch build stage. */
-export { buildSwitch } from "./harness/build/switch.ts";
-/** SEQPACKET sockets (Deno has none of its own). */
-export {
-  type SeqpacketOptions,
-  SeqpacketServer,
-  SeqpacketSocket,
-} from "./harness/fabric/seqpacket.ts";
 /** Reference model of the switch's forwarding decisions. */
 export {
   type Decision,
@@ -115,29 +146,31 @@ export {
 } from "./harness/models/switch.ts";
 /** RDMA wire codecs, ICRC/VCRC and the conformance checker. */
 export * as rdma from "./harness/models/rdma/mod.ts";
-/** pcapng reader and writer. */
+/** Reference model of cnuas-vnic. */
 export {
-  PcapngFormatError,
-  type PcapngInterface,
-  type PcapngPacket,
-  readPcapng,
-  writePcapng,
-} from "./harness/fabric/pcapng.ts";
-/** Checking a whole capture file against the RDMA wire rules. */
-export { checkPcapngFile, type PcapngCheckSummary } from "./harness/oracle/wire_check.ts";
-/** The checker's options and result, which the capture check takes and extends. */
+  type PeerSendResult,
+  VNIC_REG,
+  type VnicCounters,
+  VnicModel,
+  type VnicRegisters,
+} from "./harness/models/vnic.ts";
+/** Reference model of cnuasgpu. */
+export {
+  GPU_REG,
+  type GpuConfig,
+  type GpuEffects,
+  GpuModel,
+  type GpuRead,
+} from "./harness/models/gpu.ts";
+/** The wire checker's options and result, which the capture-file check takes and extends. */
 export {
   type CheckOptions,
   type CheckResult,
   type RuleId,
   type Violation,
 } from "./harness/models/rdma/checker.ts";
-/** Seeded pseudo-random numbers for reproducible tests. */
-export { prng, randBytes, randInt, randU64 } from "./harness/prng.ts";
-/** The provider build stage. */
-export { buildProvider } from "./harness/build/provider.ts";
-/** The qtest client (device models driven through their registers). */
-export { QtestError, QtestMachine, type QtestReply } from "./harness/qtest/client.ts";
+/** Checking a whole capture file against the RDMA wire rules. */
+export { checkPcapngFile, type PcapngCheckSummary } from "./harness/oracle/wire_check.ts";
 /** What both differential oracles report: the first divergence, shrunk. */
 export {
   type Divergence,
@@ -160,8 +193,6 @@ export {
 } from "./harness/oracle/vnic_diff.ts";
 /** Access sizes of the MMIO operations in a vnic sequence. */
 export { type AccessSize } from "./harness/oracle/vnic_ops.ts";
-/** How the vnic rig starts the device's socket. */
-export { type VnicSocketMode } from "./harness/qtest/vnic_rig.ts";
 /** The cnuasgpu differential oracle. */
 export {
   formatGpuFailure,
@@ -175,19 +206,3 @@ export {
 } from "./harness/oracle/gpu_diff.ts";
 /** Shrinking a failing operation sequence to a short reproduction. */
 export { shrinkOps, type ShrinkOptions, type ShrinkResult } from "./harness/oracle/shrink.ts";
-/** Reference model of cnuas-vnic. */
-export {
-  type PeerSendResult,
-  VNIC_REG,
-  type VnicCounters,
-  VnicModel,
-  type VnicRegisters,
-} from "./harness/models/vnic.ts";
-/** Reference model of cnuasgpu. */
-export {
-  GPU_REG,
-  type GpuConfig,
-  type GpuEffects,
-  GpuModel,
-  type GpuRead,
-} from "./harness/models/gpu.ts";

@@ -10,6 +10,7 @@ export class HilError extends Error {
   /** True when the message alone tells a user what to do: no stack trace is printed. */
   readonly userFacing: boolean = false;
 
+  /** An error with `message`; `options.cause` keeps the error it wraps. */
   constructor(message: string, options?: ErrorOptions) {
     super(message, options);
     // the subclass's own name, so `error: ...` lines and logs say which check failed
@@ -19,6 +20,7 @@ export class HilError extends Error {
 
 /** An error caused by what the user asked for or has installed; printed without a stack. */
 export class UserError extends HilError {
+  /** Always true: a user's mistake is told in one line. */
   override readonly userFacing: boolean = true;
 }
 

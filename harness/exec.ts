@@ -4,11 +4,11 @@
  * lines (both JSON-lines peers, QEMU's QMP and the switch's control socket,
  * frame their messages that way).
  */
+import { HilError } from "./errors.ts";
 import { dirname } from "node:path";
 
 /** A host command that exited non-zero; names the log holding its output. */
-export class CommandError extends Error {
-  override name = "CommandError";
+export class CommandError extends HilError {
   constructor(
     readonly argv: string[],
     readonly code: number,

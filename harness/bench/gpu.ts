@@ -12,6 +12,7 @@
  * console.log(m.gpuCopyToDevIoctlMiBPerSec1MiB.value);
  * ```
  */
+import { HilError } from "../errors.ts";
 import type { Config } from "../config.ts";
 import { measuredSoFar, runBenchRow } from "./one_row.ts";
 import { linkedGpuNeeds } from "../matrix/needs.ts";
@@ -42,9 +43,7 @@ const COPY_MAX_MIB = 16;
 const BROADCAST = "4294967295";
 
 /** The bench could not produce its numbers; says what failed. */
-export class GpuBenchError extends Error {
-  override name = "GpuBenchError";
-}
+export class GpuBenchError extends HilError {}
 
 /** `bench NAME VALUE UNIT` lines of the guest program into measurements (other lines ignored). */
 export function parseBenchLines(text: string): Record<string, Measurement> {

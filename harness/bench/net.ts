@@ -8,6 +8,7 @@
  * has that device kind, the bench measures the cnuas_net side and reports
  * the missing NIC as an error naming what to add.
  */
+import { HilError } from "../errors.ts";
 import type { Config } from "../config.ts";
 import { measuredSoFar, runBenchRow } from "./one_row.ts";
 import type { Row, RowContext } from "../matrix/row.ts";
@@ -20,9 +21,7 @@ import type { Guest } from "../vm/types.ts";
 export const BENCH_NET_BYTES = 128 * 1024 * 1024;
 
 /** The bench could not measure a side; says what is missing. */
-export class BenchNetError extends Error {
-  override name = "BenchNetError";
-}
+export class BenchNetError extends HilError {}
 
 /** How this bench's guest commands fail: as its own error, not a row failure. */
 const FAIL: ShOptions = { error: BenchNetError };

@@ -9,6 +9,7 @@
  * console.log(m.vnicDiffOpsPerSec.value);
  * ```
  */
+import { HilError } from "../errors.ts";
 import { buildQemu } from "../build/qemu.ts";
 import type { Config } from "../config.ts";
 import type { Measurement } from "../report/schema.ts";
@@ -23,9 +24,7 @@ const TX_BUF = 0x30_0000;
 const TX_WINDOW = 64;
 
 /** The differential run used by the bench failed: the numbers would mean nothing. */
-export class VnicBenchError extends Error {
-  override name = "VnicBenchError";
-}
+export class VnicBenchError extends HilError {}
 
 /**
  * Frames per second from doorbell to peer: pipelined doorbells in windows of

@@ -8,6 +8,7 @@
  * models, and the switch must build. Nothing of the machine running the
  * check is used but the kernel, debootstrap and the cache.
  */
+import { HilError } from "../errors.ts";
 import { join } from "node:path";
 import { cached, removeTree } from "../cache.ts";
 import type { Config } from "../config.ts";
@@ -51,9 +52,7 @@ export const HOST_COMMANDS = [
 export const HOST_FIRMWARE = ["bios-256k.bin", "linuxboot_dma.bin", "kvmvapic.bin"];
 
 /** A step of the check failed; the message says what was missing, in one line. */
-export class FreshHostProblem extends Error {
-  override name = "FreshHostProblem";
-}
+export class FreshHostProblem extends HilError {}
 
 /** Runs one named step of the check (a row passes its `ctx.step`). */
 export type StepRunner = (name: string, fn: () => Promise<void>) => Promise<void>;

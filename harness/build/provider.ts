@@ -5,6 +5,7 @@
  * libibverbs exactly. The configured tree is kept per rdma-core pin in
  * `<cache>/rdma-work/<key>`; only the provider's files change between builds.
  */
+import { HilError } from "../errors.ts";
 import { join } from "node:path";
 import { cached, exists, hashInputs, hashTree, removeTree, withWorkTree } from "../cache.ts";
 import type { Config } from "../config.ts";
@@ -21,9 +22,7 @@ export const PROVIDER_GUEST_PATHS = {
 };
 
 /** The provider sources are not written yet. */
-export class NoProviderError extends Error {
-  override name = "NoProviderError";
-}
+export class NoProviderError extends HilError {}
 
 /** Bump when the tree preparation changes. */
 const GLUE_VERSION = 1;

@@ -3,6 +3,7 @@
  * typed operations and their replies, the errors they throw, and the
  * JSON-lines connection they travel over. The daemon process is switch.ts.
  */
+import { HilError } from "../errors.ts";
 import { readLines } from "../exec.ts";
 import { DROP_REASONS, type DropReason } from "../models/switch.ts";
 
@@ -10,9 +11,7 @@ import { DROP_REASONS, type DropReason } from "../models/switch.ts";
 export type FabricMode = "eth" | "ib" | "link";
 
 /** A control request got `ok: false`; `reply.error` says what to fix. */
-export class FabricControlError extends Error {
-  /** Error name, shown in messages and logs. */
-  override name = "FabricControlError";
+export class FabricControlError extends HilError {
   /** Keeps the failed request and the daemon's reply for the caller to inspect. */
   constructor(readonly request: Record<string, unknown>, readonly reply: Record<string, unknown>) {
     super(`switch control ${String(request.op)}: ${String(reply.error)}`);
@@ -20,10 +19,7 @@ export class FabricControlError extends Error {
 }
 
 /** The control connection broke or answered out of order. */
-export class FabricProtocolError extends Error {
-  /** Error name, shown in messages and logs. */
-  override name = "FabricProtocolError";
-}
+export class FabricProtocolError extends HilError {}
 
 /** Per-port counters as the daemon reports them. */
 export interface PortStatus {

@@ -18,6 +18,7 @@
  * const { interfaces, packets } = readPcapng(bytes);
  * ```
  */
+import { HilError } from "../errors.ts";
 
 /** One capture interface (a switch port). */
 export interface PcapngInterface {
@@ -45,7 +46,7 @@ export interface PcapngPacket {
 }
 
 /** A pcapng file that cannot be read; the message says where and why. */
-export class PcapngFormatError extends Error {
+export class PcapngFormatError extends HilError {
   /** `offset` is the byte offset of the offending block. */
   constructor(message: string, readonly offset: number) {
     super(`pcapng: ${message} (at byte ${offset}); is this a complete pcapng capture?`);

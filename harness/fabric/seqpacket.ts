@@ -19,6 +19,7 @@
  * peer.recv(1000); // Uint8Array [1, 2, 3]
  * ```
  */
+import { HilError } from "../errors.ts";
 
 const LIBC_PATH = "/lib/x86_64-linux-gnu/libc.so.6";
 
@@ -86,22 +87,17 @@ function describe(err: number): string {
 }
 
 /** A socket call failed; `errno` is the libc error number. */
-export class SeqpacketError extends Error {
-  override name = "SeqpacketError";
+export class SeqpacketError extends HilError {
   constructor(readonly call: string, readonly errno: number, detail = "") {
     super(`${call}${detail ? ` ${detail}` : ""}: ${describe(errno)}`);
   }
 }
 
 /** The peer closed the connection (for a switch port: the cable was pulled). */
-export class SeqpacketClosedError extends Error {
-  override name = "SeqpacketClosedError";
-}
+export class SeqpacketClosedError extends HilError {}
 
 /** A datagram did not fit the socket within the timeout: the peer is not reading. */
-export class SeqpacketTimeoutError extends Error {
-  override name = "SeqpacketTimeoutError";
-}
+export class SeqpacketTimeoutError extends HilError {}
 
 function sockaddr(path: string): Uint8Array {
   const bytes = new TextEncoder().encode(path);

@@ -14,13 +14,12 @@
  * }
  * ```
  */
+import { HilError } from "../errors.ts";
 import { join } from "node:path";
 import { ControlConnection, FabricClient, type FabricMode, FabricProtocolError } from "./client.ts";
 
 /** The daemon did not come up; the message carries the end of its log. */
-export class FabricStartError extends Error {
-  override name = "FabricStartError";
-}
+export class FabricStartError extends HilError {}
 
 /** Options of `Fabric.start`. */
 export interface FabricOptions {

@@ -11,6 +11,7 @@
  * const info = parseIbvDevinfo((await guest.run("ibv_devinfo -v")).stdout);
  * ```
  */
+import { HilError } from "../errors.ts";
 import { RowFailure } from "../matrix/row.ts";
 import { GUEST_PATHS } from "../vm/types.ts";
 import type { Guest } from "../vm/types.ts";
@@ -24,9 +25,7 @@ export const CNUAS_IB = "cnuas_ib";
 export const CNUAS_IB_KO = `${GUEST_PATHS.modules}/${CNUAS_IB}.ko`;
 
 /** A guest command failed or printed something the helpers cannot read. */
-export class RdmaGuestError extends Error {
-  override name = "RdmaGuestError";
-}
+export class RdmaGuestError extends HilError {}
 
 /** One cnuas_ib device and the netdev under it. */
 export interface CnuasIbDev {

@@ -12,6 +12,7 @@
  * const stats = await ethtoolStats(guest, nic.iface);
  * ```
  */
+import { HilError } from "../errors.ts";
 import { GUEST_PATHS } from "../vm/types.ts";
 import type { Guest } from "../vm/types.ts";
 import { shq } from "./shell.ts";
@@ -26,9 +27,7 @@ export const CNUAS_NET_KO = `${GUEST_PATHS.modules}/${CNUAS_NET}.ko`;
 export const CNUAS_VNIC_PCI_ID = "1af4:10f0";
 
 /** A guest command failed or printed something the helpers cannot read. */
-export class NetdevError extends Error {
-  override name = "NetdevError";
-}
+export class NetdevError extends HilError {}
 
 /** One cnuas_net interface: its PCI address and netdev name. */
 export interface CnuasNic {

@@ -3,6 +3,7 @@
  * fabric running, guests booted with our artifacts installed — and tears it
  * all down again. Rows never boot or build anything themselves.
  */
+import { HilError } from "../errors.ts";
 import { join } from "node:path";
 import { buildImage, type GuestImage } from "../build/image.ts";
 import { buildGuestPrograms, buildModules } from "../build/modules.ts";
@@ -19,10 +20,7 @@ import { GUEST_PATHS } from "../vm/types.ts";
 import type { BuildOutputs, BuildTarget, FabricHandle, FabricMode, Row } from "./row.ts";
 
 /** Bringing a row's state up failed (a build, the fabric, a boot). */
-export class LabError extends Error {
-  /** Error name, shown in messages and logs. */
-  override name = "LabError";
-}
+export class LabError extends HilError {}
 
 /** Seconds a guest gets from `cont` to SSH under KVM; scaled for TCG. */
 export const BOOT_TIMEOUT_SEC = 30;
@@ -41,7 +39,7 @@ export type FabricStarter = (
  * The real starter: a cnuas-switch daemon. The lab builds the binary (build
  * target `switch`) and hands it over, so the fabric module builds nothing.
  */
-export const fabricStarter: FabricStarter = async (binary, mode, dir) => {
+export const fabricStarter: FabricStarter = async (binary, mode, dir): Promise<Fabric> => {
   await Deno.mkdir(dir, { recursive: true });
   return await Fabric.start({ binary, mode, logPath: join(dir, `switch-${mode}.log`) });
 };

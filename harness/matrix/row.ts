@@ -4,6 +4,7 @@
  * for and hands the row a context. Rows never boot or build anything
  * themselves.
  */
+import { HilError } from "../errors.ts";
 import type { Accel, Config } from "../config.ts";
 import type { FabricMode, FabricOps } from "../fabric/client.ts";
 import type { Guest } from "../vm/types.ts";
@@ -78,10 +79,7 @@ export interface BuildOutputs {
 }
 
 /** A failed expectation: the row's status becomes FAIL (anything else thrown is ERROR). */
-export class RowFailure extends Error {
-  /** Error name, shown in messages and logs. */
-  override name = "RowFailure";
-}
+export class RowFailure extends HilError {}
 
 /** Handed to `Row.run`. */
 export interface RowContext {

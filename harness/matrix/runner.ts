@@ -5,6 +5,7 @@
  * one after another (a 2-core runner cannot host two rows' guests at once);
  * shards spread rows across runners.
  */
+import { HilError } from "../errors.ts";
 import { join, relative } from "node:path";
 import type { Accel, Config } from "../config.ts";
 import { timeoutScale } from "../config.ts";
@@ -18,9 +19,7 @@ import { type Lab, LabError } from "./lab.ts";
 import { type FabricHandle, type Row, type RowContext, RowFailure } from "./row.ts";
 
 /** The row exceeded its timeout. */
-export class RowTimeoutError extends Error {
-  override name = "RowTimeoutError";
-}
+export class RowTimeoutError extends HilError {}
 
 /** Run one row to a result; never throws. */
 export async function runRow(row: Row, lab: Lab, runDir: string): Promise<RowResult> {

@@ -13,6 +13,7 @@
  */
 // The device's frame limit (docs/devices.md#vnic-identity-and-properties) is
 // taken from the device model so the two cannot disagree about it.
+import { HilError } from "../errors.ts";
 import { VNIC_MAX_FRAME } from "./vnic.ts";
 
 /*
@@ -65,9 +66,7 @@ export type RxPrediction =
   | { kind: "open"; outcomes: Counters[]; why: string };
 
 /** `expectedRxCounters` was asked about a frame the contract does not decide. */
-export class UnpredictableFrameError extends Error {
-  override name = "UnpredictableFrameError";
-}
+export class UnpredictableFrameError extends HilError {}
 
 function exact(counters: Counters): RxPrediction {
   return { kind: "exact", counters };

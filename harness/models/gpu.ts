@@ -20,6 +20,7 @@
  * gpu.read(GPU_REG.LINK_STATUS).value; // 0b11: link up, a frame waits
  * ```
  */
+import { HilError } from "../errors.ts";
 
 /** BAR0 register offsets (docs/devices.md#cnuasgpu). */
 export const GPU_REG = {
@@ -130,9 +131,7 @@ function noEffects(): GpuEffects {
 }
 
 /** Thrown when the model is asked for something a real environment cannot do. */
-export class GpuModelUsageError extends Error {
-  override name = "GpuModelUsageError";
-}
+export class GpuModelUsageError extends HilError {}
 
 /** The cnuasgpu reference model. */
 export class GpuModel {

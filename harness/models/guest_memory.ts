@@ -10,6 +10,7 @@
  * mem.dmaValid(0x200000n, 3); // true
  * ```
  */
+import { HilError } from "../errors.ts";
 
 /** One range of guest RAM. */
 export interface RamRange {
@@ -30,8 +31,7 @@ export interface GuestMemory {
 }
 
 /** A DMA access outside RAM reached the memory model: the caller skipped `dmaValid`. */
-export class UnmappedAccessError extends Error {
-  override name = "UnmappedAccessError";
+export class UnmappedAccessError extends HilError {
   constructor(addr: bigint, len: number) {
     super(
       `guest memory model: [0x${addr.toString(16)}, +${len}) is not RAM; ` +

@@ -16,6 +16,7 @@
  * nic.mmioWrite(VNIC_REG.IRQ_MASK, 4, 7n);
  * ```
  */
+import { HilError } from "../errors.ts";
 import type { GuestMemory } from "./guest_memory.ts";
 
 /** BAR0 register offsets. */
@@ -137,9 +138,7 @@ export interface VnicCounters {
 }
 
 /** A datagram outside 1..9216 bytes or another argument the model cannot take. */
-export class VnicModelError extends Error {
-  override name = "VnicModelError";
-}
+export class VnicModelError extends HilError {}
 
 /** The cnuas-vnic reference model. */
 export class VnicModel {

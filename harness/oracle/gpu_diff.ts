@@ -18,6 +18,7 @@
  * if (res.divergence) console.log(formatGpuFailure(res));
  * ```
  */
+import { HilError } from "../errors.ts";
 import { GPU_REG, type GpuConfig, type GpuEffects, GpuModel } from "../models/gpu.ts";
 import { GpuRig } from "../qtest/gpu_rig.ts";
 import {
@@ -90,7 +91,7 @@ const MSI_WORD = 0x7000;
 // ---- comparison ------------------------------------------------------------------
 
 /** Thrown at the first difference; the runner adds the operation. */
-class DivergenceError extends Error {
+class DivergenceError extends HilError {
   override name = "GpuDivergence";
   constructor(readonly kind: string, readonly detail: string) {
     super(`${kind}: ${detail}`);

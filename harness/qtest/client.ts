@@ -20,6 +20,7 @@
  * }
  * ```
  */
+import { HilError } from "../errors.ts";
 import { join } from "node:path";
 
 /** How to start a qtest machine. */
@@ -45,10 +46,7 @@ export interface QtestOptions {
 }
 
 /** QEMU failed to start, died, or answered a command with FAIL/ERR. */
-export class QtestError extends Error {
-  /** Error name, shown in messages and logs. */
-  override name = "QtestError";
-}
+export class QtestError extends HilError {}
 
 const live = new Set<QtestMachine>();
 let unloadHooked = false;

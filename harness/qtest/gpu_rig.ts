@@ -19,6 +19,7 @@
  * }
  * ```
  */
+import { HilError } from "../errors.ts";
 import { join } from "node:path";
 import {
   SeqpacketClosedError,
@@ -60,9 +61,7 @@ export interface QtestGpuOptions {
 }
 
 /** The device did not enumerate as expected. */
-export class QtestGpuError extends Error {
-  override name = "QtestGpuError";
-}
+export class QtestGpuError extends HilError {}
 
 /** One cnuasgpu function in a qtest machine, BARs assigned and decoding. */
 export class QtestGpu {

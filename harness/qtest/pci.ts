@@ -11,6 +11,7 @@
  * await dev!.enable({ memory: true, busMaster: true });
  * ```
  */
+import { HilError } from "../errors.ts";
 import type { QtestMachine } from "./client.ts";
 
 /** Bus/slot/function of a PCI function. */
@@ -42,9 +43,7 @@ export const PCI_CFG = {
 } as const;
 
 /** A device was not where a test expected it. */
-export class PciError extends Error {
-  override name = "PciError";
-}
+export class PciError extends HilError {}
 
 /** Read `size` bytes of configuration space at `off`. */
 export function configRead(

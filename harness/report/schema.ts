@@ -3,6 +3,7 @@
  * docs/architecture.md): the statuses, measurements and rows every renderer,
  * merger and the runner share.
  */
+import { UserError } from "../errors.ts";
 
 /** KCIDB-ordered status; the roll-up takes the first present in this order. */
 export const STATUS_PRIORITY = ["FAIL", "ERROR", "MISS", "PASS", "DONE", "SKIP"] as const;
@@ -94,9 +95,7 @@ export function isFailing(s: Status): boolean {
 }
 
 /** Raised when a matrix.json does not have the expected shape. */
-export class ReportFormatError extends Error {
-  override name = "ReportFormatError";
-}
+export class ReportFormatError extends UserError {}
 
 /** Parse and check a matrix.json text. */
 export function parseMatrixJson(text: string, source = "matrix.json"): MatrixJson {

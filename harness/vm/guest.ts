@@ -2,6 +2,7 @@
  * A guest VM: QEMU started paused with QMP on a unix socket and the serial
  * console in a file, `cont`, then SSH under a deadline. Implements `Guest`.
  */
+import { HilError } from "../errors.ts";
 import { join } from "node:path";
 import { tailOf } from "../exec.ts";
 import { progress } from "../progress.ts";
@@ -23,16 +24,10 @@ export async function consoleSummary(path: string): Promise<string> {
 }
 
 /** The guest's QEMU exited while it was needed (panic, crash). */
-export class GuestDiedError extends Error {
-  /** Error name, shown in messages and logs. */
-  override name = "GuestDiedError";
-}
+export class GuestDiedError extends HilError {}
 
 /** The guest never answered SSH within its deadline. */
-export class BootTimeoutError extends Error {
-  /** Error name, shown in messages and logs. */
-  override name = "BootTimeoutError";
-}
+export class BootTimeoutError extends HilError {}
 
 /** Options of `bootGuest`. */
 export interface BootOptions {

@@ -2,13 +2,11 @@
  * QMP client over a unix socket: greeting, capabilities negotiation, then
  * commands matched to replies by id; asynchronous events are kept.
  */
+import { HilError } from "../errors.ts";
 import { readLines } from "../exec.ts";
 
 /** QMP answered a command with an error. */
-export class QmpError extends Error {
-  /** Error name, shown in messages and logs. */
-  override name = "QmpError";
-}
+export class QmpError extends HilError {}
 
 /** One QMP event. */
 export interface QmpEvent {

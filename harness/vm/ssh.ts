@@ -5,13 +5,12 @@
 // @ts-types="@types/ssh2"
 import { Client } from "ssh2";
 import { Buffer } from "node:buffer";
+import { HilError } from "../errors.ts";
 import { shq } from "../exec.ts";
 import type { RunOptions, RunResult } from "./types.ts";
 
 /** The SSH connection failed or dropped. */
-export class SshError extends Error {
-  override name = "SshError";
-}
+export class SshError extends HilError {}
 
 /** Exit code reported for a command killed by its timeout (as coreutils' `timeout`). */
 export const TIMEOUT_CODE = 124;

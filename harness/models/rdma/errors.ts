@@ -4,9 +4,10 @@
  * header codecs when called directly with too few bytes, and by encoders given
  * values that do not fit their field.
  */
+import { HilError } from "../../errors.ts";
 
 /** Base class of every error the RDMA codecs throw. */
-export class RdmaCodecError extends Error {
+export class RdmaCodecError extends HilError {
   /** Create an error with a message that says what to do. */
   constructor(message: string) {
     super(message);
