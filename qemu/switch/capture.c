@@ -4,9 +4,10 @@
  *
  * Every block is: type (4), total length (4), body, options, total length
  * again (4), so a reader can walk the file both ways; every block and option
- * is padded to 4 bytes.  Writes go through one 1 MiB stdio buffer: the
- * switch writes a block per forwarded frame and cannot afford a syscall
- * each.  A write error is remembered (c->error) rather than acted on at
+ * is padded to 4 bytes.  Writes go through the stdio buffer: the switch
+ * writes a block per received frame and cannot afford a syscall each
+ * (cap_start() asks for a 1 MiB buffer; see there for what it gets).  A
+ * write error is remembered (c->error) rather than acted on at
  * once, so forwarding never stops over a capture; capture_stop and stats
  * report it.
  */
@@ -36,6 +37,10 @@ static void cap_fail(struct capture *c, const char *what)
 		snprintf(c->error, sizeof(c->error), "%s: %s", what, strerror(errno));
 }
 
+/*
+ * Every write goes through here, so the first failure is recorded; later writes
+ * are still attempted and fail the same way.
+ */
 static void put(struct capture *c, const void *p, size_t n)
 {
 	if (n && fwrite(p, 1, n, c->f) != n)
@@ -73,6 +78,12 @@ static uint32_t opt_size(uint32_t len)
 	return 4 + len + pad4(len);
 }
 
+/*
+ * Returns 0, -EBUSY while a capture runs (op_capture_start() checks first), or
+ * -errno when the file cannot be opened or memory is short; on failure nothing
+ * stays allocated.  "wb" truncates: starting again on the same path replaces
+ * the old file.
+ */
 int cap_start(struct capture *c, const char *path, uint16_t linktype, uint32_t n_slots)
 {
 	static const char appl[] = "cnuas-switch";
@@ -95,6 +106,13 @@ int cap_start(struct capture *c, const char *path, uint16_t linktype, uint32_t n
 		c->path = NULL;
 		return err;
 	}
+	/*
+	 * Full buffering, asking for 1 MiB.  With a NULL buffer glibc keeps
+	 * only the mode and allocates its default size (st_blksize, 4 KiB on
+	 * most file systems) on the first write, so today the file is written
+	 * in 4 KiB pieces; a real 1 MiB needs a buffer passed in, a code
+	 * change.  fclose() frees whatever stdio allocated.
+	 */
 	setvbuf(c->f, NULL, _IOFBF, 1 << 20);
 	for (uint32_t i = 0; i < n_slots; i++)
 		c->ifid[i] = -1;
@@ -144,6 +162,10 @@ void cap_add_port(struct capture *c, uint32_t port)
 	if (!c->f || port >= c->n_slots || c->ifid[port] >= 0)
 		return;
 	name_len = (uint16_t)snprintf(name, sizeof(name), "port%u", port);
+	/*
+	 * 16 fixed bytes (type, length, link type, reserved, snaplen), the two
+	 * options, opt_endofopt and the trailing length.
+	 */
 	total = 16 + opt_size(name_len) + opt_size(1) + 4 + 4;
 	put32(c, BT_IDB);
 	put32(c, total);
@@ -164,6 +186,11 @@ void cap_packet(struct capture *c, uint32_t port, uint64_t ts_ns, const uint8_t 
 
 	if (!c->f || port >= c->n_slots)
 		return;
+	/*
+	 * A port with no interface block yet gets one now, so a packet never
+	 * precedes its interface; op_capture_start() and port_accept() normally
+	 * did it already.
+	 */
 	if (c->ifid[port] < 0)
 		cap_add_port(c, port);
 	/*
@@ -176,6 +203,7 @@ void cap_packet(struct capture *c, uint32_t port, uint64_t ts_ns, const uint8_t 
 	put32(c, BT_EPB);
 	put32(c, total);
 	put32(c, (uint32_t)c->ifid[port]);
+	/* The timestamp, in units of if_tsresol (ns): high word first. */
 	put32(c, (uint32_t)(ts_ns >> 32));
 	put32(c, (uint32_t)ts_ns);
 	put32(c, caplen);
@@ -196,6 +224,11 @@ void cap_flush(struct capture *c)
 		cap_fail(c, "flush");
 }
 
+/*
+ * Returns 0, or -errno of the first failure; -EIO when an earlier write had
+ * failed.  The file is closed and everything freed either way, so a failed
+ * capture can be started again; c->error stays for stats until then.
+ */
 int cap_stop(struct capture *c)
 {
 	int err = 0;

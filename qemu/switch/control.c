@@ -22,11 +22,25 @@
 #include "control.h"
 #include "switch.h"
 
+/*
+ * The limits below are docs/switch.md's ("Control protocol"): 32 clients at
+ * once, lines up to 1 MiB.  A line has to hold an inject of the largest frame,
+ * 65536 bytes, which is 128 KiB as hex and about 85 KiB as base64, so 1 MiB
+ * leaves room for anything legitimate while bounding the memory one client's
+ * partial line can take.  The reply backlog is bounded separately by
+ * CTL_MAX_OUT (see ctl_flush()).
+ */
 #define CTL_MAX_CLIENTS	32
 #define CTL_MAX_LINE	(1 << 20)
 #define CTL_MAX_OUT	(64 << 20)	/* a client that never reads is dropped */
 
-/* One connected control client. */
+/*
+ * One connected control client.
+ *
+ * Owned by sw->clients[idx] from ctl_accept() to ctl_close().  @in is
+ * allocated at CTL_MAX_LINE + 1 bytes the first time a line arrives split
+ * across reads, then reused for every later line until the client goes.
+ */
 struct ctl_client {
 	int fd;
 	char *in;		/* the partial line carried over reads; allocated on first need */
@@ -37,6 +51,11 @@ struct ctl_client {
 	bool want_out;		/* EPOLLOUT armed: @out has unsent bytes */
 };
 
+/*
+ * A message longer than r->err is cut by vsnprintf(); the reply stays valid
+ * JSON even if the cut falls inside a UTF-8 sequence, because jb_str() escapes
+ * the broken bytes.
+ */
 bool fail(struct req *r, const char *fmt, ...)
 {
 	va_list ap;
@@ -47,7 +66,13 @@ bool fail(struct req *r, const char *fmt, ...)
 	return false;
 }
 
-/* The op table: a request's "op" is looked up here by name. */
+/*
+ * The op table: a request's "op" is looked up here by name.
+ *
+ * A linear search over a dozen names is fast enough for one request at a time.
+ * A new op needs a line here, a handler in control_ops.c, its declaration in
+ * control.h and its row in docs/switch.md's table.
+ */
 static const struct {
 	const char *name;
 	bool (*fn)(struct req *r);
@@ -104,6 +129,12 @@ static void ctl_handle(struct sw *sw, const char *line, size_t len, struct jbuf 
 
 	jb_init(out);
 	jb_obj(out);
+	/*
+	 * The envelope.  The id is echoed whenever the line parsed as JSON,
+	 * even if the request failed; it is null when the line did not parse or
+	 * had none.  @out belongs to the caller, who queues it with
+	 * ctl_reply().
+	 */
 	jb_key(out, "id");
 	jb_value(out, j ? json_get(j, "id") : NULL);
 	jb_key(out, "ok");
@@ -120,7 +151,11 @@ static void ctl_handle(struct sw *sw, const char *line, size_t len, struct jbuf 
 	if (body.oom || out->oom) {
 		jb_free(out);
 		jb_init(out);
-		/* A literal: building a reply is what just ran out of memory. */
+		/*
+		 * A literal: building a reply is what just ran out of memory.
+		 *
+		 * 47 is the length of the literal, newline included.
+		 */
 		jb_raw(out, "{\"id\":null,\"ok\":false,\"error\":\"out of memory\"}\n", 47);
 	}
 	jb_free(&body);
@@ -143,6 +178,11 @@ static void ctl_epoll(struct sw *sw, unsigned int idx, int op)
 	epoll_ctl(sw->epfd, op, c->fd, &ev);
 }
 
+/*
+ * Unregister, close and free client @idx; harmless on an empty slot.  Replies
+ * still queued are lost: the client is gone, or is being dropped for not
+ * reading them.
+ */
 static void ctl_close(struct sw *sw, unsigned int idx)
 {
 	struct ctl_client *c = sw->clients[idx];
@@ -157,6 +197,10 @@ static void ctl_close(struct sw *sw, unsigned int idx)
 	sw->clients[idx] = NULL;
 }
 
+/*
+ * At teardown.  The table itself goes too; ctl_accept() would allocate it again
+ * on the next client.
+ */
 void ctl_close_all(struct sw *sw)
 {
 	for (unsigned int i = 0; i < CTL_MAX_CLIENTS; i++)
@@ -179,6 +223,13 @@ int ctl_accept(struct sw *sw)
 		struct ctl_client *c;
 
 		if (fd < 0)
+			/*
+			 * EAGAIN: no more pending clients.  ECONNABORTED: a
+			 * client gave up before we accepted it, not our
+			 * failure.  Anything else is returned; dispatch() only
+			 * logs it, since a control problem must not stop the
+			 * forwarding.
+			 */
 			return errno == EAGAIN || errno == EINTR || errno == ECONNABORTED ? 0 : -1;
 		for (i = 0; i < CTL_MAX_CLIENTS && sw->clients[i]; i++)
 			;
@@ -223,6 +274,11 @@ static void ctl_flush(struct sw *sw, unsigned int idx)
 		c->out_off += (size_t)n;
 	}
 	if (c->out_off == c->out.len) {
+		/*
+		 * Everything sent: start the buffer over.  A partly sent
+		 * backlog is not compacted, only appended to, which is why its
+		 * size is bounded below.
+		 */
 		c->out.len = 0;
 		c->out_off = 0;
 	}
@@ -238,13 +294,25 @@ static void ctl_flush(struct sw *sw, unsigned int idx)
 	}
 }
 
+/*
+ * Queue a finished reply line on client @c and free @reply.  Sending waits for
+ * ctl_flush(), after every complete line of the read was answered, so pipelined
+ * requests leave in as few sends as the socket allows.  If c->out once ran out
+ * of memory, its latch drops this and every later reply and the client times
+ * out: acceptable for a process that is out of memory anyway.
+ */
 static void ctl_reply(struct ctl_client *c, struct jbuf *reply)
 {
 	jb_raw(&c->out, reply->p, reply->len);
 	jb_free(reply);
 }
 
-/* An error reply to a line with no readable id (id null). */
+/*
+ * An error reply to a line with no readable id (id null).
+ *
+ * Used for over-long lines, whose id cannot be read without keeping the whole
+ * line in memory.
+ */
 static void ctl_error_line(struct ctl_client *c, const char *msg)
 {
 	struct jbuf b;
@@ -272,6 +340,11 @@ static void ctl_error_line(struct ctl_client *c, const char *msg)
 void ctl_readable(struct sw *sw, unsigned int idx)
 {
 	struct ctl_client *c = sw->clients[idx];
+	/*
+	 * One read's worth; the loop below reads until EAGAIN, so every line a
+	 * client pipelined is answered before the single ctl_flush() at the
+	 * end.
+	 */
 	char buf[65536];
 
 	for (;;) {
@@ -287,9 +360,21 @@ void ctl_readable(struct sw *sw, unsigned int idx)
 		for (size_t i = 0; i < (size_t)n; i++) {
 			size_t chunk;
 
+			/*
+			 * Lines end at '\n'.  A '\r' before it stays in the
+			 * line and is JSON whitespace, so a client sending CRLF
+			 * works too.
+			 */
 			if (buf[i] != '\n')
 				continue;
 			chunk = i - start;
+			/*
+			 * A line end.  If it ends a line that already got its
+			 * too-long reply (c->discarding), skip it without a
+			 * second one.  A complete line over the limit gets its
+			 * reply here and needs no discarding: its newline has
+			 * come.
+			 */
 			if (c->discarding) {
 				c->discarding = false;
 			} else if (c->in_len + chunk > CTL_MAX_LINE) {
@@ -297,6 +382,11 @@ void ctl_readable(struct sw *sw, unsigned int idx)
 			} else {
 				struct jbuf reply;
 
+				/*
+				 * c->in exists whenever in_len is non-zero, and
+				 * in_len + chunk was checked against
+				 * CTL_MAX_LINE above, so the copy fits.
+				 */
 				if (c->in_len) {
 					memcpy(c->in + c->in_len, buf + start, chunk);
 					ctl_handle(sw, c->in, c->in_len + chunk, &reply);
@@ -332,6 +422,10 @@ void ctl_readable(struct sw *sw, unsigned int idx)
 	ctl_flush(sw, idx);
 }
 
+/*
+ * EPOLLOUT for client @idx.  An earlier event of the same epoll batch may have
+ * closed it, hence the check.
+ */
 void ctl_writable(struct sw *sw, unsigned int idx)
 {
 	if (sw->clients && sw->clients[idx])

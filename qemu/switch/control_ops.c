@@ -26,7 +26,14 @@
 #include "control.h"
 #include "switch.h"
 
-/* Drop counter names as the protocol spells them, indexed by enum drop_reason. */
+/*
+ * Drop counter names as the protocol spells them, indexed by enum drop_reason.
+ *
+ * The designated initializers keep each name on its reason even if the enum in
+ * switch.h is reordered.  These strings are the "drops" keys of the stats and
+ * ports replies (docs/switch.md, "Control protocol"): renaming one breaks every
+ * client that reads it.
+ */
 const char *const drop_names[DROP__COUNT] = {
 	[DROP_RUNT] = "runt",
 	[DROP_OVERSIZE] = "oversize",
@@ -39,7 +46,12 @@ const char *const drop_names[DROP__COUNT] = {
 	[DROP_QUEUE_FULL] = "queue_full",
 };
 
-/* The integer field @key of the request, in [min, max]; the error names it. */
+/*
+ * The integer field @key of the request, in [min, max]; the error names it.
+ *
+ * Returns true with *out set, or false through fail().  A missing field and a
+ * wrong one get different messages, so the reply says what to fix.
+ */
 static bool get_int(struct req *r, const char *key, int64_t min, int64_t max, int64_t *out)
 {
 	const struct jval *v = json_get(r->j, key);
@@ -62,12 +74,21 @@ static bool need_mode(struct req *r, enum sw_mode m, const char *op)
 		    sw_mode_name(r->sw->mode));
 }
 
+/*
+ * The "state" of ports and the "was" of link_down/link_up.  "free" only appears
+ * in "was": the ports reply leaves free slots out.
+ */
 static const char *state_name(enum port_state s)
 {
 	return s == PORT_UP ? "up" : s == PORT_DOWN ? "down" : "free";
 }
 
-/* The counter fields shared by stats (totals) and ports (per connection). */
+/*
+ * The counter fields shared by stats (totals) and ports (per connection).
+ *
+ * Every drop reason is written, zeros included, so a client can read any key
+ * without checking that it exists.
+ */
 static void emit_counters(struct jbuf *b, const struct counters *c)
 {
 	jb_key(b, "rx_frames");
@@ -87,6 +108,10 @@ static void emit_counters(struct jbuf *b, const struct counters *c)
 	jb_end_obj(b);
 }
 
+/*
+ * The cheapest op: proves the control loop answers and says which mode the
+ * fabric runs.
+ */
 bool op_ping(struct req *r)
 {
 	jb_key(r->body, "mode");
@@ -107,6 +132,7 @@ bool op_stats(struct req *r)
 	sw_totals(sw, &t);
 	jb_key(b, "mode");
 	jb_str(b, sw_mode_name(sw->mode));
+	/* The switch clock, advance_time included: uptime jumps with it. */
 	jb_key(b, "uptime_ms");
 	jb_u64(b, (sw_now(sw) - sw->started_ns) / 1000000);
 	jb_key(b, "max_ports");
@@ -115,6 +141,7 @@ bool op_stats(struct req *r)
 	jb_u64(b, sw->queue_depth);
 	jb_key(b, "aging_sec");
 	jb_u64(b, sw->aging_ns / 1000000000ull);
+	/* Connected slots only; a down slot is reserved, not up. */
 	jb_key(b, "ports_up");
 	jb_u64(b, up);
 	jb_key(b, "connections");
@@ -132,6 +159,10 @@ bool op_stats(struct req *r)
 		jb_key(b, "packets");
 		jb_u64(b, sw->cap.packets);
 	}
+	/*
+	 * The error of the last capture stays visible after capture_stop, until
+	 * the next capture_start clears it.
+	 */
 	if (sw->cap.error[0]) {
 		jb_key(b, "error");
 		jb_str(b, sw->cap.error);
@@ -160,6 +191,12 @@ bool op_ports(struct req *r)
 		jb_str(b, state_name(p->state));
 		jb_key(b, "queue_len");
 		jb_u64(b, p->q_len);
+		/*
+		 * A down slot has no connection, so neither a gpu_id nor
+		 * counters of its own (docs/switch.md, "Ports": counters belong
+		 * to a connection).  Its queue_len is 0: port_close() emptied
+		 * the queue.
+		 */
 		if (p->state == PORT_UP && p->has_gpu) {
 			jb_key(b, "gpu_id");
 			jb_u64(b, p->gpu_id);
@@ -187,6 +224,10 @@ static void emit_fdb(struct req *r, struct fdb *t, const char *list, bool mac)
 		fdb_expire(t, now, r->sw->aging_ns);
 	jb_key(b, list);
 	jb_arr(b);
+	/*
+	 * Slots are walked in hash order, so the list is unordered; clients
+	 * sort it.
+	 */
 	for (uint32_t i = 0; i <= t->mask; i++) {
 		const struct fdb_entry *e = &t->slots[i];
 
@@ -194,6 +235,10 @@ static void emit_fdb(struct req *r, struct fdb *t, const char *list, bool mac)
 			continue;
 		jb_obj(b);
 		if (mac) {
+			/*
+			 * The key is mac48()'s (fwd.c): first byte of the MAC
+			 * most significant.
+			 */
 			uint64_t k = e->key;
 
 			snprintf(text, sizeof(text), "%02x:%02x:%02x:%02x:%02x:%02x",
@@ -231,6 +276,11 @@ bool op_table(struct req *r)
 		emit_fdb(r, &sw->gpus, "gpu_ids", false);
 		break;
 	case MODE_IB:
+		/*
+		 * LID 0 is reserved and never routed (bad_dlid), so the scan
+		 * starts at 1.  Walking all 48 K entries is cheap for a control
+		 * op.
+		 */
 		jb_key(b, "lft");
 		jb_arr(b);
 		for (unsigned int lid = 1; lid < IB_LID_UNICAST_END; lid++) {
@@ -244,6 +294,11 @@ bool op_table(struct req *r)
 			jb_end_obj(b);
 		}
 		jb_end_arr(b);
+		/*
+		 * mcast_set() frees an empty group, so every MLID listed has at
+		 * least one member.  Members need not be connected: a
+		 * subscription is configured state.
+		 */
 		jb_key(b, "mcast");
 		jb_arr(b);
 		for (unsigned int mlid = IB_LID_MCAST_FIRST; mlid <= IB_LID_MCAST_LAST; mlid++) {
@@ -266,7 +321,14 @@ bool op_table(struct req *r)
 	return true;
 }
 
-/* One LFT entry from @e: {lid, port} with port null to clear. */
+/*
+ * One LFT entry from @e: {lid, port} with port null to clear.
+ *
+ * Returns true with *lid and *port (LFT_NONE to clear), or false through
+ * fail().  Port 0 routes to the switch itself (the subnet-manager seam).  A
+ * port with no device connected is accepted: the LFT is configuration and may
+ * point at a slot before its device arrives (no_port until then).
+ */
 static bool lft_entry(struct req *r, const struct jval *e, unsigned int *lid, unsigned int *port)
 {
 	const struct jval *l = json_get(e, "lid"), *p = json_get(e, "port");
@@ -286,6 +348,11 @@ static bool lft_entry(struct req *r, const struct jval *e, unsigned int *lid, un
 	return true;
 }
 
+/*
+ * Two request forms: {"entries": [{lid, port}, ...]} or a single {lid, port}.
+ * "set" counts the entries written, duplicates included; for a LID given twice
+ * the last one wins.
+ */
 bool op_set_lft(struct req *r)
 {
 	const struct jval *entries = json_get(r->j, "entries");
@@ -306,6 +373,11 @@ bool op_set_lft(struct req *r)
 			if (e->t != J_OBJ || !lft_entry(r, e, &lid, &port))
 				return r->err[0] ? false :
 				       fail(r, "\"entries\" must hold {lid, port} objects");
+		/*
+		 * The second pass cannot fail: it reads the same entries the
+		 * first pass has just checked, so lft_entry()'s result is not
+		 * looked at.
+		 */
 		for (const struct jval *e = entries->child; e; e = e->next) {
 			lft_entry(r, e, &lid, &port);
 			r->sw->lft[lid] = (uint16_t)port;
@@ -317,7 +389,14 @@ bool op_set_lft(struct req *r)
 	return true;
 }
 
-/* mcast_join and mcast_leave: set or clear one port's bit in an MLID's bitmap. */
+/*
+ * mcast_join and mcast_leave: set or clear one port's bit in an MLID's bitmap.
+ *
+ * Members are device ports 1..max_ports, with or without a device connected;
+ * mcast_set() refuses port 0 too.  Leaving a group a port is not in succeeds,
+ * so a test can clean up without knowing the state.  With the arguments checked
+ * here, mcast_set() fails only when the bitmap cannot be allocated.
+ */
 static bool op_mcast(struct req *r, bool join)
 {
 	int64_t mlid, port;
@@ -346,6 +425,10 @@ bool op_mcast_leave(struct req *r)
  * link_up frees a down slot for the next connection.  "was" is the state
  * before, so a test can tell a pull of a connected port from one of a free
  * slot.
+ *
+ * link_up on a slot that is up or free changes nothing and still answers, with
+ * "was", so a test may call it without checking first; link_down on a free slot
+ * reserves it (docs/switch.md, "Link down / up").
  */
 static bool op_link(struct req *r, bool up)
 {
@@ -374,7 +457,14 @@ bool op_link_up(struct req *r)
 	return op_link(r, true);
 }
 
-/* Decode the frame of an inject request into a malloc'd buffer. */
+/*
+ * Decode the frame of an inject request into a malloc'd buffer.
+ *
+ * Returns a buffer the caller frees, with the frame's length in *len, or NULL
+ * through fail().  65536 bytes (SW_LINK_MAX) is the largest frame of any mode
+ * and the documented inject limit; the mode's own maximum is applied later
+ * (egress: op_inject; ingress: fwd_frame() counts it as oversize).
+ */
 static uint8_t *frame_arg(struct req *r, size_t *len)
 {
 	const struct jval *hex = json_get(r->j, "hex"), *b64 = json_get(r->j, "base64");
@@ -397,6 +487,11 @@ static uint8_t *frame_arg(struct req *r, size_t *len)
 		fail(r, "\"base64\" must be padded standard base64, at most %u bytes", SW_LINK_MAX);
 		return NULL;
 	}
+	/*
+	 * One byte more than the frame can need: an empty frame ("hex": "") is
+	 * a valid request (the frame is a runt), and malloc(0) may return
+	 * NULL, which would read as out of memory.
+	 */
 	out = malloc(hex ? hex->slen / 2 + 1 : b64->slen / 4 * 3 + 1);
 	if (!out) {
 		fail(r, "out of memory");
@@ -434,6 +529,10 @@ bool op_inject(struct req *r)
 	uint8_t *frame;
 	size_t len;
 
+	/*
+	 * The cheap checks come first, so the frame is decoded (and allocated)
+	 * only for a request that can otherwise succeed.
+	 */
 	if (!get_int(r, "port", 1, sw->max_ports, &id))
 		return false;
 	if (dir) {
@@ -452,6 +551,15 @@ bool op_inject(struct req *r)
 		return fail(r, "an egress frame in %s mode is at most %zu bytes",
 			    sw_mode_name(sw->mode), sw_max_frame(sw));
 	}
+	/*
+	 * port_output() never keeps @frame: outside a read batch (sw->batching
+	 * is false while a control request runs) it sends at once or copies the
+	 * frame into the port's queue, so the buffer is freed right after.  An
+	 * egress frame is captured before it is output, so the file shows it
+	 * even if the queue then drops it as queue_full.  Ingress passes the
+	 * length twice: nothing was truncated, and fwd_frame()'s size rules
+	 * decide runt or oversize.
+	 */
 	if (egress) {
 		if (cap_active(&sw->cap))
 			cap_packet(&sw->cap, (uint32_t)id, sw_realtime(), frame, (uint32_t)len,
@@ -476,10 +584,20 @@ bool op_capture_start(struct req *r)
 	const struct jval *path = json_get(r->j, "path");
 	int err;
 
+	/*
+	 * A path holding \u0000 is refused: fopen() would silently use the part
+	 * before the NUL.
+	 */
 	if (!path || path->t != J_STR || !path->slen || strlen(path->s) != path->slen)
 		return fail(r, "\"path\" must be a non-empty file path");
 	if (cap_active(&sw->cap))
 		return fail(r, "a capture to %s is running; capture_stop it first", sw->cap.path);
+	/*
+	 * CnuasLink has no pcap link type of its own; docs/switch.md
+	 * ("Capture") records link mode as Ethernet.  One slot per port number,
+	 * 0 included, so the port number indexes the capture's interface map
+	 * directly.
+	 */
 	err = cap_start(&sw->cap, path->s,
 			sw->mode == MODE_IB ? LINKTYPE_INFINIBAND : LINKTYPE_ETHERNET,
 			sw->max_ports + 1);
@@ -488,6 +606,10 @@ bool op_capture_start(struct req *r)
 	for (unsigned int id = 1; id <= sw->max_ports; id++)
 		if (sw->ports[id].state == PORT_UP)
 			cap_add_port(&sw->cap, id);
+	/*
+	 * The header blocks go to disk now, so a reader opening the file at
+	 * once already sees a valid pcapng file.
+	 */
 	cap_flush(&sw->cap);
 	jb_key(r->body, "path");
 	jb_str(r->body, path->s);
@@ -520,7 +642,13 @@ bool op_capture_stop(struct req *r)
 	return true;
 }
 
-/* A test hook: ages MAC entries without waiting; capture timestamps stay wall-clock. */
+/*
+ * A test hook: ages MAC entries without waiting; capture timestamps stay
+ * wall-clock.
+ *
+ * At most 1e9 s (about 31 years) per call, so s * 1e9 ns fits in an int64.
+ * Only MAC aging and uptime read this clock (util.h).
+ */
 bool op_advance_time(struct req *r)
 {
 	int64_t s;

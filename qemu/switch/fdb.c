@@ -23,6 +23,10 @@ static uint32_t fdb_hash(uint64_t key)
 	return (uint32_t)key;
 }
 
+/*
+ * Twice the capacity rounded up to a power of two, at least 16: 4096 entries
+ * take 8192 slots of 24 bytes, 192 KiB.  Returns false when out of memory.
+ */
 bool fdb_init(struct fdb *t, uint32_t capacity)
 {
 	uint32_t slots = 16;
@@ -44,6 +48,10 @@ void fdb_destroy(struct fdb *t)
 	t->slots = NULL;
 }
 
+/*
+ * The probe ends at an empty slot, and one always exists because the table is
+ * never more than half full.
+ */
 struct fdb_entry *fdb_find(struct fdb *t, uint64_t key)
 {
 	uint32_t i = fdb_hash(key) & t->mask;
@@ -56,6 +64,11 @@ struct fdb_entry *fdb_find(struct fdb *t, uint64_t key)
 	return NULL;
 }
 
+/*
+ * A known key is updated in place (a MAC that moves port, a refreshed age,
+ * docs/switch.md "Forwarding"); a new one takes the empty slot that ended its
+ * probe chain.
+ */
 bool fdb_learn(struct fdb *t, uint64_t key, uint32_t port, uint64_t now)
 {
 	uint32_t i = fdb_hash(key) & t->mask;
@@ -91,7 +104,14 @@ static void fdb_delete_slot(struct fdb *t, uint32_t hole)
 		if (!t->slots[j].port)
 			break;
 		home = fdb_hash(t->slots[j].key) & t->mask;
-		/* Move j into the hole unless its home lies cyclically in (hole, j]. */
+		/*
+		 * Move j into the hole unless its home lies cyclically in
+		 * (hole, j].
+		 *
+		 * The two cases spell the interval out: without wrap-around
+		 * (j > hole) it is plain; when the probe wrapped past the end
+		 * (j < hole) it is (hole, mask] plus [0, j].
+		 */
 		if ((j > hole && (home <= hole || home > j)) ||
 		    (j < hole && (home <= hole && home > j))) {
 			t->slots[hole] = t->slots[j];
@@ -127,6 +147,7 @@ static void fdb_remove_if(struct fdb *t, uint32_t port, uint64_t now, uint64_t m
 	}
 }
 
+/* Port 0 means "by age" to fdb_remove_if(), and no entry has port 0. */
 void fdb_remove_port(struct fdb *t, uint32_t port)
 {
 	if (port)

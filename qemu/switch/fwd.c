@@ -26,14 +26,25 @@ static void flood(struct sw *sw, unsigned int in, const uint8_t *data, size_t le
 			port_output(sw, p, data, len);
 }
 
-/* A MAC as a table key, first byte most significant (the order `table` prints). */
+/*
+ * A MAC as a table key, first byte most significant (the order `table` prints).
+ *
+ * The 48 bits fit the fdb's 64-bit key; MACs and gpu_ids live in separate
+ * tables, so their keys never meet.
+ */
 static uint64_t mac48(const uint8_t *m)
 {
 	return (uint64_t)m[0] << 40 | (uint64_t)m[1] << 32 | (uint64_t)m[2] << 24 |
 	       (uint64_t)m[3] << 16 | (uint64_t)m[4] << 8 | m[5];
 }
 
-/* Learn, purging aged entries first when the table is full. */
+/*
+ * Learn, purging aged entries first when the table is full.
+ *
+ * When the table is full and nothing has aged (or aging is off), nothing is
+ * learned (docs/switch.md, "Forwarding"): frames to that source keep flooding
+ * until an entry frees up.  Existing entries are never evicted.
+ */
 static void learn(struct sw *sw, struct fdb *t, uint64_t key, unsigned int port)
 {
 	uint64_t now = sw_now(sw);
@@ -57,13 +68,21 @@ static void fwd_eth(struct sw *sw, unsigned int in, const uint8_t *data, size_t 
 	const uint8_t *dst = data, *src = data + 6;
 	struct fdb_entry *e;
 
-	/* Group source addresses are invalid as sources: never learned. */
+	/*
+	 * Group source addresses are invalid as sources: never learned.
+	 *
+	 * Bit 0 of the first byte is the IEEE 802 individual/group bit.
+	 */
 	if (!(src[0] & 1))
 		learn(sw, &sw->macs, mac48(src), in);
 	if (dst[0] & 1) {
 		flood(sw, in, data, len);
 		return;
 	}
+	/*
+	 * An entry older than aging-sec is removed when it is looked up, and
+	 * the frame floods as for an unknown destination.
+	 */
 	e = fdb_find(&sw->macs, mac48(dst));
 	if (e && sw->aging_ns && sw_now(sw) - e->seen_ns >= sw->aging_ns) {
 		fdb_remove(&sw->macs, mac48(dst));
@@ -92,6 +111,11 @@ bool mcast_member(const struct sw *sw, unsigned int mlid, unsigned int port)
 	return bm && (bm[port / 8] >> (port % 8) & 1);
 }
 
+/*
+ * Join (@member) or leave MLID @mlid for @port.  Returns false for an MLID or
+ * port out of range, or when the bitmap cannot be allocated.  The bitmap has
+ * max_ports / 8 + 1 bytes so the port number is the bit index.
+ */
 bool mcast_set(struct sw *sw, unsigned int mlid, unsigned int port, bool member)
 {
 	uint8_t **slot, *bm;
@@ -134,6 +158,10 @@ static void to_switch(struct sw *sw, unsigned int in, const uint8_t *data, size_
  */
 static void fwd_ib(struct sw *sw, unsigned int in, const uint8_t *data, size_t len)
 {
+	/*
+	 * fwd_frame() has checked len >= SW_IB_MIN (the 8-byte LRH), so bytes
+	 * 2..3 are there.
+	 */
 	unsigned int dlid = (unsigned int)data[2] << 8 | data[3];
 	unsigned int out;
 
@@ -145,6 +173,11 @@ static void fwd_ib(struct sw *sw, unsigned int in, const uint8_t *data, size_t l
 		to_switch(sw, in, data, len);
 		return;
 	}
+	/*
+	 * 0xC000..0xFFFE (0xFFFF was handled above).  Members with no device
+	 * connected are skipped without a drop: the frame goes to every
+	 * connected member (docs/switch.md).
+	 */
 	if (dlid >= IB_LID_MCAST_FIRST) {
 		const uint8_t *bm = sw->mcast[dlid - IB_LID_MCAST_FIRST];
 
@@ -164,13 +197,23 @@ static void fwd_ib(struct sw *sw, unsigned int in, const uint8_t *data, size_t l
 		to_switch(sw, in, data, len);
 	else if (out == in)
 		drop(sw, in, DROP_LOOPBACK);
+	/*
+	 * set_lft only stores ports up to max_ports; the bound check is
+	 * defence, the state check is the documented no_port.
+	 */
 	else if (out > sw->max_ports || sw->ports[out].state != PORT_UP)
 		drop(sw, in, DROP_NO_PORT);
 	else
 		port_output(sw, out, data, len);
 }
 
-/* CnuasLink gpu_ids are little-endian on the wire. */
+/*
+ * CnuasLink gpu_ids are little-endian on the wire.
+ *
+ * Byte by byte rather than a cast: frames in sw->rxbuf start at multiples of
+ * the mode's maximum + 1 (an odd number), so they are not aligned, and the
+ * result must not depend on the host's byte order.
+ */
 static uint32_t le32(const uint8_t *p)
 {
 	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
@@ -201,6 +244,11 @@ static void link_learn(struct sw *sw, unsigned int in, uint32_t src)
 	}
 }
 
+/*
+ * CnuasLink: learn the source, flood the broadcast gpu_id, otherwise unicast to
+ * the learned port.  fwd_frame() has checked len >= SW_LINK_MIN, so both ids
+ * are there.
+ */
 static void fwd_link(struct sw *sw, unsigned int in, const uint8_t *data, size_t len)
 {
 	uint32_t dst = le32(data);
@@ -249,6 +297,10 @@ void fwd_port_gone(struct sw *sw, unsigned int id)
 {
 	struct port *p = &sw->ports[id];
 
+	/*
+	 * Both tables, whatever the mode: only the mode's own table ever has
+	 * entries.
+	 */
 	fdb_remove_port(&sw->macs, id);
 	fdb_remove_port(&sw->gpus, id);
 	p->has_gpu = false;

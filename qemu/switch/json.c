@@ -21,18 +21,31 @@
 
 #include "json.h"
 
+/*
+ * Parser state for one json_parse() call.  @s and @end point into the caller's
+ * line buffer, which the parser only reads and never keeps: every string in the
+ * tree is a copy, so the tree outlives the line (ctl_handle() frees both).
+ */
 struct jparser {
 	const char *s, *end;	/* next character, end of input */
 	const char *err;	/* first error, a static string */
 	int depth;		/* open containers */
 };
 
+/*
+ * RFC 8259 section 2: insignificant whitespace is exactly space, tab, LF and
+ * CR.  isspace() would also take \v and \f and depends on the locale.
+ */
 static void skip_ws(struct jparser *p)
 {
 	while (p->s < p->end && (*p->s == ' ' || *p->s == '\t' || *p->s == '\n' || *p->s == '\r'))
 		p->s++;
 }
 
+/*
+ * A zeroed node of type @t, or NULL with p->err set.  Zeroed so that next,
+ * child, key and s are NULL and json_free() can run on a half-built node.
+ */
 static struct jval *jnew(struct jparser *p, enum jtype t)
 {
 	struct jval *v = calloc(1, sizeof(*v));
@@ -44,6 +57,12 @@ static struct jval *jnew(struct jparser *p, enum jtype t)
 	return v;
 }
 
+/*
+ * Free @v, its children and every sibling after it.  Siblings are walked in a
+ * loop and only children recurse, so the recursion depth is bounded by
+ * JSON_MAX_DEPTH, not by the length of an array (a 1 MiB line can hold half a
+ * million elements).
+ */
 void json_free(struct jval *v)
 {
 	while (v) {
@@ -69,6 +88,12 @@ static int hexval(char c)
 	return -1;
 }
 
+/*
+ * The caller (frame_arg() in control_ops.c) has checked that @n is even and
+ * sized @out for @n / 2 bytes.  The loop condition never reads past s[n - 1]
+ * even for an odd @n, whose last digit would be ignored.  *bad is the offset of
+ * the pair holding the bad digit, as json.h promises.
+ */
 ssize_t json_unhex(const char *s, size_t n, uint8_t *out, size_t *bad)
 {
 	size_t o = 0;
@@ -101,6 +126,14 @@ static int b64val(char c)
 	return -1;
 }
 
+/*
+ * Only padded standard base64 (RFC 4648 section 4) is accepted: no line breaks
+ * or other whitespace (section 3.3 lets a decoder refuse them) and no URL-safe
+ * alphabet, so an encoding mistake is reported instead of decoded into a
+ * different frame.  Non-zero bits left over in the last character before the
+ * padding (section 3.5) are accepted and dropped.  The caller has checked that
+ * @n is a multiple of 4 and sized @out for @n / 4 * 3 bytes.
+ */
 ssize_t json_unbase64(const char *s, size_t n, uint8_t *out, size_t *bad)
 {
 	size_t o = 0;
@@ -139,11 +172,21 @@ ssize_t json_unbase64(const char *s, size_t n, uint8_t *out, size_t *bad)
 	return (ssize_t)o;
 }
 
-/* The 4 hex digits of a \u escape. */
+/*
+ * The 4 hex digits of a \u escape.
+ *
+ * Called with p->s just past "\u".  On success p->s moves past the four digits;
+ * on failure it stays and p->err says why.
+ */
 static bool read_u16(struct jparser *p, unsigned int *out)
 {
 	unsigned int v = 0;
 
+	/*
+	 * Bounded by the end of the input, not by the closing quote: a '"' is
+	 * not a hex digit, so a short escape like "\u12" fails on the quote
+	 * instead of reading past it.
+	 */
 	if (p->end - p->s < 4) {
 		p->err = "truncated \\u escape";
 		return false;
@@ -162,7 +205,14 @@ static bool read_u16(struct jparser *p, unsigned int *out)
 	return true;
 }
 
-/* Encode code point @cp as UTF-8 at @o; returns the bytes written (1..4). */
+/*
+ * Encode code point @cp as UTF-8 at @o; returns the bytes written (1..4).
+ *
+ * The caller passes a scalar value: at most U+10FFFF and never a surrogate
+ * (parse_string() combines or refuses those).  Each form is no longer than the
+ * escape it came from (\uXXXX, 6 bytes, gives at most 3; a 12-byte surrogate
+ * pair gives 4), which is what lets parse_string() allocate by input length.
+ */
 static size_t put_utf8(char *o, unsigned int cp)
 {
 	if (cp < 0x80) {
@@ -187,8 +237,16 @@ static size_t put_utf8(char *o, unsigned int cp)
 	return 4;
 }
 
-/* Decoded output never exceeds the escaped input, so one allocation of the
- * raw length suffices. */
+/*
+ * Decoded output never exceeds the escaped input, so one allocation of the
+ * raw length suffices.
+ *
+ * Called with p->s at the opening quote.  Returns a malloc'd, NUL-terminated
+ * copy that the caller owns, with its length in *len_out: \u0000 may put NUL
+ * bytes inside it, which is why struct jval keeps slen.  NULL with p->err set
+ * on any error.  Bytes of 0x80 and above are copied as they are, without a
+ * UTF-8 check; jb_quoted() makes them safe when they are echoed.
+ */
 static char *parse_string(struct jparser *p, size_t *len_out)
 {
 	const char *start;
@@ -196,6 +254,12 @@ static char *parse_string(struct jparser *p, size_t *len_out)
 
 	p->s++;		/* opening quote */
 	start = p->s;
+	/*
+	 * First pass: find the closing quote, stepping over the character after
+	 * each backslash so that \" does not end the string.  A backslash at
+	 * the very end of the input does not step, so the scan runs off the end
+	 * and reports "unterminated string".
+	 */
 	while (p->s < p->end && *p->s != '"') {
 		if (*p->s == '\\' && p->s + 1 < p->end)
 			p->s++;
@@ -212,9 +276,18 @@ static char *parse_string(struct jparser *p, size_t *len_out)
 	}
 	p->s = start;
 	o = out;
+	/*
+	 * Second pass: decode.  No check against p->end is needed here: the
+	 * first pass proved an unescaped quote ends the string, and every
+	 * escape consumes only characters before it (or fails on it).
+	 */
 	while (*p->s != '"') {
 		unsigned char c = (unsigned char)*p->s++;
 
+		/*
+		 * RFC 8259 section 7: control characters must be escaped inside
+		 * a string.
+		 */
 		if (c < 0x20) {
 			p->err = "control character in string";
 			goto fail;
@@ -241,6 +314,9 @@ static char *parse_string(struct jparser *p, size_t *len_out)
 			/*
 			 * A code point above U+FFFF comes as a surrogate pair;
 			 * a lone surrogate has no UTF-8 form and is refused.
+			 *
+			 * High surrogate: a low one (U+DC00..U+DFFF) must
+			 * follow as the next escape.
 			 */
 			if (cp >= 0xd800 && cp < 0xdc00) {
 				if (p->end - p->s < 6 || p->s[0] != '\\' || p->s[1] != 'u') {
@@ -281,6 +357,13 @@ static struct jval *parse_value(struct jparser *p);
 /*
  * Check the RFC 8259 number grammar by hand (strtod alone would accept hex,
  * "inf", leading '+' or zeros), then convert the checked text with strtod.
+ *
+ * Returns a J_NUM node or NULL with p->err set.  The text is copied to @tmp
+ * because strtod() needs a NUL-terminated string and the request line is not
+ * one.  64 characters hold any number a request carries (ports, LIDs and
+ * seconds are at most ten digits); a longer one is refused rather than
+ * truncated.  strtod() reads '.' as the decimal point because the daemon never
+ * calls setlocale() and so runs in the "C" locale.
  */
 static struct jval *parse_number(struct jparser *p)
 {
@@ -332,6 +415,10 @@ bad:
 	return NULL;
 }
 
+/*
+ * Consume @word if the input continues with it.  What follows is not checked
+ * here: "truex" fails later, as trailing characters or a missing ','.
+ */
 static bool literal(struct jparser *p, const char *word)
 {
 	size_t n = strlen(word);
@@ -342,7 +429,15 @@ static bool literal(struct jparser *p, const char *word)
 	return true;
 }
 
-/* An object or array: members are kept in order, duplicate keys and all. */
+/*
+ * An object or array: members are kept in order, duplicate keys and all.
+ *
+ * Called with p->s at '{' or '['.  Members are linked in as they are parsed, so
+ * on any error json_free() of the container also frees what was parsed so far;
+ * a member name is owned by its node once attached and freed by hand on the
+ * error paths before that.  RFC 8259 section 4 says names SHOULD be unique and
+ * leaves duplicates to the implementation: json_get() returns the first.
+ */
 static struct jval *parse_container(struct jparser *p, bool object)
 {
 	struct jval *v = jnew(p, object ? J_OBJ : J_ARR), **tail;
@@ -354,6 +449,10 @@ static struct jval *parse_container(struct jparser *p, bool object)
 		p->err = "nesting too deep";
 		goto fail;
 	}
+	/*
+	 * Appending through a tail pointer keeps the members in request order,
+	 * which jb_value() relies on to echo an id exactly as it came.
+	 */
 	tail = &v->child;
 	p->s++;
 	skip_ws(p);
@@ -411,6 +510,10 @@ fail:
 	return NULL;
 }
 
+/*
+ * Dispatch on the first character of a value; returns its tree or NULL with
+ * p->err set.
+ */
 static struct jval *parse_value(struct jparser *p)
 {
 	struct jval *v;
@@ -437,6 +540,10 @@ static struct jval *parse_value(struct jparser *p)
 		return v;
 	case 't':
 	case 'f':
+		/*
+		 * After "true" the last four characters consumed are t, r, u,
+		 * e; after "false" they are a, l, s, e.
+		 */
 		if (literal(p, "true") || literal(p, "false")) {
 			v = jnew(p, J_BOOL);
 			if (v)
@@ -456,6 +563,11 @@ static struct jval *parse_value(struct jparser *p)
 	return NULL;
 }
 
+/*
+ * One request line is exactly one value: "{} {}" is refused as trailing
+ * characters rather than half handled.  The tree belongs to the caller, who
+ * frees it with json_free().
+ */
 struct jval *json_parse(const char *s, size_t len, const char **err)
 {
 	struct jparser p = { .s = s, .end = s + len };
@@ -484,7 +596,12 @@ const struct jval *json_get(const struct jval *o, const char *key)
 	return NULL;
 }
 
-/* JSON has only doubles: an integer is a finite number with no fraction. */
+/*
+ * JSON has only doubles: an integer is a finite number with no fraction.
+ *
+ * The callers' bounds are far below 2^53, so converting them to double is exact
+ * and the comparison cannot round.
+ */
 bool json_int(const struct jval *v, int64_t min, int64_t max, int64_t *out)
 {
 	if (!v || v->t != J_NUM || !isfinite(v->n) || v->n != floor(v->n) ||
@@ -496,12 +613,17 @@ bool json_int(const struct jval *v, int64_t min, int64_t max, int64_t *out)
 
 /* Writer */
 
+/* first[0] is the top level: its one value takes no comma. */
 void jb_init(struct jbuf *b)
 {
 	memset(b, 0, sizeof(*b));
 	b->first[0] = true;
 }
 
+/*
+ * Release the text.  Nesting state and the oom latch are not reset: a buffer is
+ * jb_init()ed again before it is reused.
+ */
 void jb_free(struct jbuf *b)
 {
 	free(b->p);
@@ -515,6 +637,11 @@ void jb_raw(struct jbuf *b, const char *s, size_t n)
 	if (b->oom)
 		return;
 	if (b->len + n + 1 > b->cap) {
+		/*
+		 * Most replies are one short line; doubling from 256 keeps
+		 * appends amortised O(1) for the long ones (ports and table on
+		 * a big fabric).
+		 */
 		size_t cap = b->cap ? b->cap : 256;
 		char *p;
 
@@ -522,6 +649,10 @@ void jb_raw(struct jbuf *b, const char *s, size_t n)
 			cap *= 2;
 		p = realloc(b->p, cap);
 		if (!p) {
+			/*
+			 * Latched: every later append is ignored and the caller
+			 * replaces the reply.
+			 */
 			b->oom = true;
 			return;
 		}
@@ -533,8 +664,10 @@ void jb_raw(struct jbuf *b, const char *s, size_t n)
 	b->p[b->len] = 0;
 }
 
-/* A comma before every value except the first in its container and the one
- * right after a key. */
+/*
+ * A comma before every value except the first in its container and the one
+ * right after a key.
+ */
 static void jb_sep(struct jbuf *b)
 {
 	if (b->after_key)
@@ -544,6 +677,13 @@ static void jb_sep(struct jbuf *b)
 	b->first[b->depth] = false;
 }
 
+/*
+ * Open a container with @c.  The depth stops at JSON_MAX_DEPTH; a deeper
+ * nesting would share the deepest level's comma state rather than overflow
+ * first[].  It does not happen: the only deep value written is an echoed id,
+ * a member of a parsed request object, so the reply object plus the id is no
+ * deeper than the request was, at most JSON_MAX_DEPTH.
+ */
 static void jb_open(struct jbuf *b, char c)
 {
 	jb_sep(b);
@@ -553,6 +693,7 @@ static void jb_open(struct jbuf *b, char c)
 	b->first[b->depth] = true;
 }
 
+/* Close with @c.  No separator: the bracket follows the last value directly. */
 static void jb_close(struct jbuf *b, char c)
 {
 	jb_raw(b, &c, 1);
@@ -565,7 +706,13 @@ void jb_arr(struct jbuf *b) { jb_open(b, '['); }
 void jb_end_obj(struct jbuf *b) { jb_close(b, '}'); }
 void jb_end_arr(struct jbuf *b) { jb_close(b, ']'); }
 
-/* Length of the valid UTF-8 sequence at @s (at most @n bytes), 0 if invalid. */
+/*
+ * Length of the valid UTF-8 sequence at @s (at most @n bytes), 0 if invalid.
+ *
+ * The byte ranges are those of the Unicode Standard's table of well-formed
+ * UTF-8 byte sequences (chapter 3, Table 3-7): C0, C1 and F5..FF never start a
+ * sequence, and the second byte is narrowed after E0, ED, F0 and F4.
+ */
 static size_t utf8_len(const unsigned char *s, size_t n)
 {
 	size_t len;
@@ -595,14 +742,23 @@ static size_t utf8_len(const unsigned char *s, size_t n)
 	return len;
 }
 
-/* Quote @s as a JSON string; bytes that are not valid UTF-8 become \u00XX,
- * so a reply is valid JSON whatever a request contained. */
+/*
+ * Quote @s as a JSON string; bytes that are not valid UTF-8 become \u00XX,
+ * so a reply is valid JSON whatever a request contained.
+ */
 static void jb_quoted(struct jbuf *b, const char *s, size_t n)
 {
 	static const char hex[] = "0123456789abcdef";
 	const unsigned char *u = (const unsigned char *)s;
 
 	jb_raw(b, "\"", 1);
+	/*
+	 * DEL is legal raw JSON, but escaping it keeps reply lines printable in
+	 * a log or a terminal.  A valid multi-byte sequence passes through
+	 * unescaped.  An invalid byte becomes \u00XX, which reads back as
+	 * U+00XX rather than the byte: enough to show what was sent, and the
+	 * reply stays valid UTF-8 for the client's decoder.
+	 */
 	for (size_t i = 0; i < n; i++) {
 		unsigned char c = u[i];
 		char esc[6] = { '\\', 'u', '0', '0', hex[c >> 4], hex[c & 15] };
@@ -626,6 +782,10 @@ static void jb_quoted(struct jbuf *b, const char *s, size_t n)
 	jb_raw(b, "\"", 1);
 }
 
+/*
+ * @k is a C string: the code's own names, or a parsed member name being echoed,
+ * which is cut at its first NUL if it held \u0000.
+ */
 void jb_key(struct jbuf *b, const char *k)
 {
 	jb_sep(b);
@@ -645,6 +805,7 @@ void jb_str(struct jbuf *b, const char *s)
 	jb_strn(b, s, strlen(s));
 }
 
+/* 24 bytes hold any 64-bit integer in decimal, sign and NUL included. */
 void jb_u64(struct jbuf *b, uint64_t v)
 {
 	char t[24];
@@ -699,6 +860,10 @@ void jb_value(struct jbuf *b, const struct jval *v)
 		jb_null(b);
 		return;
 	}
+	/*
+	 * Recursion follows the parsed tree, so it is at most JSON_MAX_DEPTH
+	 * deep.
+	 */
 	switch (v->t) {
 	case J_NULL: jb_null(b); break;
 	case J_BOOL: jb_bool(b, v->b); break;

@@ -28,8 +28,10 @@ struct jval {
 	bool b;
 };
 
-/* Parse exactly one value spanning @s[0..len) (whitespace allowed around).
- * NULL on error with *err set to a static message. */
+/*
+ * Parse exactly one value spanning @s[0..len) (whitespace allowed around).
+ * NULL on error with *err set to a static message.
+ */
 struct jval *json_parse(const char *s, size_t len, const char **err);
 void json_free(struct jval *v);
 /* Member @key of object @o, or NULL. */

@@ -29,9 +29,20 @@
 #include <time.h>
 #include <unistd.h>
 
+/*
+ * BATCH matches the switch's SW_BATCH, so the generator offers frames in the
+ * batch size the switch reads.  MAX_FRAME is link mode's maximum, the largest
+ * frame of any mode.
+ */
 #define BATCH		32
 #define MAX_FRAME	65536
 
+/*
+ * Shared by the sender (main thread) and the receiver thread.  @received and
+ * @lost_timeout are atomic because the sender reads them while the receiver
+ * writes them: @received for the window, @lost_timeout to stop early.  @t_last
+ * is read only after pthread_join(), which orders it.
+ */
 struct lg {
 	int a, b;		/* sender and receiver sockets */
 	size_t size;
@@ -42,6 +53,10 @@ struct lg {
 	_Atomic uint64_t lost_timeout;
 };
 
+/*
+ * CLOCK_MONOTONIC in both threads and both ends on one host, so a send time and
+ * a receive time can be subtracted.
+ */
 static uint64_t now_ns(void)
 {
 	struct timespec ts;
@@ -50,12 +65,20 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/*
+ * Any socket failure ends the run with status 1: a benchmark whose setup broke
+ * has no number worth printing.
+ */
 static void die(const char *what)
 {
 	fprintf(stderr, "cnuas-loadgen: %s: %s\n", what, strerror(errno));
 	exit(1);
 }
 
+/*
+ * The same 4 MiB as the switch's ports (PORT_SOCKBUF in port.c), so the
+ * generator's sockets are never the narrower pipe.
+ */
 static void bufsize(int fd)
 {
 	int sz = 4 << 20;
@@ -66,6 +89,11 @@ static void bufsize(int fd)
 		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
 }
 
+/*
+ * A blocking socket: the threads block in sendmmsg/recvmmsg.  The switch puts
+ * each connection into the lowest free slot, so on a switch with no other
+ * device A takes port 1 and B port 2.
+ */
 static int connect_port(const char *path)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
@@ -87,6 +115,10 @@ static int connect_port(const char *path)
 /* A frame from @src to @dst: Ethernet (MACs 02:00:00:00:00:xx) or CnuasLink. */
 static void make_frame(struct lg *lg, uint8_t *f, uint8_t src, uint8_t dst, bool bcast)
 {
+	/*
+	 * The payload is zeros.  @lg->size is at least 14 (main() checks), so
+	 * the Ethernet header always fits, and CnuasLink's 8 bytes too.
+	 */
 	memset(f, 0, lg->size);
 	if (lg->link) {
 		uint32_t d = bcast ? 0xffffffffu : dst, s = src;
@@ -98,6 +130,10 @@ static void make_frame(struct lg *lg, uint8_t *f, uint8_t src, uint8_t dst, bool
 	if (bcast) {
 		memset(f, 0xff, 6);
 	} else {
+		/*
+		 * 02:00:00:00:00:xx: unicast (bit 0 clear) and locally
+		 * administered (bit 1 set), so it can clash with no real NIC.
+		 */
 		f[0] = 0x02;
 		f[5] = dst;
 	}
@@ -107,9 +143,15 @@ static void make_frame(struct lg *lg, uint8_t *f, uint8_t src, uint8_t dst, bool
 	f[13] = 0xb5;	/* local experimental ethertype */
 }
 
+/*
+ * The receiving thread of the throughput run: counts the frames that arrive on
+ * B and when the last of them came, until all --count arrived or B stays silent
+ * for a second.  Contents are not checked.
+ */
 static void *receiver(void *arg)
 {
 	struct lg *lg = arg;
+	/* 2 MiB: static rather than on the thread's stack. */
 	static uint8_t bufs[BATCH][MAX_FRAME];
 	struct mmsghdr msgs[BATCH];
 	struct iovec iov[BATCH];
@@ -124,6 +166,10 @@ static void *receiver(void *arg)
 		msgs[i].msg_hdr.msg_iovlen = 1;
 	}
 	while (atomic_load(&lg->received) < lg->count) {
+		/*
+		 * MSG_WAITFORONE blocks for the first frame only, then takes
+		 * what is already there, so a batch never waits to fill.
+		 */
 		int n = recvmmsg(lg->b, msgs, BATCH, MSG_WAITFORONE, NULL);
 
 		if (n < 0) {
@@ -142,6 +188,11 @@ static void *receiver(void *arg)
 	return NULL;
 }
 
+/*
+ * Push --count frames A -> B.  Every message of a batch points at the same
+ * iovec: the one frame is sent BATCH times per call.  The rate runs from just
+ * before the first send to the last receive.
+ */
 static void throughput(struct lg *lg)
 {
 	static uint8_t frame[MAX_FRAME];
@@ -166,6 +217,11 @@ static void throughput(struct lg *lg)
 		uint64_t n = lg->count - sent;
 		int k;
 
+		/*
+		 * The window keeps the sender from overrunning the switch's
+		 * queues and socket buffers: without it the run would measure
+		 * queue_full drops, not forwarding.
+		 */
 		if (inflight + BATCH > lg->window) {
 			/* Sleep rather than spin: the switch needs the CPU. */
 			struct timespec ts = { .tv_nsec = 20000 };
@@ -177,6 +233,10 @@ static void throughput(struct lg *lg)
 			n = BATCH;
 		k = sendmmsg(lg->a, msgs, (unsigned int)n, MSG_NOSIGNAL);
 		if (k < 0) {
+			/*
+			 * Transient: the kernel is short of buffers or a signal
+			 * came in.  Retry.
+			 */
 			if (errno == EINTR || errno == EAGAIN || errno == ENOBUFS)
 				continue;
 			die("sendmmsg");
@@ -186,6 +246,9 @@ static void throughput(struct lg *lg)
 	pthread_join(rx, NULL);
 }
 
+/*
+ * Compare, do not subtract: the difference of two u64 need not fit in an int.
+ */
 static int cmp_u64(const void *x, const void *y)
 {
 	uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
@@ -193,6 +256,12 @@ static int cmp_u64(const void *x, const void *y)
 	return a < b ? -1 : a > b;
 }
 
+/*
+ * One frame at a time, each received before the next is sent, so the queues are
+ * always empty: this is the unloaded one-way latency.  A frame that does not
+ * come back within a second means the path loses frames, and the run dies
+ * rather than report a skewed percentile.
+ */
 static void latency(struct lg *lg, uint64_t n, double *p50, double *p99)
 {
 	static uint8_t frame[MAX_FRAME], buf[MAX_FRAME];
@@ -214,11 +283,20 @@ static void latency(struct lg *lg, uint64_t n, double *p50, double *p99)
 	}
 	qsort(t, n, sizeof(*t), cmp_u64);
 	*p50 = (double)t[n / 2] / 1000.0;
+	/* Microseconds.  The index is clamped for small @n. */
 	*p99 = (double)t[(n * 99) / 100 < n ? (n * 99) / 100 : n - 1] / 1000.0;
 	free(t);
 }
 
-/* Make the switch learn both ends, then drop what the learning frames caused. */
+/*
+ * Make the switch learn both ends, then drop what the learning frames caused.
+ *
+ * Without this, eth frames to an unknown MAC would be flooded and link frames
+ * to an unknown gpu_id dropped (unknown_gpu): the measured path would not be
+ * the unicast one.  A broadcast from each end teaches the switch both sources;
+ * the 200 ms drain then removes the flooded copies so they are not counted as
+ * throughput.
+ */
 static void prime(struct lg *lg)
 {
 	static uint8_t f[MAX_FRAME];
@@ -250,6 +328,12 @@ int main(int argc, char **argv)
 		{ "latency", required_argument, NULL, 'l' },
 		{ 0 }
 	};
+	/*
+	 * Defaults: one million 64-byte frames, 1024 in flight, 20000 latency
+	 * samples.  The values are parsed without checks of their own; the
+	 * range check after the loop catches what matters.  Any --mode but
+	 * "link" means Ethernet: there is no InfiniBand frame builder.
+	 */
 	struct lg lg = { .size = 64, .count = 1000000, .window = 1024 };
 	const char *path = NULL;
 	bool direct = false;
@@ -272,6 +356,10 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
+	/*
+	 * A window below BATCH would never send: throughput() sends a batch
+	 * only when a whole BATCH fits in the window.
+	 */
 	if ((!path && !direct) || lg.size < 14 || lg.size > MAX_FRAME || !lg.count ||
 	    lg.window < BATCH) {
 		fprintf(stderr, "cnuas-loadgen: need --socket or --direct, 14 <= size <= %d, "
@@ -297,6 +385,10 @@ int main(int argc, char **argv)
 	fps = secs > 0 ? (double)atomic_load(&lg.received) / secs : 0;
 	if (lat_n)
 		latency(&lg, lat_n, &p50, &p99);
+	/*
+	 * One JSON object, read by harness/bench/switch.ts.  mbitPerSec counts
+	 * frame bytes only, no per-frame overhead.
+	 */
 	printf("{\"direct\":%s,\"size\":%zu,\"sent\":%llu,\"received\":%llu,\"seconds\":%.6f,"
 	       "\"framesPerSec\":%.0f,\"mbitPerSec\":%.1f,\"latencyP50Us\":%.3f,"
 	       "\"latencyP99Us\":%.3f}\n",

@@ -26,10 +26,19 @@
 #include "sm.h"
 #include "switch.h"
 
+/*
+ * pidfd_open(2) arrived in Linux 5.3 and has no glibc wrapper before 2.36; 434
+ * is its number on every architecture that uses the common syscall table
+ * (x86_64 and aarch64 among them), for headers that predate it.
+ */
 #ifndef SYS_pidfd_open
 #define SYS_pidfd_open 434
 #endif
 
+/*
+ * Keep in step with the synopsis in docs/switch.md; the limits come from
+ * switch.h so the text cannot drift from what is enforced.
+ */
 static void usage(FILE *f)
 {
 	fprintf(f,
@@ -39,7 +48,12 @@ static void usage(FILE *f)
 		SW_PORTS_LIMIT);
 }
 
-/* A decimal option value in [min, max]; strtoul alone would accept "-1" and "12x". */
+/*
+ * A decimal option value in [min, max]; strtoul alone would accept "-1" and
+ * "12x".
+ *
+ * Returns false for anything else, and main() answers with the usage text.
+ */
 static bool parse_uint(const char *s, unsigned long min, unsigned long max, unsigned long *out)
 {
 	char *end;
@@ -55,22 +69,44 @@ static bool parse_uint(const char *s, unsigned long min, unsigned long max, unsi
 	return true;
 }
 
-/* Bind and listen on a unix socket at @path: SEQPACKET for devices, STREAM for control. */
+/*
+ * Bind and listen on a unix socket at @path: SEQPACKET for devices, STREAM for
+ * control.
+ *
+ * Returns the descriptor, or -1 after a message on stderr.
+ */
 static int listen_unix(const char *path, int type)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	struct stat st;
 	int fd;
 
+	/*
+	 * sun_path is 108 bytes on Linux.  A longer path is refused rather than
+	 * cut: the cut path would be a different file, and the devices would
+	 * never find the socket.
+	 */
 	if (strlen(path) >= sizeof(sa.sun_path)) {
 		fprintf(stderr, "cnuas-switch: socket path longer than %zu bytes: %s\n",
 			sizeof(sa.sun_path) - 1, path);
 		return -1;
 	}
 	strcpy(sa.sun_path, path);
-	/* A stale socket from a killed run would make bind fail; remove only sockets. */
+	/*
+	 * A stale socket from a killed run would make bind fail; remove only
+	 * sockets.
+	 *
+	 * A path that names a regular file (a typo in --socket) makes bind()
+	 * fail instead of costing the file.
+	 */
 	if (!lstat(path, &st) && S_ISSOCK(st.st_mode))
 		unlink(path);
+	/*
+	 * Backlog 128: accept loops drain the queue at every wakeup, so it only
+	 * has to absorb devices starting together.  A full backlog makes a
+	 * connecting device wait (EAGAIN if its socket is non-blocking), it is
+	 * not refused.
+	 */
 	fd = socket(AF_UNIX, type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) || listen(fd, 128)) {
 		fprintf(stderr, "cnuas-switch: cannot listen on %s: %s\n", path, strerror(errno));
@@ -81,6 +117,11 @@ static int listen_unix(const char *path, int type)
 	return fd;
 }
 
+/*
+ * Level-triggered EPOLLIN: a handler may stop before it has read everything
+ * (port_readable()'s READ_ROUNDS) and count on the next epoll_wait() to bring
+ * it back.
+ */
 static int ep_add(struct sw *sw, int fd, uint64_t tag)
 {
 	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = tag };
@@ -97,6 +138,14 @@ static int setup(struct sw *sw, long exit_with)
 {
 	sigset_t set;
 
+	/*
+	 * Arrays indexed by port number are max_ports + 1 long; slot 0 (the
+	 * switch itself) gets a queue like the others, so no path has to skip
+	 * it.  The receive buffers hold SW_BATCH frames of the mode's maximum
+	 * plus one byte (see port_readable()).  On failure setup() just
+	 * returns: main() exits at once and the process's memory and
+	 * descriptors go with it.
+	 */
 	sw->ports = calloc(sw->max_ports + 1, sizeof(*sw->ports));
 	sw->rxbuf_size = sw_max_frame(sw) + 1;
 	sw->rxbuf = malloc(sw->rxbuf_size * SW_BATCH);
@@ -114,6 +163,12 @@ static int setup(struct sw *sw, long exit_with)
 	if (sw->epfd < 0)
 		return -1;
 
+	/*
+	 * SIGHUP stops the switch like SIGTERM and SIGINT: a fabric started
+	 * from a terminal goes when the terminal does.  The signals are blocked
+	 * before the signalfd exists, so one arriving from here on waits for
+	 * the loop instead of killing the process.
+	 */
 	sigemptyset(&set);
 	sigaddset(&set, SIGTERM);
 	sigaddset(&set, SIGINT);
@@ -126,6 +181,11 @@ static int setup(struct sw *sw, long exit_with)
 	if (sw->sig_fd < 0 || ep_add(sw, sw->sig_fd, EV_TAG(EV_SIGNAL, 0, 0)))
 		return -1;
 
+	/*
+	 * A pidfd becomes readable when its process exits.  Failing to open it
+	 * is fatal: the harness relies on --exit-with never leaving a daemon
+	 * behind (docs/switch.md).
+	 */
 	sw->parent_fd = -1;
 	if (exit_with > 0) {
 		sw->parent_fd = (int)syscall(SYS_pidfd_open, (pid_t)exit_with, 0);
@@ -147,6 +207,10 @@ static int setup(struct sw *sw, long exit_with)
 	if (ep_add(sw, sw->listen_fd, EV_TAG(EV_LISTEN, 0, 0)) ||
 	    ep_add(sw, sw->ctl_fd, EV_TAG(EV_CTL_LISTEN, 0, 0)))
 		return -1;
+	/*
+	 * The subnet manager starts last, when ports, tables and sockets exist
+	 * for it to use; uptime counts from here.
+	 */
 	sm_init(sw);
 	sw->started_ns = sw_now(sw);
 	return 0;
@@ -160,6 +224,11 @@ static void dispatch(struct sw *sw, const struct epoll_event *ev)
 	struct signalfd_siginfo si;
 
 	switch (EV_TYPE(tag)) {
+	/*
+	 * port_accept() fails only when the process is out of descriptors, and
+	 * then no device can be served: stop.  A control accept failure is only
+	 * logged, the fabric keeps forwarding.
+	 */
 	case EV_LISTEN:
 		if (port_accept(sw))
 			sw->stop = true;
@@ -168,6 +237,11 @@ static void dispatch(struct sw *sw, const struct epoll_event *ev)
 		if (ctl_accept(sw))
 			sw_log(sw, "control accept: %s", strerror(errno));
 		break;
+	/*
+	 * Writable first: a reply backlog is sent before new requests add to
+	 * it.  ctl_writable() may close the client, hence the check before
+	 * reading.
+	 */
 	case EV_CTL:
 		if (ev->events & EPOLLOUT)
 			ctl_writable(sw, idx);
@@ -182,16 +256,29 @@ static void dispatch(struct sw *sw, const struct epoll_event *ev)
 			break;	/* stale: that connection is gone */
 		if (ev->events & EPOLLOUT)
 			port_writable(sw, idx);
+		/*
+		 * The queue was drained first, as for a control client;
+		 * port_writable() may have closed the connection, so reading
+		 * re-checks the state.
+		 */
 		if (sw->ports[idx].state == PORT_UP &&
 		    (ev->events & (EPOLLIN | EPOLLHUP | EPOLLRDHUP | EPOLLERR)))
 			port_readable(sw, idx, ev->events);
 		break;
 	case EV_SIGNAL:
+		/*
+		 * One event may stand for several signals; the signalfd is
+		 * non-blocking, so the loop ends when they are all read.
+		 */
 		while (read(sw->sig_fd, &si, sizeof(si)) == sizeof(si)) {
 			sw_log(sw, "signal %u: stopping", si.ssi_signo);
 			sw->stop = true;
 		}
 		break;
+	/*
+	 * The pidfd stays readable after the exit; stop is set, so the loop
+	 * does not see it again.
+	 */
 	case EV_PARENT:
 		sw_log(sw, "the --exit-with process ended: stopping");
 		sw->stop = true;
@@ -202,6 +289,12 @@ static void dispatch(struct sw *sw, const struct epoll_event *ev)
 /* SIGTERM/SIGINT/--exit-with: finish the capture file first, then close everything. */
 static void teardown(struct sw *sw)
 {
+	/*
+	 * A capture failure is logged but the exit status stays 0, as
+	 * docs/switch.md promises for SIGTERM/SIGINT.  port_close() logs each
+	 * port and tells the SM seam, as a device leaving would.  The sockets
+	 * are unlinked so the next run finds clean paths.
+	 */
 	if (cap_active(&sw->cap) && cap_stop(&sw->cap))
 		sw_log(sw, "capture: %s", sw->cap.error);
 	for (unsigned int id = 1; id <= sw->max_ports; id++)
@@ -231,6 +324,10 @@ static void teardown(struct sw *sw)
 	close(sw->epfd);
 }
 
+/*
+ * Exit status: 0 after a normal stop (signal, --exit-with, fatal accept error),
+ * 1 when setup fails, 2 for bad arguments.
+ */
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -245,6 +342,10 @@ int main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
+	/*
+	 * Defaults are docs/switch.md's: 64 ports, 256 queued frames, 300 s
+	 * aging, log to stderr.
+	 */
 	struct sw sw = {
 		.max_ports = SW_DEFAULT_PORTS,
 		.queue_depth = SW_DEFAULT_QDEPTH,
@@ -277,11 +378,19 @@ int main(int argc, char **argv)
 			sw.queue_depth = (unsigned int)v;
 			break;
 		case 'a':
+			/*
+			 * At most 1e9 s, so the product in ns fits in 64 bits;
+			 * 0 turns aging off.
+			 */
 			if (!parse_uint(optarg, 0, 1000000000ul, &v))
 				goto bad;
 			sw.aging_ns = v * 1000000000ull;
 			break;
 		case 'l':
+			/*
+			 * Append: a run logging to the path of an earlier one
+			 * keeps its lines.
+			 */
 			sw.log = fopen(optarg, "a");
 			if (!sw.log) {
 				fprintf(stderr, "cnuas-switch: cannot open log %s: %s\n", optarg,
@@ -290,6 +399,7 @@ int main(int argc, char **argv)
 			}
 			break;
 		case 'x':
+			/* Any positive pid_t. */
 			if (!parse_uint(optarg, 1, 0x7fffffff, &exit_with))
 				goto bad;
 			break;
@@ -319,9 +429,21 @@ int main(int argc, char **argv)
 	       sw.control_path, sw.max_ports, sw.queue_depth);
 
 	while (!sw.stop) {
+		/*
+		 * The 1 s timeout is docs/switch.md's "flushed whenever the
+		 * switch is idle for a second" ("Capture"): epoll_wait()
+		 * returns 0 only after a full second without events.  A busy
+		 * switch needs no timer for it: the capture's stdio buffer
+		 * fills and goes to disk on its own.
+		 */
 		struct epoll_event evs[64];
 		int n = epoll_wait(sw.epfd, evs, 64, 1000);
 
+		/*
+		 * EINTR still happens with every signal blocked (a debugger's
+		 * SIGSTOP and SIGCONT) and is not an error.  Anything else
+		 * leaves the loop for a clean teardown.
+		 */
 		if (n < 0 && errno != EINTR) {
 			sw_log(&sw, "epoll_wait: %s", strerror(errno));
 			break;

@@ -15,6 +15,10 @@
 #include "sm.h"
 #include "switch.h"
 
+/*
+ * 4 MiB is docs/switch.md's figure ("Ports").  READ_ROUNDS caps one port at 64
+ * frames per wakeup before the loop serves the others.
+ */
 #define PORT_SOCKBUF	(4 << 20)	/* bytes; bursts of ~1000 MTU frames fit */
 #define READ_ROUNDS	2		/* batches per wakeup, for fairness */
 
@@ -46,6 +50,10 @@ static void port_bufsize(int fd)
 		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
 }
 
+/*
+ * Fold @from into @to: a closing connection into sw->retired, or every
+ * connection into the stats totals.
+ */
 static void counters_add(struct counters *to, const struct counters *from)
 {
 	to->rx_frames += from->rx_frames;
@@ -87,6 +95,14 @@ int port_accept(struct sw *sw)
 			continue;
 		}
 		p = &sw->ports[id];
+		/*
+		 * A new connection starts clean: fresh counters
+		 * (docs/switch.md, "Ports"), a new generation so events queued
+		 * for the slot's previous connection are ignored, no gpu_id and
+		 * an empty queue (port_close() emptied it).  During a capture
+		 * the port gets its interface block before its first packet; a
+		 * reconnect into the same slot keeps the one it has.
+		 */
 		port_bufsize(fd);
 		memset(&p->c, 0, sizeof(p->c));
 		p->fd = fd;
@@ -112,9 +128,17 @@ void port_close(struct sw *sw, unsigned int id, const char *why)
 
 	if (p->state != PORT_UP)
 		return;
+	/*
+	 * Unregister before closing.  Outputs collected for this port in the
+	 * current read batch are forgotten (pend_n = 0); the port stays in
+	 * sw->touched and port_flush() skips it because it is no longer up.
+	 * Queued frames are freed without counting a drop: they were accepted
+	 * for a device that has gone.
+	 */
 	epoll_ctl(sw->epfd, EPOLL_CTL_DEL, p->fd, NULL);
 	close(p->fd);
 	p->fd = -1;
+	/* FREE here; port_link_down() turns it into DOWN right after. */
 	p->state = PORT_FREE;
 	p->pend_n = 0;
 	while (p->q_len) {
@@ -135,6 +159,10 @@ void port_link_down(struct sw *sw, unsigned int id)
 	sw->ports[id].state = PORT_DOWN;
 }
 
+/*
+ * Counters of ended connections plus those of the connected ports: the stats
+ * totals (docs/switch.md: "stats keeps totals over every connection").
+ */
 void sw_totals(const struct sw *sw, struct counters *out)
 {
 	*out = sw->retired;
@@ -166,6 +194,11 @@ static void enqueue(struct sw *sw, unsigned int id, const uint8_t *data, size_t 
 		p->c.drops[DROP_QUEUE_FULL]++;
 		return;
 	}
+	/*
+	 * One allocation per queued frame, freed when it is sent or the port
+	 * closes.  Out of memory counts as queue_full: for the device it is the
+	 * same thing, a frame not delivered for lack of room.
+	 */
 	f = malloc(sizeof(*f) + len);
 	if (!f) {
 		p->c.drops[DROP_QUEUE_FULL]++;
@@ -185,6 +218,10 @@ static void enqueue(struct sw *sw, unsigned int id, const uint8_t *data, size_t 
  * Send a read batch's outputs for one port with as few sendmmsg calls as the
  * socket allows; what does not fit goes to the queue (behind anything already
  * queued, so per-port order holds).
+ *
+ * Each entry of p->pend points into sw->rxbuf, still valid because the batch
+ * has not read again yet.  A hard send error (EPIPE, ECONNRESET: the device
+ * went away) closes the port and the rest of its outputs are dropped with it.
  */
 static void port_flush(struct sw *sw, unsigned int id)
 {
@@ -195,6 +232,11 @@ static void port_flush(struct sw *sw, unsigned int id)
 	p->pend_n = 0;
 	if (p->state != PORT_UP)
 		return;
+	/*
+	 * Direct sends only while nothing is queued: once a frame waits, every
+	 * later one queues behind it.  A short sendmmsg means the socket
+	 * filled; the next call then returns EAGAIN and the rest is queued.
+	 */
 	while (!p->q_len && i < n) {
 		int k;
 
@@ -232,6 +274,12 @@ static void flush_all(struct sw *sw)
 	sw->n_touched = 0;
 }
 
+/*
+ * @data belongs to the caller.  Inside a read batch it points into sw->rxbuf
+ * and stays valid until flush_all() at the end of the batch, so only the
+ * pointer is kept; otherwise it is sent at once or copied into the queue, and
+ * the caller may free it on return.
+ */
 void port_output(struct sw *sw, unsigned int id, const uint8_t *data, size_t len)
 {
 	struct port *p = &sw->ports[id];
@@ -247,6 +295,11 @@ void port_output(struct sw *sw, unsigned int id, const uint8_t *data, size_t len
 			p->touched = true;
 			sw->touched[sw->n_touched++] = id;
 		}
+		/*
+		 * A batch gives a port at most one output per frame, so this
+		 * only triggers when something else (the SM seam) sends during
+		 * a batch; it keeps p->pend within its SW_BATCH entries.
+		 */
 		if (p->pend_n == SW_BATCH)
 			port_flush(sw, id);
 		p->pend[p->pend_n].iov_base = (void *)data;
@@ -254,6 +307,10 @@ void port_output(struct sw *sw, unsigned int id, const uint8_t *data, size_t len
 		p->pend_n++;
 		return;
 	}
+	/*
+	 * Outside a batch: try the socket unless frames are already waiting,
+	 * which would be overtaken.
+	 */
 	if (!p->q_len) {
 		ssize_t n = send(p->fd, data, len, MSG_DONTWAIT | MSG_NOSIGNAL);
 
@@ -290,12 +347,22 @@ void port_writable(struct sw *sw, unsigned int id)
 		p->q_head = (p->q_head + 1) % sw->queue_depth;
 		p->q_len--;
 	}
+	/*
+	 * Drained: disarm EPOLLOUT.  A partial drain returned above with it
+	 * still armed.
+	 */
 	if (p->state == PORT_UP && p->want_out) {
 		p->want_out = false;
 		port_epoll(sw, id, EPOLL_CTL_MOD);
 	}
 }
 
+/*
+ * Every received frame is counted (rx_bytes at its original length) and
+ * captured first, drops included, as docs/switch.md ("Forwarding") requires.  A
+ * frame cut by the receive buffer is oversize and never reaches fwd_frame();
+ * the capture records it truncated.
+ */
 void port_ingress(struct sw *sw, unsigned int id, const uint8_t *data, size_t len,
 		  size_t orig_len)
 {
@@ -312,6 +379,7 @@ void port_ingress(struct sw *sw, unsigned int id, const uint8_t *data, size_t le
 		fwd_frame(sw, id, data, len);
 }
 
+/* True when the device has closed its end or the socket failed. */
 static bool peer_gone(int fd, uint32_t events)
 {
 	struct pollfd pfd = { .fd = fd, .events = POLLIN | POLLRDHUP };
@@ -350,6 +418,11 @@ void port_readable(struct sw *sw, unsigned int id, uint32_t events)
 				port_close(sw, id, strerror(errno));
 			return;
 		}
+		/*
+		 * From here until flush_all(), port_output() only collects
+		 * pointers into sw->rxbuf; reading again would overwrite them,
+		 * so the batch is flushed before the next recvmmsg.
+		 */
 		sw->batching = true;
 		for (int i = 0; i < n && p->state == PORT_UP; i++) {
 			size_t len = msgs[i].msg_len;
@@ -368,6 +441,7 @@ void port_readable(struct sw *sw, unsigned int id, uint32_t events)
 		}
 		flush_all(sw);
 		sw->batching = false;
+		/* A short batch means the socket is empty: no second round. */
 		if (n < SW_BATCH)
 			return;
 	}

@@ -3,11 +3,16 @@
 #include "sm.h"
 #include "switch.h"
 
+/* Called once, at the end of setup, when ports, tables and sockets exist. */
 void sm_init(struct sw *sw)
 {
 	(void)sw;
 }
 
+/*
+ * Called after a device took the port (@up) and after it left, by which time
+ * its learned state is forgotten.
+ */
 void sm_port_change(struct sw *sw, unsigned int port, bool up)
 {
 	(void)sw;
@@ -15,6 +20,11 @@ void sm_port_change(struct sw *sw, unsigned int port, bool up)
 	(void)up;
 }
 
+/*
+ * Returns true when the SM took the frame.  @frame may point into the receive
+ * batch buffer and is valid only during the call: an SM that needs it later
+ * copies it.
+ */
 bool sm_receive(struct sw *sw, unsigned int in, const uint8_t *frame, size_t len)
 {
 	(void)sw;

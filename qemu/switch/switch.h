@@ -20,12 +20,22 @@
 #include "fdb.h"
 #include "util.h"
 
+/*
+ * Limits and defaults of the command line (docs/switch.md).  Everything per
+ * port is allocated at startup, queue rings included, so the two limits bound
+ * the memory a switch takes before its first frame.
+ */
 #define SW_DEFAULT_PORTS	64
 #define SW_PORTS_LIMIT		1024
 #define SW_DEFAULT_QDEPTH	256
 #define SW_QDEPTH_LIMIT		65536
 #define SW_DEFAULT_AGING_SEC	300
 
+/*
+ * Frame size rules, docs/switch.md ("Forwarding"): 14 is the Ethernet header
+ * (destination, source, EtherType), 9216 the usual jumbo-frame ceiling of
+ * switches, 65536 the CnuasLink maximum.
+ */
 #define SW_ETH_MIN		14
 #define SW_ETH_MAX		9216
 #define SW_IB_MIN		8	/* the LRH */
@@ -33,9 +43,20 @@
 #define SW_LINK_MIN		8	/* destination + source gpu_id */
 #define SW_LINK_MAX		65536
 
+/*
+ * Fixed so a flood of random source addresses cannot grow memory
+ * (docs/switch.md: "The table holds 4096 entries").  SW_BATCH frames move
+ * per recvmmsg/sendmmsg call, one syscall for many frames; the receive
+ * buffer holds SW_BATCH frames of the mode's maximum.
+ */
 #define SW_FDB_CAPACITY		4096	/* learned MACs / gpu_ids */
 #define SW_BATCH		32	/* frames per recvmmsg / sendmmsg */
 
+/*
+ * InfiniBand LID ranges: 0 reserved, 0x0001..0xBFFF unicast, 0xC000..0xFFFE
+ * multicast, 0xFFFF permissive (addresses the switch itself).  LFT_NONE is
+ * never a port number, since ports stop at SW_PORTS_LIMIT.
+ */
 #define IB_LID_UNICAST_END	0xc000	/* 0x0001..0xbfff unicast */
 #define IB_LID_MCAST_FIRST	0xc000
 #define IB_LID_MCAST_LAST	0xfffe
@@ -43,6 +64,7 @@
 #define IB_MCAST_COUNT		(IB_LID_MCAST_LAST - IB_LID_MCAST_FIRST + 1)
 #define LFT_NONE		0xffff
 
+/* The CnuasLink broadcast gpu_id: floods, and is never learned as a source. */
 #define GPU_ID_ALL		0xffffffffu
 
 enum sw_mode { MODE_ETH, MODE_IB, MODE_LINK };
@@ -63,6 +85,9 @@ enum drop_reason {
 
 extern const char *const drop_names[DROP__COUNT];
 
+/*
+ * One connection's counters, or totals.  64-bit: they never wrap in practice.
+ */
 struct counters {
 	uint64_t rx_frames, rx_bytes;
 	uint64_t tx_frames, tx_bytes;
@@ -75,6 +100,10 @@ enum port_state {
 	PORT_DOWN,	/* cable pulled: slot reserved, no connection accepted into it */
 };
 
+/*
+ * A frame waiting in a port's egress queue: one malloc per frame, freed when it
+ * is sent or the port closes.
+ */
 struct qframe {
 	uint32_t len;
 	uint8_t data[];
@@ -97,6 +126,10 @@ struct port {
 
 struct ctl_client;
 
+/*
+ * The whole fabric; main() owns the one instance and every module gets a
+ * pointer.  Single-threaded: only the epoll loop touches it.
+ */
 struct sw {
 	enum sw_mode mode;
 	unsigned int max_ports;
@@ -132,6 +165,7 @@ struct sw {
 	bool stop;
 };
 
+/* The mode's size bounds (inclusive): shorter is a runt, longer oversize. */
 static inline size_t sw_min_frame(const struct sw *sw)
 {
 	return sw->mode == MODE_ETH ? SW_ETH_MIN : sw->mode == MODE_IB ? SW_IB_MIN : SW_LINK_MIN;
@@ -142,6 +176,7 @@ static inline size_t sw_max_frame(const struct sw *sw)
 	return sw->mode == MODE_ETH ? SW_ETH_MAX : sw->mode == MODE_IB ? SW_IB_MAX : SW_LINK_MAX;
 }
 
+/* The --mode spelling, also used in replies and errors. */
 static inline const char *sw_mode_name(enum sw_mode m)
 {
 	return m == MODE_ETH ? "eth" : m == MODE_IB ? "ib" : "link";

@@ -7,6 +7,10 @@
 #include "switch.h"
 #include "util.h"
 
+/*
+ * clock_gettime() cannot fail for the two clocks used here, so its result is
+ * not checked.
+ */
 static uint64_t clock_ns(clockid_t id)
 {
 	struct timespec ts;
@@ -15,11 +19,16 @@ static uint64_t clock_ns(clockid_t id)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* advance_time only moves the offset forward, so it is never negative. */
 uint64_t sw_now(const struct sw *sw)
 {
 	return clock_ns(CLOCK_MONOTONIC) + (uint64_t)sw->clock_offset_ns;
 }
 
+/*
+ * Wall-clock, so capture timestamps line up with other captures and logs; it
+ * may step (NTP), which a timestamp can live with and aging could not.
+ */
 uint64_t sw_realtime(void)
 {
 	return clock_ns(CLOCK_REALTIME);
@@ -30,6 +39,7 @@ void sw_log(struct sw *sw, const char *fmt, ...)
 	struct timespec ts;
 	va_list ap;
 
+	/* No log, no output; main() always sets one (stderr by default). */
 	if (!sw->log)
 		return;
 	clock_gettime(CLOCK_REALTIME, &ts);
