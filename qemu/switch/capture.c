@@ -6,7 +6,7 @@
  * again (4), so a reader can walk the file both ways; every block and option
  * is padded to 4 bytes.  Writes go through the stdio buffer: the switch
  * writes a block per received frame and cannot afford a syscall each
- * (cap_start() asks for a 1 MiB buffer; see there for what it gets).  A
+ * (cap_start() gives it a 1 MiB buffer of its own).  A
  * write error is remembered (c->error) rather than acted on at
  * once, so forwarding never stops over a capture; capture_stop and stats
  * report it.
@@ -78,6 +78,17 @@ static uint32_t opt_size(uint32_t len)
 	return 4 + len + pad4(len);
 }
 
+/* What cap_start() allocated besides the FILE; safe on a partial start. */
+static void cap_free(struct capture *c)
+{
+	free(c->ifid);
+	free(c->path);
+	free(c->buf);
+	c->ifid = NULL;
+	c->path = NULL;
+	c->buf = NULL;
+}
+
 /*
  * Returns 0, -EBUSY while a capture runs (op_capture_start() checks first), or
  * -errno when the file cannot be opened or memory is short; on failure nothing
@@ -94,26 +105,24 @@ int cap_start(struct capture *c, const char *path, uint16_t linktype, uint32_t n
 		return -EBUSY;
 	c->ifid = malloc(sizeof(*c->ifid) * n_slots);
 	c->path = strdup(path);
-	if (!c->ifid || !c->path)
+	c->buf = malloc(CAP_BUF_SIZE);
+	if (!c->ifid || !c->path || !c->buf)
 		goto nomem;
 	c->f = fopen(path, "wb");
 	if (!c->f) {
 		int err = -errno;
 
-		free(c->ifid);
-		free(c->path);
-		c->ifid = NULL;
-		c->path = NULL;
+		cap_free(c);
 		return err;
 	}
 	/*
-	 * Full buffering, asking for 1 MiB.  With a NULL buffer glibc keeps
-	 * only the mode and allocates its default size (st_blksize, 4 KiB on
-	 * most file systems) on the first write, so today the file is written
-	 * in 4 KiB pieces; a real 1 MiB needs a buffer passed in, a code
-	 * change.  fclose() frees whatever stdio allocated.
+	 * Full buffering in a buffer of our own: with a NULL buffer glibc
+	 * keeps only the mode and allocates its default size (st_blksize,
+	 * 4 KiB on most file systems), which would mean a write(2) every few
+	 * frames.  The buffer must outlive the FILE: cap_stop() frees it only
+	 * after fclose().
 	 */
-	setvbuf(c->f, NULL, _IOFBF, 1 << 20);
+	setvbuf(c->f, c->buf, _IOFBF, CAP_BUF_SIZE);
 	for (uint32_t i = 0; i < n_slots; i++)
 		c->ifid[i] = -1;
 	c->n_slots = n_slots;
@@ -140,10 +149,7 @@ int cap_start(struct capture *c, const char *path, uint16_t linktype, uint32_t n
 	put32(c, total);
 	return 0;
 nomem:
-	free(c->ifid);
-	free(c->path);
-	c->ifid = NULL;
-	c->path = NULL;
+	cap_free(c);
 	return -ENOMEM;
 }
 
@@ -246,9 +252,6 @@ int cap_stop(struct capture *c)
 	if (c->error[0] && !err)
 		err = -EIO;
 	c->f = NULL;
-	free(c->ifid);
-	free(c->path);
-	c->ifid = NULL;
-	c->path = NULL;
+	cap_free(c);
 	return err;
 }

@@ -18,8 +18,12 @@
 #define CAP_INBOUND		1
 #define CAP_OUTBOUND		2
 
+/* The stdio buffer of a capture file: a write(2) per 1 MiB of frames. */
+#define CAP_BUF_SIZE		(1u << 20)
+
 struct capture {
 	FILE *f;
+	char *buf;		/* c->f's buffer; freed after fclose() */
 	char *path;
 	uint16_t linktype;
 	int32_t *ifid;		/* per port slot: interface id, -1 = no IDB yet */
