@@ -1,6 +1,7 @@
 /**
  * Paths, cache location and timeouts. The only place that knows where things
- * live, and the only place that reads the environment; `cli.ts` lays its
+ * live, and the only place that reads the harness's `CNUAS_HIL_*` settings
+ * from the environment (exec.ts reads PATH to spawn tools); `cli.ts` lays its
  * flags over what is here.
  */
 import { dirname, join } from "node:path";
