@@ -8,6 +8,8 @@
  *       [--without-host-package P]  leave P out of the fresh-host row's package list
  *       [--loss-seed N]             replay roce-e2e's loss pattern (or CNUAS_HIL_LOSS_SEED)
  *   test                        Deno tests, then the matrix as a gate
+ *   lab [--guests N] [--fabric eth|ib]  boot N guests (default 2) with our builds
+ *                               installed, print their SSH commands, hold until Ctrl-C
  *   bench [--fresh]             measurements into reports/bench/<id>/bench.json
  *                               (--fresh adds an empty-cache build + boot row)
  *   report merge DIR... --out D merge shard reports
@@ -184,6 +186,8 @@ async function main(argv: string[]): Promise<number> {
       "path-mtu": { type: "string" },
       "without-host-package": { type: "string", multiple: true },
       "loss-seed": { type: "string" },
+      guests: { type: "string" },
+      fabric: { type: "string" },
       help: { type: "boolean", short: "h" },
     },
   });
@@ -239,6 +243,15 @@ async function main(argv: string[]): Promise<number> {
       );
       console.log(`${passed} passed, ${failed} failed`);
       return failed ? 1 : 0;
+    }
+    case "lab": {
+      const fabric = (values.fabric as string | undefined) ?? "eth";
+      if (fabric !== "eth" && fabric !== "ib") {
+        throw new UsageError(`lab --fabric takes eth or ib, not ${fabric}`);
+      }
+      const { holdLab } = await import("./matrix/hold.ts");
+      await holdLab(config, { guests: Number(values.guests ?? "2"), fabric });
+      return 0;
     }
     case "bench": {
       const path = await runBench(config, { fresh: values.fresh as boolean | undefined });

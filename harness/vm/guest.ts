@@ -48,6 +48,8 @@ export class GuestVm implements Guest {
   /** Path of the host-side log of QEMU's command line, stdout and stderr. */
   readonly qemuLog: string;
   bootToSshSec: number = NaN;
+  /** Host TCP port forwarded to the guest's SSH (127.0.0.1), once it answered. */
+  sshPort?: number;
   #child: Deno.ChildProcess;
   #qmp!: QmpClient;
   #ssh?: SshSession;
@@ -129,6 +131,7 @@ export class GuestVm implements Guest {
       }
       try {
         this.#ssh = await SshSession.connect(port, key, 4000);
+        this.sshPort = port;
         this.bootToSshSec = (performance.now() - t0) / 1000;
         return;
       } catch (e) {
