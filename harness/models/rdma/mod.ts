@@ -190,6 +190,18 @@ export {
   SMP_ATTR,
   SMP_DATA_BYTES,
 } from "./mad.ts";
+/** Multicast addressing: the multicast QP, multicast IPs, GIDs and LIDs, and their group MACs. */
+export {
+  ipv4MulticastMac,
+  ipv6MulticastMac,
+  isGroupMac,
+  isIpv4Multicast,
+  isIpv6Multicast,
+  isMulticastLid,
+  MULTICAST_LID_MIN,
+  MULTICAST_QPN,
+  PERMISSIVE_LID,
+} from "./multicast.ts";
 /** Whole-frame decoding. */
 export {
   type CaptureFrame,
