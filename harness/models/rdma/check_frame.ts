@@ -138,10 +138,24 @@ export function checkRdmaFrame(log: ViolationLog, p: Packet, index: number): voi
   checkManagement(log, p, op, index);
 }
 
-/** QP0/QP1 take only 256-byte UD MADs (QP1 with the GSI Q_Key), and VL15 only QP0. */
+/**
+ * QP0/QP1 take only 256-byte UD MADs (QP1 with the GSI Q_Key), VL15 only
+ * QP0, and RoCE has no QP0 at all: annexes A16/A17 leave subnet management
+ * (the SMI, QP0) out of RoCE, so a RoCEv2 packet to or from QP0 is wrong
+ * whatever it carries.
+ */
 function checkManagement(log: ViolationLog, p: Packet, op: OpcodeInfo, index: number): void {
   const qp = p.bth!.destQp;
   const vl15 = p.lrh !== undefined && p.lrh.vl === 15;
+  if (p.kind === "roce" && (qp === 0 || (p.deth !== undefined && p.deth.srcQp === 0))) {
+    log.report(
+      index,
+      frameFlow(p),
+      "management",
+      `${op.name} ${qp === 0 ? "to" : "from"} QP0: RoCE has no QP0 (SMI), IBA annexes A16/A17`,
+    );
+    return;
+  }
   if (qp === 0 || qp === 1) {
     if (op.transport !== "UD") {
       log.report(

@@ -21,7 +21,10 @@ export type RuleId =
   | "read-response"
   | "atomic-response"
   | "write-length"
-  | "management";
+  | "management"
+  | "deth"
+  | "qp-service"
+  | "multicast";
 
 /** One broken rule. */
 export interface Violation {

@@ -20,12 +20,19 @@
  *   (tentative: answered or not, owed again once resent), going back before
  *   the NAKed PSN, re-reads of a READ's tail, duplicate responses.
  *
+ * - UD packets (IBA vol. 1 §9.8) belong to no flow: each is a whole message
+ *   within the path MTU, with a DETH whose source QP is checked, any PSN, and
+ *   no response. A QP number used with both UD and RC/UC opcodes is a
+ *   violation, and multicast (DestQP 0xFFFFFF) must agree with the
+ *   destination address, its group MAC and the UD service.
+ *
  * Non-RDMA frames (ARP, TCP, plain UDP, raw IB) are counted, not judged.
  *
  * This module is the checker's public face and routes each frame; the rules
- * live in `check_frame.ts` (per frame), `check_flow.ts` (request flows),
- * `check_response.ts` (response pairing) and `check_copies.ts` (interface
- * copies), all reporting through `check_log.ts`.
+ * live in `check_frame.ts` (per frame), `check_multicast.ts` (multicast),
+ * `check_ud.ts` (DETH), `check_service.ts` (one service per QP),
+ * `check_flow.ts` (request flows), `check_response.ts` (response pairing) and
+ * `check_copies.ts` (interface copies), all reporting through `check_log.ts`.
  */
 import {
   checkOtherFrame,
@@ -38,9 +45,13 @@ import {
 import { type FlowContext, FlowIndex, RequestFlow } from "./check_flow.ts";
 import { type RuleId, type Violation, ViolationLog } from "./check_log.ts";
 import { CopyFilter } from "./check_copies.ts";
+import { checkMulticast } from "./check_multicast.ts";
+import { QpServiceIndex } from "./check_service.ts";
+import { checkDeth } from "./check_ud.ts";
 import { ResponsePairing } from "./check_response.ts";
 import { type CaptureFrame, decodeFrame, type Packet } from "./frame.ts";
 import { ipv6ToString } from "./ip.ts";
+import { MULTICAST_QPN } from "./multicast.ts";
 import type { OpcodeInfo } from "./opcodes.ts";
 
 /** Re-exported so checker users need only this module. */
@@ -105,6 +116,7 @@ export class CaptureChecker {
   private otherFrames = 0;
   private duplicateCopies = 0;
   private readonly flows = new FlowIndex();
+  private readonly services: QpServiceIndex;
   private readonly flowList: RequestFlow[] = [];
   private readonly flowsByPair = new Map<string, RequestFlow[]>();
   private readonly ipv6Ids = new Map<string, number>();
@@ -128,6 +140,7 @@ export class CaptureChecker {
       newConnectionPsnJump: opts.newConnectionPsnJump ?? 2048,
     };
     this.log = new ViolationLog(this.opts.maxViolations);
+    this.services = new QpServiceIndex(this.log);
     const pairing = new ResponsePairing(this.log, this.flowsByPair);
     this.pairing = pairing;
     this.flowContext = {
@@ -154,7 +167,12 @@ export class CaptureChecker {
     }
     this.rdmaFrames++;
     checkRdmaFrame(this.log, p, index);
-    if (p.bth && p.op) this.checkFlows(p, p.op, index);
+    if (p.bth && p.op && p.op.transport !== "CNP") {
+      checkMulticast(this.log, p, p.op, index);
+      this.endpointIds(p);
+      this.services.onPacket(p, p.op, index, this.srcId, this.dstId);
+      this.checkFlows(p, p.op, index);
+    }
   }
 
   /** End of capture: report everything still unanswered, and return the result. */
@@ -178,13 +196,22 @@ export class CaptureChecker {
     };
   }
 
+  /**
+   * The flow rules of a transport packet. UD packets belong to no flow: each
+   * is a whole message (IBA vol. 1 §9.8), its PSN is not checked by the
+   * responder and nothing answers it, so only their own rules apply (payload
+   * within the path MTU, the DETH); RC and UC requests and responses go to
+   * their flows.
+   */
   private checkFlows(p: Packet, op: OpcodeInfo, index: number): void {
-    if (op.transport === "CNP") return;
     if (op.transport === "UD") {
       checkPayloadMtu(this.log, p, op, this.opts.pathMtu || 4096, index, p);
+      checkDeth(this.log, p, index);
       return;
     }
-    this.endpointIds(p);
+    // A connected opcode to the multicast QP is the multicast rule's; as a
+    // flow it would only add unanswerable requests.
+    if (p.bth!.destQp === MULTICAST_QPN) return;
     if (op.isRequest) this.requestFlow(p, op, index).onRequest(p, op, index);
     else this.pairing.onResponse(p, op, index, this.srcId, this.dstId);
   }
