@@ -8,9 +8,10 @@
  *   with a GRH, a multicast DGID. IBA vol. 1 §9.2 reserves DestQP 0xFFFFFF for
  *   multicast, and a multicast packet is delivered to every QP attached to the
  *   group, so it can name no single QP.
- * - Multicast only with UD opcodes: only UD QPs attach to multicast groups
- *   (IBA vol. 1 §10.5 / §11.3, multicast is an unreliable datagram service;
- *   raw datagrams never reach this oracle).
+ * - Multicast only with UD opcodes: only UD (and raw datagram) QPs may be
+ *   attached to a multicast group (IBA vol. 1 ch. 10, multicast, and the
+ *   Attach QP to Multicast Group verb of ch. 11); raw datagrams never reach
+ *   this oracle.
  * - The Ethernet destination of an IP multicast frame is the group MAC the
  *   address maps to (RFC 1112 §6.4 for IPv4, RFC 2464 §7 for IPv6): a switch
  *   or NIC filters on that MAC, so any other MAC loses the frame.

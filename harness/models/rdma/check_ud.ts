@@ -4,7 +4,7 @@
  *
  * - SrcQP is never 0xFFFFFF: IBA vol. 1 §9.2 reserves that number for the
  *   multicast destination; no QP has it, so none can send from it.
- * - QP0 is the SMI (IBA vol. 1 §3.9, ch. 14): it sends and takes only SMPs,
+ * - QP0 is the SMI (IBA vol. 1 ch. 14, subnet management): it sends and takes only SMPs,
  *   and SMPs go from one SMI to another, so SrcQP 0 ⇔ DestQP 0. On RoCE
  *   there is no QP0 at all (annexes A16/A17: no subnet management on
  *   Ethernet); the `management` rule reports that, so this one is for native
