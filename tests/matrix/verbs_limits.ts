@@ -148,7 +148,6 @@ export const row: Row = {
     });
     await ctx.step("verbs_limits: each limit reached, one more refused", async () => {
       const r = await runProgram(g, dev.ibdev, held);
-      for (const l of `${r.stdout}${r.stderr}`.trim().split("\n")) ctx.log(l);
       const v = checkLimits(r.stdout, held);
       if (v.maxInline !== undefined) ctx.measure("maxInline", v.maxInline, "bytes");
       ctx.expect(v.differences.length === 0, v.differences.join("; "));
