@@ -19,6 +19,19 @@ export function linkedGpuNeeds(): RowNeeds {
 }
 
 /**
+ * One guest with one cnuas-vnic on an eth-mode switch, the RDMA provider
+ * and the guest programs built (rows ibstat, verbs-limits).
+ */
+export function rdmaGuestNeeds(): RowNeeds {
+  return {
+    guests: 1,
+    fabric: "eth",
+    builds: ["qemu", "image", "modules", "provider", "guestprogs"],
+    devices: { vnic: 1 },
+  };
+}
+
+/**
  * Two guests, one cnuas-vnic each, on a `fabric`-mode switch, with the RDMA
  * provider built (rows ib-forwarding, ib-e2e, roce-e2e, bench rdma-perf);
  * `extra` builds come after the provider.

@@ -16,6 +16,7 @@ export const ROW_IDS = [
   "driver-load",
   "eth-forwarding",
   "ibstat",
+  "verbs-limits",
   "roce-e2e",
   "ib-forwarding",
   "ib-e2e",

@@ -1,5 +1,6 @@
 import type { Guest } from "../../harness/vm/types.ts";
 import { type Row, type RowContext, RowFailure } from "../../harness/matrix/row.ts";
+import { rdmaGuestNeeds } from "../../harness/matrix/needs.ts";
 import { parseKeyValues } from "../../harness/guest/cnuas_net.ts";
 import { sh, shq } from "../../harness/guest/shell.ts";
 import {
@@ -470,13 +471,8 @@ async function checkPollCq(ctx: RowContext, g: Guest, dev: CnuasIbDev): Promise<
 export const row: Row = {
   id: "ibstat",
   title: "ibv_devinfo -v, ibstat, rdma show the datasheet attributes; poll_cq is syscall-free",
-  needs: {
-    guests: 1,
-    // the port state must follow a real link: the device on a switch
-    fabric: "eth",
-    builds: ["qemu", "image", "modules", "provider", "guestprogs"],
-    devices: { vnic: 1 },
-  },
+  // the port state must follow a real link: the device on a switch
+  needs: rdmaGuestNeeds(),
   timeoutSec: 300,
   modules: ["cnuas_net", "cnuas_ib"],
   async run(ctx) {
