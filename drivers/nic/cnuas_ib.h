@@ -14,7 +14,9 @@
  *   cnuas_ib_comp.c    completer: ACKs/responses -> completions, retries
  *   cnuas_ib_cq.c      completion queues (a ring user space maps)
  *   cnuas_ib_mr.c      memory regions, key lookup, checked copies
- *   cnuas_ib_net.c     frames: building, ICRC, transmit, receive dispatch
+ *   cnuas_ib_net.c     frames: building, ICRC, transmit, loopback,
+ *                      receive dispatch
+ *   cnuas_ib_mcast.c   multicast groups and delivery to their QPs
  *   cnuas_ib_icrc.c    the invariant CRC
  *   cnuas_ib_opcode.c  the opcode table (cnuas_ib_hdr.h: header layouts)
  *
@@ -82,6 +84,12 @@
 #define CNUAS_IB_ACKREQ_EVERY		32
 /* Packets one run of a QP's engine handles before it yields the CPU. */
 #define CNUAS_IB_BUDGET			64
+/* Frames waiting in one QP queue before the receive path drops. */
+#define CNUAS_IB_RXQ_MAX	4096
+/* Frames waiting for local (loopback) delivery before they are dropped. */
+#define CNUAS_IB_LOOPQ_MAX	4096
+/* BTH destination QP of a multicast UD packet (IBTA 9.2.5). */
+#define CNUAS_IB_MCAST_QPN	0xffffffU
 /* Shortest retransmit timeout we arm, whatever the QP asks for. */
 #define CNUAS_IB_MIN_RETX_MS		10
 
@@ -104,6 +112,9 @@ enum cnuas_ib_stat {
 	CNUAS_STAT_ACKS_SENT,
 	CNUAS_STAT_TX_BUSY,
 	CNUAS_STAT_RX_DROP_INJECTED,
+	CNUAS_STAT_RCVD_QKEY_ERR,
+	CNUAS_STAT_LOOPBACK_PKTS,
+	CNUAS_STAT_RCVD_MCAST_PKTS,
 	CNUAS_STAT_NUM,
 };
 
@@ -130,6 +141,13 @@ enum cnuas_ib_stat {
  * @drop_lock: protects @drop_state and @drop_gen
  * @drop_state: the injected receive loss's generator (cnuas_ib_net.c)
  * @drop_gen: the parameter generation @drop_state was seeded for
+ * @loop_q: frames to our own addresses, delivered by @loop_work
+ * @loop_work: feeds @loop_q to the receive path (not inline: the sender
+ *	       holds its QP's lock, and the receiver may be the same QP);
+ *	       a BH work item on system_bh_wq
+ * @mcast_lock: protects changes to @mcast_groups and @n_mcast_grp
+ * @mcast_groups: struct cnuas_ib_mcg list (cnuas_ib_mcast.c), RCU readers
+ * @n_mcast_grp: groups in @mcast_groups
  */
 struct cnuas_ib_dev {
 	struct ib_device ibdev;
@@ -153,6 +171,11 @@ struct cnuas_ib_dev {
 	spinlock_t drop_lock;	/* see above */
 	struct rnd_state drop_state;
 	u32 drop_gen;
+	struct sk_buff_head loop_q;
+	struct work_struct loop_work;
+	spinlock_t mcast_lock;	/* see above */
+	struct list_head mcast_groups;
+	u32 n_mcast_grp;
 };
 
 static inline struct cnuas_ib_dev *to_cdev(struct ib_device *ibdev)
@@ -591,6 +614,15 @@ void cnuas_ib_tx_wake(void *ctx);
 void cnuas_ib_txwait_del(struct cnuas_ib_qp *qp);
 void cnuas_ib_rx_drop_init(struct cnuas_ib_dev *dev);
 bool cnuas_ib_pkt_from_peer(struct cnuas_ib_qp *qp, struct sk_buff *skb);
+void cnuas_ib_loop_work(struct work_struct *work);
+
+/* cnuas_ib_mcast.c */
+int cnuas_ib_attach_mcast(struct ib_qp *ibqp, union ib_gid *mgid, u16 mlid);
+int cnuas_ib_detach_mcast(struct ib_qp *ibqp, union ib_gid *mgid, u16 mlid);
+u32 cnuas_ib_mcast_rx(struct cnuas_ib_dev *dev, struct sk_buff *skb,
+		      const union ib_gid *mgid);
+void cnuas_ib_mcast_qp_gone(struct cnuas_ib_dev *dev, u32 qpn);
+void cnuas_ib_mcast_cleanup(struct cnuas_ib_dev *dev);
 
 /* cnuas_ib_icrc.c */
 u32 cnuas_ib_icrc(const struct sk_buff *skb, unsigned int net_off,

@@ -211,6 +211,10 @@ static int cnuas_ib_probe(struct auxiliary_device *adev,
 	spin_lock_init(&dev->txwait_lock);
 	INIT_LIST_HEAD(&dev->txwait);
 	cnuas_ib_rx_drop_init(dev);
+	skb_queue_head_init(&dev->loop_q);
+	INIT_WORK(&dev->loop_work, cnuas_ib_loop_work);
+	spin_lock_init(&dev->mcast_lock);
+	INIT_LIST_HEAD(&dev->mcast_groups);
 
 	dev->wq = alloc_workqueue("cnuas_ib/%s", WQ_HIGHPRI | WQ_UNBOUND, 0,
 				  dev_name(&adev->dev));
@@ -279,6 +283,9 @@ static void cnuas_ib_remove(struct auxiliary_device *adev)
 	ib_unregister_device(&dev->ibdev);
 	cnuas_net_unregister_rdma(dev->net);
 	destroy_workqueue(dev->wq);
+	cancel_work_sync(&dev->loop_work);
+	skb_queue_purge(&dev->loop_q);
+	cnuas_ib_mcast_cleanup(dev);
 	WARN_ON(!xa_empty(&dev->qps));
 	WARN_ON(!xa_empty(&dev->mrs));
 	xa_destroy(&dev->qps);

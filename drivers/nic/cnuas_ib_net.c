@@ -3,7 +3,10 @@
  * cnuas_ib: frames.  Building RoCEv2 frames (Ethernet + IPv4/IPv6 + UDP
  * 4791 + BTH + extension headers + payload + pad + ICRC), handing them to
  * cnuas_net, waiting for room when its queue is full, and the receive
- * side: validate a frame, check its ICRC and queue it on its QP.
+ * side: validate a frame, check its ICRC and queue it on its QP (or, for
+ * multicast, on every QP attached to its group).  Frames to our own MAC
+ * never reach the wire: they go round through the receive path here, as a
+ * RoCE NIC loops back traffic to its own GIDs (docs/nic.md, "Loopback").
  */
 #include <linux/etherdevice.h>
 #include <linux/ip.h>
@@ -14,9 +17,6 @@
 #include <net/ip.h>
 
 #include "cnuas_ib.h"
-
-/* Frames waiting in one QP queue before the receive path drops. */
-#define CNUAS_IB_RXQ_MAX	4096
 
 /*
  * Fault injection for tests of the recovery paths: drop each frame that
@@ -204,6 +204,47 @@ void cnuas_ib_frame_finish(struct cnuas_ib_qp *qp, struct sk_buff *skb)
 			   skb->data + end);
 }
 
+/*
+ * A frame to one of our own addresses: queue it for the receive path.  It
+ * counts as sent (it left the requester) and then as received.  A full
+ * loop queue loses the frame as a congested wire would; RC recovers.
+ */
+static int cnuas_ib_loop(struct cnuas_ib_dev *dev, struct sk_buff *skb)
+{
+	cnuas_stat_inc(dev, CNUAS_STAT_SENT_PKTS);
+	if (skb_queue_len(&dev->loop_q) >= CNUAS_IB_LOOPQ_MAX) {
+		kfree_skb(skb);
+		return 0;
+	}
+	cnuas_stat_inc(dev, CNUAS_STAT_LOOPBACK_PKTS);
+	skb_queue_tail(&dev->loop_q, skb);
+	/*
+	 * A BH work item: it runs in softirq context, as cnuas_net's NAPI
+	 * poll does, and as soon as the sender re-enables BHs — a kworker
+	 * would wait for a busy-polling receiver's time slice to end.
+	 */
+	queue_work(system_bh_wq, &dev->loop_work);
+	return 0;
+}
+
+/* Deliver looped-back frames (softirq context, like NAPI). */
+void cnuas_ib_loop_work(struct work_struct *work)
+{
+	struct cnuas_ib_dev *dev = container_of(work, struct cnuas_ib_dev,
+						loop_work);
+	struct sk_buff *skb;
+	int n = 0;
+
+	while ((skb = skb_dequeue(&dev->loop_q))) {
+		cnuas_ib_rx(dev, skb);
+		if (++n == CNUAS_IB_BUDGET) {
+			/* a BH work item must not hog the CPU: go round */
+			queue_work(system_bh_wq, &dev->loop_work);
+			return;
+		}
+	}
+}
+
 /**
  * cnuas_ib_xmit - hand a frame to cnuas_net
  * @qp: the sender; put on the wait list when the queue is full
@@ -218,6 +259,9 @@ int cnuas_ib_xmit(struct cnuas_ib_qp *qp, struct sk_buff *skb)
 	unsigned long flags;
 	u32 gen;
 	int err;
+
+	if (ether_addr_equal(eth_hdr(skb)->h_dest, dev->netdev->dev_addr))
+		return cnuas_ib_loop(dev, skb);
 
 	gen = READ_ONCE(dev->tx_gen);
 	err = cnuas_net_xmit(dev->net, skb);
@@ -357,6 +401,41 @@ static int cnuas_ib_parse(struct sk_buff *skb)
 	return 0;
 }
 
+/*
+ * A frame to the multicast QPN: UD only, to a multicast IP address; the
+ * group is the destination address as a GID (IPv4-mapped for IPv4).
+ */
+static void cnuas_ib_rx_mcast(struct cnuas_ib_dev *dev, struct sk_buff *skb)
+{
+	const struct cnuas_pkt *pkt = cnuas_pkt(skb);
+	const u8 *ip = skb->data + pkt->net_off;
+	union ib_gid mgid;
+
+	if (!(pkt->mask & CNUAS_OP_UD))
+		goto drop;
+	if (pkt->family == AF_INET) {
+		__be32 daddr = ((const struct iphdr *)ip)->daddr;
+
+		if (!ipv4_is_multicast(daddr))
+			goto drop;
+		ipv6_addr_set_v4mapped(daddr, (struct in6_addr *)mgid.raw);
+	} else {
+		const struct in6_addr *daddr = &((const struct ipv6hdr *)ip)->daddr;
+
+		if (!ipv6_addr_is_multicast(daddr))
+			goto drop;
+		memcpy(mgid.raw, daddr, sizeof(mgid.raw));
+	}
+	if (cnuas_ib_mcast_rx(dev, skb, &mgid))
+		cnuas_stat_inc(dev, CNUAS_STAT_RCVD_MCAST_PKTS);
+	else
+		cnuas_stat_inc(dev, CNUAS_STAT_RCVD_DROP);
+	return;
+drop:
+	cnuas_stat_inc(dev, CNUAS_STAT_RCVD_DROP);
+	kfree_skb(skb);
+}
+
 /**
  * cnuas_ib_rx - cnuas_net's receive callback (NAPI context)
  * @ctx: our device
@@ -384,6 +463,11 @@ void cnuas_ib_rx(void *ctx, struct sk_buff *skb)
 	    cnuas_ib_icrc(skb, pkt->net_off, pkt->family, end)) {
 		cnuas_stat_inc(dev, CNUAS_STAT_RCVD_ICRC_ERR);
 		goto free;
+	}
+
+	if (pkt->qpn == CNUAS_IB_MCAST_QPN) {
+		cnuas_ib_rx_mcast(dev, skb);
+		return;
 	}
 
 	rcu_read_lock();

@@ -412,6 +412,7 @@ int cnuas_ib_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	spin_unlock_bh(&qp->lock);
 
 	xa_erase(&dev->qps, ibqp->qp_num);
+	cnuas_ib_mcast_qp_gone(dev, ibqp->qp_num);
 	/* no receive path is still looking at the QP after this */
 	synchronize_rcu();
 	timer_shutdown_sync(&qp->retx_timer);

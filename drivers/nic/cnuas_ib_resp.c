@@ -489,8 +489,11 @@ static void cnuas_ib_resp_ud(struct cnuas_ib_qp *qp, struct sk_buff *skb)
 	int err;
 
 	if (qp->type == IB_QPT_GSI ? qkey != CNUAS_GSI_QKEY :
-				     qkey != qp->attr.qkey)
+				     qkey != qp->attr.qkey) {
+		/* IBTA 10.2.4: silently dropped by the receiver; counted here */
+		cnuas_stat_inc(qp->dev, CNUAS_STAT_RCVD_QKEY_ERR);
 		return;
+	}
 	if (!cnuas_ib_rq_take(qp, &wqe)) {
 		cnuas_stat_inc(qp->dev, CNUAS_STAT_RCVD_DROP);
 		return;

@@ -166,6 +166,9 @@ static const struct rdma_stat_desc cnuas_ib_stat_desc[CNUAS_STAT_NUM] = {
 	[CNUAS_STAT_ACKS_SENT] = { .name = "sent_acks" },
 	[CNUAS_STAT_TX_BUSY] = { .name = "tx_busy" },
 	[CNUAS_STAT_RX_DROP_INJECTED] = { .name = "rx_drop_injected" },
+	[CNUAS_STAT_RCVD_QKEY_ERR] = { .name = "rcvd_qkey_err" },
+	[CNUAS_STAT_LOOPBACK_PKTS] = { .name = "loopback_pkts" },
+	[CNUAS_STAT_RCVD_MCAST_PKTS] = { .name = "rcvd_mcast_pkts" },
 };
 
 static struct rdma_hw_stats *cnuas_ib_alloc_port_stats(struct ib_device *ibdev,
@@ -197,6 +200,7 @@ const struct ib_device_ops cnuas_ib_dev_ops = {
 	.alloc_hw_port_stats = cnuas_ib_alloc_port_stats,
 	.alloc_pd = cnuas_ib_alloc_pd,
 	.alloc_ucontext = cnuas_ib_alloc_ucontext,
+	.attach_mcast = cnuas_ib_attach_mcast,
 	.create_ah = cnuas_ib_create_ah,
 	.create_cq = cnuas_ib_create_cq,
 	.create_qp = cnuas_ib_create_qp,
@@ -207,6 +211,7 @@ const struct ib_device_ops cnuas_ib_dev_ops = {
 	.destroy_ah = cnuas_ib_destroy_ah,
 	.destroy_cq = cnuas_ib_destroy_cq,
 	.destroy_qp = cnuas_ib_destroy_qp,
+	.detach_mcast = cnuas_ib_detach_mcast,
 	.disassociate_ucontext = cnuas_ib_disassociate_ucontext,
 	.get_dev_fw_str = cnuas_ib_get_fw_str,
 	.get_dma_mr = cnuas_ib_get_dma_mr,

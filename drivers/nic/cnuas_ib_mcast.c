@@ -1,0 +1,223 @@
+// SPDX-License-Identifier: (GPL-2.0 OR MIT)
+/*
+ * cnuas_ib: multicast groups.  attach_mcast/detach_mcast keep, per group
+ * GID, the UD QPs attached to it; a received UD frame to the multicast QPN
+ * (0xFFFFFF, IBTA 9.2.5 / 10.5.2) is copied to each of them
+ * (docs/nic.md, "Multicast").
+ *
+ * Limits (datasheet table 4.1): max_mcast_grp groups per device,
+ * max_mcast_qp_attach QPs per group.  A QP attached twice to one group is
+ * one attachment (IBTA 11.3.1: attach is idempotent), detaching a QP that
+ * is not attached is -EINVAL.  Groups live in a list under mcast_lock and
+ * are freed after RCU: the receive path walks them under rcu_read_lock().
+ */
+#include <linux/rculist.h>
+#include <net/ipv6.h>
+
+#include "cnuas_ib.h"
+
+/**
+ * struct cnuas_ib_mcg - one multicast group and its members
+ * @node: on dev->mcast_groups
+ * @mgid: the group's GID (an IPv4-mapped or IPv6 multicast address)
+ * @nqp: entries in @qpn
+ * @qpn: attached QP numbers (not QP pointers: a QP is looked up at delivery,
+ *	 so a destroyed QP is never touched)
+ * @rcu: freed after a grace period
+ */
+struct cnuas_ib_mcg {
+	struct list_head node;
+	union ib_gid mgid;
+	u32 nqp;
+	u32 qpn[CNUAS_IB_MAX_MCAST_QP_ATTACH];
+	struct rcu_head rcu;
+};
+
+/* Under mcast_lock or RCU. */
+static struct cnuas_ib_mcg *cnuas_ib_mcg_find(struct cnuas_ib_dev *dev,
+					      const union ib_gid *mgid)
+{
+	struct cnuas_ib_mcg *g;
+
+	list_for_each_entry_rcu(g, &dev->mcast_groups, node,
+				lockdep_is_held(&dev->mcast_lock))
+		if (!memcmp(g->mgid.raw, mgid->raw, sizeof(mgid->raw)))
+			return g;
+	return NULL;
+}
+
+/* Is @gid a multicast address (IPv6, or IPv4-mapped IPv4)? */
+static bool cnuas_ib_gid_is_mcast(const union ib_gid *gid)
+{
+	const struct in6_addr *a = (const struct in6_addr *)gid->raw;
+
+	if (ipv6_addr_v4mapped(a))
+		return ipv4_is_multicast(a->s6_addr32[3]);
+	return ipv6_addr_is_multicast(a);
+}
+
+/*
+ * Remove entry @i of @g, under mcast_lock.  The last entry moves into the
+ * hole.  A receive walking the array at the same time may see the moved QP
+ * twice or the removed one once more; both are harmless (a UD datagram, and
+ * QPs are looked up by number).
+ */
+static void cnuas_ib_mcg_del(struct cnuas_ib_mcg *g, u32 i)
+{
+	WRITE_ONCE(g->qpn[i], g->qpn[g->nqp - 1]);
+	/* pairs with smp_load_acquire() in cnuas_ib_mcast_rx() */
+	smp_store_release(&g->nqp, g->nqp - 1);
+}
+
+int cnuas_ib_attach_mcast(struct ib_qp *ibqp, union ib_gid *mgid, u16 mlid)
+{
+	struct cnuas_ib_dev *dev = to_cdev(ibqp->device);
+	struct cnuas_ib_mcg *g, *new;
+	u32 qpn = ibqp->qp_num;
+	int err = 0;
+	u32 i;
+
+	if (ibqp->qp_type != IB_QPT_UD || !cnuas_ib_gid_is_mcast(mgid))
+		return -EINVAL;
+
+	/* allocated before the lock: GFP_KERNEL, and freed if not needed */
+	new = kzalloc(sizeof(*new), GFP_KERNEL);
+	if (!new)
+		return -ENOMEM;
+
+	spin_lock_bh(&dev->mcast_lock);
+	g = cnuas_ib_mcg_find(dev, mgid);
+	if (!g) {
+		if (dev->n_mcast_grp >= CNUAS_IB_MAX_MCAST_GRP) {
+			err = -ENOMEM;
+			goto unlock;
+		}
+		g = new;
+		new = NULL;
+		g->mgid = *mgid;
+		list_add_tail_rcu(&g->node, &dev->mcast_groups);
+		dev->n_mcast_grp++;
+	}
+	for (i = 0; i < g->nqp; i++)
+		if (g->qpn[i] == qpn)
+			goto unlock;
+	if (g->nqp >= CNUAS_IB_MAX_MCAST_QP_ATTACH) {
+		err = -ENOMEM;
+		goto unlock;
+	}
+	WRITE_ONCE(g->qpn[g->nqp], qpn);
+	/* the entry before the count: cnuas_ib_mcast_rx() reads them so */
+	smp_store_release(&g->nqp, g->nqp + 1);
+unlock:
+	spin_unlock_bh(&dev->mcast_lock);
+	kfree(new);
+	return err;
+}
+
+int cnuas_ib_detach_mcast(struct ib_qp *ibqp, union ib_gid *mgid, u16 mlid)
+{
+	struct cnuas_ib_dev *dev = to_cdev(ibqp->device);
+	struct cnuas_ib_mcg *g, *dead = NULL;
+	u32 qpn = ibqp->qp_num;
+	int err = -EINVAL;
+	u32 i;
+
+	spin_lock_bh(&dev->mcast_lock);
+	g = cnuas_ib_mcg_find(dev, mgid);
+	if (!g)
+		goto unlock;
+	for (i = 0; i < g->nqp; i++) {
+		if (g->qpn[i] != qpn)
+			continue;
+		cnuas_ib_mcg_del(g, i);
+		err = 0;
+		break;
+	}
+	if (!err && !g->nqp) {
+		list_del_rcu(&g->node);
+		dev->n_mcast_grp--;
+		dead = g;
+	}
+unlock:
+	spin_unlock_bh(&dev->mcast_lock);
+	if (dead)
+		kfree_rcu(dead, rcu);
+	return err;
+}
+
+/**
+ * cnuas_ib_mcast_rx - deliver a multicast UD frame to its group's QPs
+ * @dev: the device
+ * @skb: a parsed UD frame to QPN 0xFFFFFF, consumed
+ * @mgid: the destination address as a GID
+ *
+ * Return: the number of QPs it was queued on (0: no member, dropped).
+ */
+u32 cnuas_ib_mcast_rx(struct cnuas_ib_dev *dev, struct sk_buff *skb,
+		      const union ib_gid *mgid)
+{
+	struct cnuas_ib_mcg *g;
+	u32 i, n, delivered = 0;
+
+	rcu_read_lock();
+	g = cnuas_ib_mcg_find(dev, mgid);
+	/* the count, then the entries below it (written in that order) */
+	n = g ? smp_load_acquire(&g->nqp) : 0;
+	for (i = 0; i < n; i++) {
+		struct cnuas_ib_qp *qp = xa_load(&dev->qps, READ_ONCE(g->qpn[i]));
+		struct sk_buff *copy;
+
+		if (!qp || READ_ONCE(qp->dying) || qp->type != IB_QPT_UD)
+			continue;
+		if (skb_queue_len(&qp->req_q) >= CNUAS_IB_RXQ_MAX)
+			continue;
+		copy = skb_clone(skb, GFP_ATOMIC);
+		if (!copy)
+			break;
+		skb_queue_tail(&qp->req_q, copy);
+		cnuas_ib_qp_kick(qp);
+		delivered++;
+	}
+	rcu_read_unlock();
+	consume_skb(skb);
+	return delivered;
+}
+
+/*
+ * A QP is being destroyed: take it out of every group, so that its number,
+ * reused by a later QP, does not inherit its memberships.  Kernel consumers
+ * detach before destroying; uverbs does too, but a driver cannot rely on it.
+ */
+void cnuas_ib_mcast_qp_gone(struct cnuas_ib_dev *dev, u32 qpn)
+{
+	struct cnuas_ib_mcg *g, *tmp;
+	u32 i;
+
+	spin_lock_bh(&dev->mcast_lock);
+	list_for_each_entry_safe(g, tmp, &dev->mcast_groups, node) {
+		for (i = 0; i < g->nqp; i++) {
+			if (g->qpn[i] != qpn)
+				continue;
+			cnuas_ib_mcg_del(g, i);
+			break;
+		}
+		if (!g->nqp) {
+			list_del_rcu(&g->node);
+			dev->n_mcast_grp--;
+			kfree_rcu(g, rcu);
+		}
+	}
+	spin_unlock_bh(&dev->mcast_lock);
+}
+
+/* Free what is left at device removal (every QP, hence attachment, is gone). */
+void cnuas_ib_mcast_cleanup(struct cnuas_ib_dev *dev)
+{
+	struct cnuas_ib_mcg *g, *tmp;
+
+	list_for_each_entry_safe(g, tmp, &dev->mcast_groups, node) {
+		list_del(&g->node);
+		kfree(g);
+	}
+	dev->n_mcast_grp = 0;
+}
