@@ -319,10 +319,24 @@ static int cnuas_poll_cq(struct ibv_cq *ibcq, int ne, struct ibv_wc *wc)
 	return n;
 }
 
+/* Multicast membership lives in the kernel: the receive path delivers. */
+static int cnuas_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid,
+			      uint16_t lid)
+{
+	return ibv_cmd_attach_mcast(qp, gid, lid);
+}
+
+static int cnuas_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid,
+			      uint16_t lid)
+{
+	return ibv_cmd_detach_mcast(qp, gid, lid);
+}
+
 static void cnuas_free_context(struct ibv_context *ibctx);
 
 static const struct verbs_context_ops cnuas_ctx_ops = {
 	.alloc_pd = cnuas_alloc_pd,
+	.attach_mcast = cnuas_attach_mcast,
 	.create_ah = cnuas_create_ah,
 	.create_cq = cnuas_create_cq,
 	.create_qp = cnuas_create_qp,
@@ -331,6 +345,7 @@ static const struct verbs_context_ops cnuas_ctx_ops = {
 	.destroy_ah = cnuas_destroy_ah,
 	.destroy_cq = cnuas_destroy_cq,
 	.destroy_qp = cnuas_destroy_qp,
+	.detach_mcast = cnuas_detach_mcast,
 	.free_context = cnuas_free_context,
 	.modify_qp = cnuas_modify_qp,
 	.poll_cq = cnuas_poll_cq,
