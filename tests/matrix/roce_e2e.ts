@@ -1,22 +1,18 @@
-import type { Guest } from "../../harness/vm/types.ts";
 import { type Row, type RowContext, RowFailure } from "../../harness/matrix/row.ts";
 import { rdmaPairNeeds } from "../../harness/matrix/needs.ts";
-import { waitCarrier } from "../../harness/guest/cnuas_net.ts";
 import { captured } from "../../harness/oracle/wire_capture.ts";
 import { buildRoceFrame, OP } from "../../harness/models/rdma/mod.ts";
 import { GUEST_PATHS } from "../../harness/vm/types.ts";
+import { parsePerftest, rpingDataErrors, startPair } from "../../harness/guest/cnuas_ib.ts";
 import {
-  type CnuasIbDev,
-  configureRoceAddress,
-  loadCnuasIb,
-  type PairResult,
-  parsePerftest,
-  parsePingpong,
-  pingpongDataErrors,
-  rpingDataErrors,
-  runPair,
-  startPair,
-} from "../../harness/guest/cnuas_ib.ts";
+  expectBothExit0,
+  hwCounters,
+  pair,
+  pairBoth,
+  pingpongResult,
+  type RoceNode as Node,
+  setupRoceNodes,
+} from "../../harness/guest/roce_pair.ts";
 
 /** Addresses of g0 (server side) and g1 on the fabric. */
 const IPS = ["10.77.0.1", "10.77.0.2"];
@@ -37,109 +33,8 @@ export const PERFTESTS = [
   "ib_read_lat",
 ];
 
-/** One guest of the pair, ready for RDMA. */
-interface Node {
-  g: Guest;
-  dev: CnuasIbDev;
-  ip: string;
-  gid: number;
-}
-
 async function setup(ctx: RowContext): Promise<Node[]> {
-  const nodes: Node[] = [];
-  for (const [i, g] of ctx.guests.entries()) {
-    const dev = await ctx.step(
-      `${g.name}: load cnuas_net and cnuas_ib`,
-      () => loadCnuasIb(g),
-    );
-    const gid = await ctx.step(
-      `${g.name}: ${IPS[i]} on ${dev.iface}, its RoCE v2 GID`,
-      () => configureRoceAddress(g, dev, `${IPS[i]}/24`),
-    );
-    ctx.log(`${g.name}: ${dev.ibdev} on ${dev.iface}, GID index ${gid}`);
-    nodes.push({ g, dev, ip: IPS[i], gid });
-  }
-  await ctx.step(
-    "both ports come up and the guests reach each other",
-    async () => {
-      for (const n of nodes) {
-        ctx.expect(
-          await waitCarrier(n.g, n.dev.iface, true),
-          `${n.g.name}: no carrier`,
-        );
-      }
-      const r = await nodes[1].g.run(`ping -c 3 -W 5 ${nodes[0].ip}`, {
-        timeoutSec: 60,
-      });
-      ctx.expect(
-        r.code === 0,
-        `ping ${nodes[0].ip} from ${nodes[1].g.name}: ${r.stdout}`,
-      );
-      for (const n of nodes) {
-        const st = await n.g.run(
-          `ibv_devinfo -d ${n.dev.ibdev} | grep state:`,
-          { timeoutSec: 30 },
-        );
-        ctx.expect(
-          /PORT_ACTIVE/.test(st.stdout),
-          `${n.g.name} port: ${st.stdout}`,
-        );
-      }
-    },
-  );
-  return nodes;
-}
-
-/** Fail the row unless both ends of a pair exited 0. */
-function expectBothExit0(what: string, r: PairResult): PairResult {
-  if (r.serverCode !== 0 || r.clientCode !== 0) {
-    throw new RowFailure(
-      `${what}: server exit ${r.serverCode}, client exit ${r.clientCode}\n` +
-        `server: ${r.serverOut.slice(-1500)}\nclient: ${r.clientOut.slice(-1500)}`,
-    );
-  }
-  return r;
-}
-
-/** Run a server/client pair; fail the row unless both exit 0; both outputs. */
-async function pairBoth(
-  what: string,
-  [s, c]: Node[],
-  server: string,
-  client: string,
-  port: number,
-  timeoutSec = 300,
-): Promise<PairResult> {
-  return expectBothExit0(what, await runPair(s.g, server, c.g, client, port, timeoutSec));
-}
-
-/** Run a server/client pair and fail the row unless both exit 0; the client's output. */
-async function pair(
-  what: string,
-  nodes: Node[],
-  server: string,
-  client: string,
-  port: number,
-  timeoutSec = 300,
-): Promise<string> {
-  return (await pairBoth(what, nodes, server, client, port, timeoutSec)).clientOut;
-}
-
-/**
- * Fail unless ibv_rc_pingpong's own data check (`--chk`) passed and the
- * client printed its figures; returns them.
- */
-function pingpongResult(
-  what: string,
-  r: PairResult,
-): { usecPerIter: number; mbitPerSec: number } {
-  const bad = pingpongDataErrors(r.serverOut);
-  if (bad.length) {
-    throw new RowFailure(`${what}: the server's --chk found wrong data: ${bad.join("; ")}`);
-  }
-  const f = parsePingpong(r.clientOut);
-  if (!f) throw new RowFailure(`${what}: no figures in its output: ${r.clientOut}`);
-  return f;
+  return await setupRoceNodes(ctx, IPS);
 }
 
 /** One ibv_rc_pingpong pair run, its figures recorded under `key`. */
@@ -203,16 +98,7 @@ async function perftests(ctx: RowContext, nodes: Node[]): Promise<void> {
 /** Each frame either guest's cnuas_ib receives is dropped with probability 1/N in the loss step. */
 export const LOSS_ONE_IN = 100;
 
-async function counters(n: Node): Promise<Record<string, number>> {
-  const d = `/sys/class/infiniband/${n.dev.ibdev}/ports/1/hw_counters`;
-  const r = await n.g.run(`cd ${d} && grep -H . *`, { timeoutSec: 30 });
-  const out: Record<string, number> = {};
-  for (const line of r.stdout.split("\n")) {
-    const m = /^(\w+):(\d+)$/.exec(line.trim());
-    if (m) out[m[1]] = Number(m[2]);
-  }
-  return out;
-}
+const counters = hwCounters;
 
 async function setLoss(nodes: Node[], every: number): Promise<void> {
   for (const n of nodes) {

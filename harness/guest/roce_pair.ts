@@ -1,0 +1,142 @@
+/**
+ * What the RoCEv2 rows share: guests with cnuas_ib loaded and an address on
+ * the fabric (a {@link RoceNode} each), server/client runs that fail the row
+ * unless both ends exit 0, the pingpong data check, and the port counters.
+ */
+import type { Guest } from "../vm/types.ts";
+import { type RowContext, RowFailure } from "../matrix/row.ts";
+import { waitCarrier } from "./cnuas_net.ts";
+import {
+  type CnuasIbDev,
+  configureRoceAddress,
+  loadCnuasIb,
+  type PairResult,
+  parsePingpong,
+  pingpongDataErrors,
+  runPair,
+} from "./cnuas_ib.ts";
+
+/** One guest ready for RDMA over RoCEv2. */
+export interface RoceNode {
+  /** The guest. */
+  g: Guest;
+  /** Its cnuas_ib device and netdev. */
+  dev: CnuasIbDev;
+  /** Its IPv4 address on the fabric. */
+  ip: string;
+  /** The RoCE v2 GID index of that address. */
+  gid: number;
+}
+
+/**
+ * Load cnuas_ib on each guest, give guest i the address `ips[i]`/24 and find
+ * its RoCE v2 GID; with two or more guests, check the ports are up and the
+ * last guest pings the first.
+ */
+export async function setupRoceNodes(ctx: RowContext, ips: string[]): Promise<RoceNode[]> {
+  const nodes: RoceNode[] = [];
+  for (const [i, g] of ctx.guests.entries()) {
+    const dev = await ctx.step(
+      `${g.name}: load cnuas_net and cnuas_ib`,
+      () => loadCnuasIb(g),
+    );
+    const gid = await ctx.step(
+      `${g.name}: ${ips[i]} on ${dev.iface}, its RoCE v2 GID`,
+      () => configureRoceAddress(g, dev, `${ips[i]}/24`),
+    );
+    ctx.log(`${g.name}: ${dev.ibdev} on ${dev.iface}, GID index ${gid}`);
+    nodes.push({ g, dev, ip: ips[i], gid });
+  }
+  await ctx.step("the ports come up (and the guests reach each other)", async () => {
+    for (const n of nodes) {
+      ctx.expect(await waitCarrier(n.g, n.dev.iface, true), `${n.g.name}: no carrier`);
+    }
+    if (nodes.length > 1) {
+      const last = nodes[nodes.length - 1];
+      const r = await last.g.run(`ping -c 3 -W 5 ${nodes[0].ip}`, { timeoutSec: 60 });
+      ctx.expect(r.code === 0, `ping ${nodes[0].ip} from ${last.g.name}: ${r.stdout}`);
+    }
+    for (const n of nodes) {
+      const st = await n.g.run(`ibv_devinfo -d ${n.dev.ibdev} | grep state:`, { timeoutSec: 30 });
+      ctx.expect(/PORT_ACTIVE/.test(st.stdout), `${n.g.name} port: ${st.stdout}`);
+    }
+  });
+  return nodes;
+}
+
+/** Fail the row unless both ends of a pair exited 0. */
+export function expectBothExit0(what: string, r: PairResult): PairResult {
+  if (r.serverCode !== 0 || r.clientCode !== 0) {
+    throw new RowFailure(
+      `${what}: server exit ${r.serverCode}, client exit ${r.clientCode}\n` +
+        `server: ${r.serverOut.slice(-1500)}\nclient: ${r.clientOut.slice(-1500)}`,
+    );
+  }
+  return r;
+}
+
+/**
+ * Run `server` on `s` and `client` on `c` (see runPair: `port` is the TCP
+ * port the server listens on, 0 for none); fail the row unless both exit 0.
+ */
+export async function pairBoth(
+  what: string,
+  [s, c]: RoceNode[],
+  server: string,
+  client: string,
+  port: number,
+  timeoutSec = 300,
+): Promise<PairResult> {
+  return expectBothExit0(what, await runPair(s.g, server, c.g, client, port, timeoutSec));
+}
+
+/** {@link pairBoth}, returning the client's output. */
+export async function pair(
+  what: string,
+  nodes: RoceNode[],
+  server: string,
+  client: string,
+  port: number,
+  timeoutSec = 300,
+): Promise<string> {
+  return (await pairBoth(what, nodes, server, client, port, timeoutSec)).clientOut;
+}
+
+/**
+ * Fail unless an `ibv_*_pingpong --chk` server found no wrong data and the
+ * client printed its figures; returns them.
+ */
+export function pingpongResult(
+  what: string,
+  r: PairResult,
+): { usecPerIter: number; mbitPerSec: number } {
+  const bad = pingpongDataErrors(r.serverOut);
+  if (bad.length) {
+    throw new RowFailure(`${what}: the server's --chk found wrong data: ${bad.join("; ")}`);
+  }
+  const f = parsePingpong(r.clientOut);
+  if (!f) throw new RowFailure(`${what}: no figures in its output: ${r.clientOut}`);
+  return f;
+}
+
+/** The port's hw_counters (`rdma statistic` names) of a node. */
+export async function hwCounters(n: RoceNode): Promise<Record<string, number>> {
+  const d = `/sys/class/infiniband/${n.dev.ibdev}/ports/1/hw_counters`;
+  const r = await n.g.run(`cd ${d} && grep -H . *`, { timeoutSec: 30 });
+  const out: Record<string, number> = {};
+  for (const line of r.stdout.split("\n")) {
+    const m = /^(\w+):(\d+)$/.exec(line.trim());
+    if (m) out[m[1]] = Number(m[2]);
+  }
+  return out;
+}
+
+/** Each counter's rise from `before` to `after`. */
+export function counterDelta(
+  before: Record<string, number>,
+  after: Record<string, number>,
+): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const k of Object.keys(after)) out[k] = after[k] - (before[k] ?? 0);
+  return out;
+}
