@@ -22,8 +22,12 @@ import type { FabricOps } from "../fabric/client.ts";
 import { type RowContext, RowFailure } from "../matrix/row.ts";
 import { checkPcapngFile, type PcapngCheckSummary } from "./wire_check.ts";
 
-/** The frames a row's capture must contain some of: RDMA transport, or any IPv4. */
-export type CaptureKind = "rdma" | "ipv4";
+/**
+ * What a row's capture must contain: some RDMA transport frames, some IPv4
+ * frames, or — for traffic that must stay inside a host (loopback) — no
+ * RDMA frame at all (it may then be empty).
+ */
+export type CaptureKind = "rdma" | "ipv4" | "no-rdma";
 
 /** The switch's receive total and the capture's live packet count, from one `stats` reply. */
 export interface CounterSample {
@@ -100,7 +104,11 @@ export function segmentProblems(
   if (seg.stopped !== undefined && file.fileFrames !== seg.stopped) {
     out.push(`${n}: the file holds ${file.fileFrames} frames, the switch wrote ${seg.stopped}`);
   }
-  if (file.fileFrames === 0) out.push(`${n}: the capture is empty`);
+  if (kind === "no-rdma") {
+    if (file.rdmaFrames > 0) {
+      out.push(`${n}: ${file.rdmaFrames} RDMA frames reached the wire, want none`);
+    }
+  } else if (file.fileFrames === 0) out.push(`${n}: the capture is empty`);
   else if (kind === "rdma" && file.rdmaFrames === 0) {
     out.push(`${n}: the capture holds no RDMA frame`);
   } else if (kind === "ipv4" && file.ipv4Frames === 0) {

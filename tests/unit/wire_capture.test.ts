@@ -91,3 +91,13 @@ Deno.test("cut frames, violations and an unreadable file fail the segment", () =
     "pingpong: the capture file cannot be read: not a pcapng file",
   ]);
 });
+
+Deno.test("a loopback capture (no-rdma) passes empty and fails on any RDMA frame", () => {
+  const zero = seg({ start: { rxFrames: 1, packets: 0 }, end: { rxFrames: 1, packets: 0 } });
+  const empty = { fileFrames: 0, rdmaFrames: 0, ipv4Frames: 0 };
+  assert.deepEqual(segmentProblems({ ...zero, stopped: 0 }, "no-rdma", file(empty)), []);
+  assert.deepEqual(segmentProblems(seg(), "no-rdma", file({ rdmaFrames: 0 })), []);
+  assert.deepEqual(segmentProblems(seg(), "no-rdma", file({ rdmaFrames: 3 })), [
+    "pingpong: 3 RDMA frames reached the wire, want none",
+  ]);
+});
