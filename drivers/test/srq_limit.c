@@ -297,7 +297,9 @@ static void client_send(struct ibv_qp **qp, struct ibv_cq *cq, struct ibv_mr *mr
 		memset(mr->addr, first + i, MSG_LEN);
 		if (ibv_post_send(qp[(first + i) % N_QP], &wr, &bad))
 			DIE("post_send");
-		if (!poll_one(cq, &wc, 5000) || wc.status != IBV_WC_SUCCESS)
+		if (!poll_one(cq, &wc, 5000))
+			DIE("send %d: no completion in 5 s", first + i);
+		if (wc.status != IBV_WC_SUCCESS)
 			DIE("send %d: %s", first + i, ibv_wc_status_str(wc.status));
 	}
 }
