@@ -13,6 +13,7 @@
  *   cnuas_ib_resp.c    responder: request packets -> data, ACKs, responses
  *   cnuas_ib_comp.c    completer: ACKs/responses -> completions, retries
  *   cnuas_ib_cq.c      completion queues (a ring user space maps)
+ *   cnuas_ib_srq.c     shared receive queues
  *   cnuas_ib_mr.c      memory regions, key lookup, checked copies
  *   cnuas_ib_net.c     frames: building, ICRC, transmit, loopback,
  *                      receive dispatch
@@ -76,6 +77,13 @@
 
 /* Not in the table; our own choices. */
 #define CNUAS_IB_MAX_AH			4096
+/*
+ * Shared receive queues: table 4.1 is silent on them (it names neither a
+ * count nor a depth nor an SGE limit); these match the QP's limits.
+ */
+#define CNUAS_IB_MAX_SRQ		256
+#define CNUAS_IB_MAX_SRQ_WR		4096
+#define CNUAS_IB_MAX_SRQ_SGE		16
 #define CNUAS_IB_MAX_INLINE		256
 #define CNUAS_IB_ACK_DELAY		15
 /* Request packets in flight (unacknowledged) per QP. */
@@ -160,7 +168,7 @@ struct cnuas_ib_dev {
 	struct xarray mrs;
 	u32 next_mr;
 	u8 key_gen;
-	atomic_t n_qp, n_cq, n_mr, n_pd, n_ah;
+	atomic_t n_qp, n_cq, n_mr, n_pd, n_ah, n_srq;
 	spinlock_t atomic_lock;	/* see above */
 	spinlock_t txwait_lock;	/* see above */
 	struct list_head txwait;
@@ -365,6 +373,37 @@ struct cnuas_ib_rwqe {
 	struct cnuas_ib_sge *sge;
 };
 
+/**
+ * struct cnuas_ib_srq - a shared receive queue
+ * @dev: the device
+ * @lock: protects the ring and @limit; taken by post_srq_recv, modify and
+ *	  query, and by the engine of every QP that receives from the SRQ
+ *	  (with that QP's lock held: qp->lock, then srq->lock)
+ * @rq: @size slots (power of two)
+ * @sge: the SGE lists of the slots, @max_sge each
+ * @max_sge: SGEs a receive may have
+ * @head: next slot to post (free-running)
+ * @tail: next slot to take (free-running)
+ * @limit: the armed SRQ limit, 0 when not armed
+ */
+struct cnuas_ib_srq {
+	struct ib_srq ibsrq;
+	struct cnuas_ib_dev *dev;
+	spinlock_t lock;	/* see above */
+	struct cnuas_ib_rwqe *rq;
+	struct cnuas_ib_sge *sge;
+	u32 size;
+	u32 max_sge;
+	u32 head;
+	u32 tail;
+	u32 limit;
+};
+
+static inline struct cnuas_ib_srq *to_csrq(struct ib_srq *srq)
+{
+	return container_of(srq, struct cnuas_ib_srq, ibsrq);
+}
+
 /* What the responder remembers of a read or atomic, for duplicates. */
 struct cnuas_ib_rd_hist {
 	bool valid;
@@ -409,6 +448,12 @@ static inline struct cnuas_txcb *cnuas_txcb(struct sk_buff *skb)
  * free-running indices: @sq_head (next to post), @sq_req (next the
  * requester starts), @sq_comp (oldest not yet completed).  The receive
  * queue has @rq_head (next to post) and @rq_tail (next to consume).
+ *
+ * The last @rq_max_sge entries of @rq_sge (after the ring's) hold the SGE
+ * list of the one receive the QP has taken, copied out of its slot: a slot
+ * is free for post_recv (or, in an SRQ, for other QPs' receives) as soon
+ * as it is taken.  A QP created with an SRQ (@srq) has no receive queue of
+ * its own (@rq NULL, @rq_size 0): it takes its receives from the SRQ.
  */
 struct cnuas_ib_qp {
 	struct ib_qp ibqp;
@@ -462,6 +507,8 @@ struct cnuas_ib_qp {
 	struct timer_list rnr_timer;
 
 	/* receive queue */
+	struct cnuas_ib_srq *srq;
+	bool last_wqe_sent;	/* IB_EVENT_QP_LAST_WQE_REACHED raised */
 	spinlock_t rq_lock;	/* posting and consuming */
 	struct cnuas_ib_rwqe *rq;
 	struct cnuas_ib_sge *rq_sge;
@@ -540,6 +587,18 @@ void cnuas_ib_cq_post(struct cnuas_ib_cq *cq, const struct cnuas_ib_cqe *cqe,
 		      struct ib_qp *ibqp, bool solicited);
 void cnuas_ib_mmap_free(struct rdma_user_mmap_entry *entry);
 int cnuas_ib_mmap(struct ib_ucontext *uctx, struct vm_area_struct *vma);
+
+/* cnuas_ib_srq.c */
+int cnuas_ib_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
+			struct ib_udata *udata);
+int cnuas_ib_modify_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr,
+			enum ib_srq_attr_mask mask, struct ib_udata *udata);
+int cnuas_ib_query_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr);
+int cnuas_ib_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata);
+int cnuas_ib_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
+			   const struct ib_recv_wr **bad);
+bool cnuas_ib_srq_take(struct cnuas_ib_srq *srq, struct cnuas_ib_rwqe *out,
+		       struct cnuas_ib_sge *sge);
 
 /* cnuas_ib_mr.c */
 struct ib_mr *cnuas_ib_get_dma_mr(struct ib_pd *pd, int access);

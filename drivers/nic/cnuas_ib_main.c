@@ -64,6 +64,10 @@ int cnuas_ib_query_device(struct ib_device *ibdev, struct ib_device_attr *a,
 	a->max_total_mcast_qp_attach = CNUAS_IB_MAX_MCAST_GRP *
 				       CNUAS_IB_MAX_MCAST_QP_ATTACH;
 	a->max_ah = CNUAS_IB_MAX_AH;
+	/* not in table 4.1: our own choices (cnuas_ib.h) */
+	a->max_srq = CNUAS_IB_MAX_SRQ;
+	a->max_srq_wr = CNUAS_IB_MAX_SRQ_WR;
+	a->max_srq_sge = CNUAS_IB_MAX_SRQ_SGE;
 	a->max_pkeys = CNUAS_IB_MAX_PKEYS;
 	a->local_ca_ack_delay = CNUAS_IB_ACK_DELAY;
 	return 0;
@@ -237,6 +241,7 @@ static int cnuas_ib_probe(struct auxiliary_device *adev,
 	 */
 	ibdev->uverbs_cmd_mask |= BIT_ULL(IB_USER_VERBS_CMD_POST_SEND) |
 				  BIT_ULL(IB_USER_VERBS_CMD_POST_RECV) |
+				  BIT_ULL(IB_USER_VERBS_CMD_POST_SRQ_RECV) |
 				  BIT_ULL(IB_USER_VERBS_CMD_REQ_NOTIFY_CQ);
 	strscpy(ibdev->node_desc, "cnuas_ib RoCEv2", sizeof(ibdev->node_desc));
 	ib_set_device_ops(ibdev, &cnuas_ib_dev_ops);

@@ -80,15 +80,31 @@ void cnuas_ib_complete_rwqe(struct cnuas_ib_qp *qp,
 	cnuas_ib_cq_post(qp->rcq, cqe, &qp->ibqp, solicited);
 }
 
-/* Take the oldest posted receive; false when there is none. */
-bool cnuas_ib_rq_take(struct cnuas_ib_qp *qp, struct cnuas_ib_rwqe *out)
+/*
+ * Where the SGE list of the receive the QP has taken is kept: the block
+ * after the ring's.  The ring slot is free for post_recv once taken, so a
+ * receive still being filled (a multi-packet SEND) must not point into it.
+ */
+static struct cnuas_ib_sge *cnuas_ib_rq_held_sge(struct cnuas_ib_qp *qp)
 {
+	return &qp->rq_sge[qp->rq_size * qp->rq_max_sge];
+}
+
+/* Take the oldest receive posted to the QP's own receive queue. */
+static bool cnuas_ib_qp_rq_take(struct cnuas_ib_qp *qp,
+				struct cnuas_ib_rwqe *out)
+{
+	struct cnuas_ib_sge *held = cnuas_ib_rq_held_sge(qp);
+	const struct cnuas_ib_rwqe *slot;
 	unsigned long flags;
 	bool got = false;
 
 	spin_lock_irqsave(&qp->rq_lock, flags);
 	if (qp->rq_tail != qp->rq_head) {
-		*out = qp->rq[qp->rq_tail & (qp->rq_size - 1)];
+		slot = &qp->rq[qp->rq_tail & (qp->rq_size - 1)];
+		*out = *slot;
+		memcpy(held, slot->sge, slot->num_sge * sizeof(*held));
+		out->sge = held;
 		qp->rq_tail++;
 		got = true;
 	}
@@ -96,7 +112,26 @@ bool cnuas_ib_rq_take(struct cnuas_ib_qp *qp, struct cnuas_ib_rwqe *out)
 	return got;
 }
 
-/* Error state: complete everything posted with a flush error. */
+/*
+ * Take the oldest posted receive, from the QP's SRQ if it has one, else
+ * from its own receive queue; false when there is none.
+ */
+bool cnuas_ib_rq_take(struct cnuas_ib_qp *qp, struct cnuas_ib_rwqe *out)
+{
+	if (qp->srq)
+		return cnuas_ib_srq_take(qp->srq, out,
+					 cnuas_ib_rq_held_sge(qp));
+	return cnuas_ib_qp_rq_take(qp, out);
+}
+
+/*
+ * Error state: complete everything posted with a flush error.  A QP with
+ * an SRQ flushes only the receive it holds (taken, not completed): what
+ * is still posted to the SRQ belongs to the other QPs as much as to this
+ * one.  Once that is done it raises IB_EVENT_QP_LAST_WQE_REACHED, once
+ * per entry to the error state, so the consumer knows no receive of the
+ * SRQ will complete on this QP any more.
+ */
 static void cnuas_ib_qp_flush(struct cnuas_ib_qp *qp)
 {
 	struct cnuas_ib_rwqe rwqe;
@@ -127,11 +162,20 @@ static void cnuas_ib_qp_flush(struct cnuas_ib_qp *qp)
 		qp->resp.have_wqe = false;
 		cnuas_ib_complete_rwqe(qp, &qp->resp.wqe, &cqe, false);
 	}
-	while (cnuas_ib_rq_take(qp, &rwqe)) {
-		struct cnuas_ib_cqe cqe = { .status = IB_WC_WR_FLUSH_ERR,
-					    .opcode = IB_WC_RECV };
+	if (qp->srq) {
+		if (!qp->last_wqe_sent) {
+			qp->last_wqe_sent = true;
+			cnuas_ib_qp_event(qp, IB_EVENT_QP_LAST_WQE_REACHED);
+		}
+	} else {
+		while (cnuas_ib_qp_rq_take(qp, &rwqe)) {
+			struct cnuas_ib_cqe cqe = {
+				.status = IB_WC_WR_FLUSH_ERR,
+				.opcode = IB_WC_RECV,
+			};
 
-		cnuas_ib_complete_rwqe(qp, &rwqe, &cqe, false);
+			cnuas_ib_complete_rwqe(qp, &rwqe, &cqe, false);
+		}
 	}
 	qp->resp.rd.active = false;
 	skb_queue_purge(&qp->req_q);
@@ -245,15 +289,17 @@ void cnuas_ib_qp_run(struct cnuas_ib_qp *qp)
 	local_bh_enable();
 }
 
+/* The receive capabilities are ignored (not checked) with an SRQ. */
 static int cnuas_ib_qp_check_cap(struct ib_qp_init_attr *init)
 {
 	struct ib_qp_cap *cap = &init->cap;
 
 	if (cap->max_send_wr > CNUAS_IB_MAX_QP_WR ||
-	    cap->max_recv_wr > CNUAS_IB_MAX_QP_WR ||
 	    cap->max_send_sge > CNUAS_IB_MAX_SGE ||
-	    cap->max_recv_sge > CNUAS_IB_MAX_SGE ||
 	    cap->max_inline_data > CNUAS_IB_MAX_INLINE)
+		return -EINVAL;
+	if (!init->srq && (cap->max_recv_wr > CNUAS_IB_MAX_QP_WR ||
+			   cap->max_recv_sge > CNUAS_IB_MAX_SGE))
 		return -EINVAL;
 	return 0;
 }
@@ -276,20 +322,28 @@ static int cnuas_ib_qp_alloc_queues(struct cnuas_ib_qp *qp,
 	qp->sq_size = roundup_pow_of_two(max(cap->max_send_wr, 1U));
 	qp->sq_max_sge = max(cap->max_send_sge, 1U);
 	qp->max_inline = cap->max_inline_data;
-	qp->rq_size = roundup_pow_of_two(max(cap->max_recv_wr, 1U));
-	qp->rq_max_sge = max(cap->max_recv_sge, 1U);
+	if (qp->srq) {
+		/* no receive queue: room for the SGEs of one taken receive */
+		qp->rq_size = 0;
+		qp->rq_max_sge = qp->srq->max_sge;
+	} else {
+		qp->rq_size = roundup_pow_of_two(max(cap->max_recv_wr, 1U));
+		qp->rq_max_sge = max(cap->max_recv_sge, 1U);
+	}
 
 	qp->sq = kvcalloc(qp->sq_size, sizeof(*qp->sq), GFP_KERNEL);
 	qp->sq_sge = kvcalloc(qp->sq_size * qp->sq_max_sge,
 			      sizeof(*qp->sq_sge), GFP_KERNEL);
-	qp->rq = kvcalloc(qp->rq_size, sizeof(*qp->rq), GFP_KERNEL);
-	qp->rq_sge = kvcalloc(qp->rq_size * qp->rq_max_sge,
+	if (qp->rq_size)
+		qp->rq = kvcalloc(qp->rq_size, sizeof(*qp->rq), GFP_KERNEL);
+	/* the ring's SGEs, then those of the one taken receive */
+	qp->rq_sge = kvcalloc((qp->rq_size + 1) * qp->rq_max_sge,
 			      sizeof(*qp->rq_sge), GFP_KERNEL);
 	if (qp->max_inline)
 		qp->sq_inline = kvcalloc(qp->sq_size, qp->max_inline,
 					 GFP_KERNEL);
-	if (!qp->sq || !qp->sq_sge || !qp->rq || !qp->rq_sge ||
-	    (qp->max_inline && !qp->sq_inline)) {
+	if (!qp->sq || !qp->sq_sge || (qp->rq_size && !qp->rq) ||
+	    !qp->rq_sge || (qp->max_inline && !qp->sq_inline)) {
 		cnuas_ib_qp_free_queues(qp);
 		return -ENOMEM;
 	}
@@ -305,7 +359,7 @@ static int cnuas_ib_qp_alloc_queues(struct cnuas_ib_qp *qp,
 	cap->max_send_wr = qp->sq_size;
 	cap->max_send_sge = qp->sq_max_sge;
 	cap->max_recv_wr = qp->rq_size;
-	cap->max_recv_sge = qp->rq_max_sge;
+	cap->max_recv_sge = qp->srq ? 0 : qp->rq_max_sge;
 	cap->max_inline_data = qp->max_inline;
 	return 0;
 }
@@ -326,8 +380,12 @@ int cnuas_ib_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	default:
 		return -EOPNOTSUPP;
 	}
-	if (init->srq || init->create_flags)
+	if (init->create_flags)
 		return -EOPNOTSUPP;
+	/* the SRQ's receives are checked against the QP's PD */
+	if (init->srq && (init->srq->srq_type != IB_SRQT_BASIC ||
+			  init->srq->pd != ibqp->pd))
+		return -EINVAL;
 	err = cnuas_ib_qp_check_cap(init);
 	if (err)
 		return err;
@@ -344,6 +402,7 @@ int cnuas_ib_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	qp->sig_all = init->sq_sig_type == IB_SIGNAL_ALL_WR;
 	qp->scq = to_ccq(init->send_cq);
 	qp->rcq = to_ccq(init->recv_cq);
+	qp->srq = init->srq ? to_csrq(init->srq) : NULL;
 	qp->state = IB_QPS_RESET;
 	qp->attr.qp_state = IB_QPS_RESET;
 	qp->attr.path_mtu = IB_MTU_1024;
@@ -442,6 +501,7 @@ static void cnuas_ib_qp_reset(struct cnuas_ib_qp *qp)
 	qp->rq_head = 0;
 	qp->rq_tail = 0;
 	spin_unlock_irqrestore(&qp->rq_lock, flags);
+	qp->last_wqe_sent = false;
 	memset(&qp->req, 0, sizeof(qp->req));
 	memset(&qp->resp, 0, sizeof(qp->resp));
 	__skb_queue_purge(&qp->retx_q);
@@ -604,13 +664,14 @@ int cnuas_ib_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	attr->cap.max_send_wr = qp->sq_size;
 	attr->cap.max_recv_wr = qp->rq_size;
 	attr->cap.max_send_sge = qp->sq_max_sge;
-	attr->cap.max_recv_sge = qp->rq_max_sge;
+	attr->cap.max_recv_sge = qp->srq ? 0 : qp->rq_max_sge;
 	attr->cap.max_inline_data = qp->max_inline;
 
 	memset(init, 0, sizeof(*init));
 	init->qp_type = qp->type;
 	init->send_cq = &qp->scq->ibcq;
 	init->recv_cq = &qp->rcq->ibcq;
+	init->srq = qp->srq ? &qp->srq->ibsrq : NULL;
 	init->cap = attr->cap;
 	init->sq_sig_type = qp->sig_all ? IB_SIGNAL_ALL_WR : IB_SIGNAL_REQ_WR;
 	return 0;
@@ -834,6 +895,11 @@ int cnuas_ib_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 	bool kick = false;
 	int err = 0;
 
+	/* a QP with an SRQ has no receive queue: post to the SRQ */
+	if (qp->srq) {
+		*bad = wr;
+		return -EINVAL;
+	}
 	for (; wr; wr = wr->next) {
 		struct cnuas_ib_rwqe *rwqe;
 		u64 total = 0;

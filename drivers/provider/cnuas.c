@@ -186,6 +186,7 @@ static int cnuas_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 	return ibv_cmd_req_notify_cq(ibcq, solicited_only);
 }
 
+/* attr->srq, if set, goes to the kernel with the command (its handle). */
 static struct ibv_qp *cnuas_create_qp(struct ibv_pd *pd,
 				      struct ibv_qp_init_attr *attr)
 {
@@ -243,6 +244,61 @@ static int cnuas_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
 			   struct ibv_recv_wr **bad_wr)
 {
 	return ibv_cmd_post_recv(qp, wr, bad_wr);
+}
+
+/*
+ * Shared receive queues: the ring is the kernel's (no driver data either
+ * way), receives are posted with the POST_SRQ_RECV command.
+ */
+static struct ibv_srq *cnuas_create_srq(struct ibv_pd *pd,
+					struct ibv_srq_init_attr *attr)
+{
+	struct ib_uverbs_create_srq_resp resp;
+	struct ibv_create_srq cmd;
+	struct cnuas_srq *srq;
+	int ret;
+
+	srq = calloc(1, sizeof(*srq));
+	if (!srq)
+		return NULL;
+	ret = ibv_cmd_create_srq(pd, &srq->vsrq.srq, attr, &cmd, sizeof(cmd),
+				 &resp, sizeof(resp));
+	if (ret) {
+		free(srq);
+		errno = ret;
+		return NULL;
+	}
+	return &srq->vsrq.srq;
+}
+
+static int cnuas_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr,
+			    int attr_mask)
+{
+	struct ibv_modify_srq cmd;
+
+	return ibv_cmd_modify_srq(srq, attr, attr_mask, &cmd, sizeof(cmd));
+}
+
+static int cnuas_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr)
+{
+	struct ibv_query_srq cmd;
+
+	return ibv_cmd_query_srq(srq, attr, &cmd, sizeof(cmd));
+}
+
+static int cnuas_destroy_srq(struct ibv_srq *ibsrq)
+{
+	int ret = ibv_cmd_destroy_srq(ibsrq);
+
+	if (!ret)
+		free(to_csrq(ibsrq));
+	return ret;
+}
+
+static int cnuas_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,
+			       struct ibv_recv_wr **bad_wr)
+{
+	return ibv_cmd_post_srq_recv(srq, wr, bad_wr);
 }
 
 static struct ibv_ah *cnuas_create_ah(struct ibv_pd *pd,
@@ -340,20 +396,25 @@ static const struct verbs_context_ops cnuas_ctx_ops = {
 	.create_ah = cnuas_create_ah,
 	.create_cq = cnuas_create_cq,
 	.create_qp = cnuas_create_qp,
+	.create_srq = cnuas_create_srq,
 	.dealloc_pd = cnuas_dealloc_pd,
 	.dereg_mr = cnuas_dereg_mr,
 	.destroy_ah = cnuas_destroy_ah,
 	.destroy_cq = cnuas_destroy_cq,
 	.destroy_qp = cnuas_destroy_qp,
+	.destroy_srq = cnuas_destroy_srq,
 	.detach_mcast = cnuas_detach_mcast,
 	.free_context = cnuas_free_context,
 	.modify_qp = cnuas_modify_qp,
+	.modify_srq = cnuas_modify_srq,
 	.poll_cq = cnuas_poll_cq,
 	.post_recv = cnuas_post_recv,
 	.post_send = cnuas_post_send,
+	.post_srq_recv = cnuas_post_srq_recv,
 	.query_device_ex = cnuas_query_device,
 	.query_port = cnuas_query_port,
 	.query_qp = cnuas_query_qp,
+	.query_srq = cnuas_query_srq,
 	.reg_dmabuf_mr = cnuas_reg_dmabuf_mr,
 	.reg_mr = cnuas_reg_mr,
 	.req_notify_cq = cnuas_req_notify_cq,

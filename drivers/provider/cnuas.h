@@ -41,6 +41,11 @@ struct cnuas_qp {
 	struct verbs_qp vqp;
 };
 
+/* An SRQ: the ring is the kernel's; posting is a system call for now. */
+struct cnuas_srq {
+	struct verbs_srq vsrq;
+};
+
 /* Driver-private parts of the commands, after the core structs. */
 struct cnuas_get_context_resp {
 	struct ib_uverbs_get_context_resp ibv_resp;
@@ -70,6 +75,11 @@ static inline struct cnuas_cq *to_ccq(struct ibv_cq *cq)
 static inline struct cnuas_qp *to_cqp(struct ibv_qp *qp)
 {
 	return container_of(qp, struct cnuas_qp, vqp.qp);
+}
+
+static inline struct cnuas_srq *to_csrq(struct ibv_srq *srq)
+{
+	return container_of(srq, struct cnuas_srq, vsrq.srq);
 }
 
 #endif /* CNUAS_PROVIDER_H */
