@@ -151,12 +151,31 @@ Deno.test("a FIRST while a message is still open, and a message that never ends,
   assert.ok(res.violations.some((v) => /never ends/.test(v.message)));
 });
 
-Deno.test("a request never acknowledged by the end of the capture is an ACK-coverage violation", () => {
-  const conv = new r.RcConversation().send("a", 100).send("a", 2000, { ack: false });
+Deno.test("a request the requester sent again but that is never acknowledged is an ACK-coverage violation", () => {
+  const conv = new r.RcConversation().send("a", 100);
+  const psn = conv.psnOf("a");
+  conv.send("a", 2000, { ack: false }).rewind("a", psn).send("a", 2000, { ack: false });
   const res = r.checkCapture(conv.frames);
   assert.deepEqual(rules(res), ["ack-coverage"]);
   assert.match(res.violations[0].message, /2 request packet\(s\)/);
+});
+
+Deno.test("a request the responder leaves out of a later ACK is an ACK-coverage violation", () => {
+  const conv = new r.RcConversation().send("a", 100);
+  const acked = conv.psnOf("a") - 1;
+  conv.send("a", 2000, { ack: false });
+  conv.emit("b", {
+    bth: { opcode: r.OP.RC_ACKNOWLEDGE, destQp: 0, psn: acked },
+    aeth: { syndrome: 0x1f, msn: 1 },
+  });
+  const res = r.checkCapture(conv.frames);
+  assert.deepEqual(rules(res), ["ack-coverage"]);
   assert.equal(res.violations[0].frameIndex, 2);
+});
+
+Deno.test("a last message in flight when both QPs went away (no resend, no later answer) is not judged", () => {
+  const conv = new r.RcConversation().send("a", 100).send("a", 2000, { ack: false });
+  assert.deepEqual(r.checkCapture(conv.frames).violations, []);
 });
 
 Deno.test("one coalesced ACK covers every earlier request", () => {

@@ -39,9 +39,9 @@ Deno.test("checkPcapngFile lists each violation of a native IB capture in the re
   const dir = await Deno.makeTempDir();
   try {
     const path = join(dir, "ib.pcapng");
-    const conv = new RcConversation({ linkType: 247 }).send("a", 100).send("a", 100, {
-      ack: false,
-    });
+    const conv = new RcConversation({ linkType: 247 }).send("a", 100);
+    const psn = conv.psnOf("a");
+    conv.send("a", 100, { ack: false }).rewind("a", psn).send("a", 100, { ack: false });
     conv.frames[0].data[conv.frames[0].data.length - 1] ^= 0x80; // VCRC
     await Deno.writeFile(path, capture(conv));
     const s = await checkPcapngFile(path);

@@ -77,6 +77,10 @@ export class RequestFlow {
   lastFrame: number;
   /** After a sequence-error or RNR NAK at PSN n: the requester must go back to n (-1: no NAK pending). */
   restartAt = -1;
+  /** Frame of the last request packet that was a retransmission (-1: none). */
+  lastRetransmitFrame = -1;
+  /** Frame of the last response (ACK, NAK, READ or atomic response) paired with this flow (-1: none). */
+  lastResponseFrame = -1;
 
   /**
    * A flow first seen at frame `index`. `pairKey` is the endpoint pair
@@ -120,6 +124,7 @@ export class RequestFlow {
         retransmission = true;
       }
     }
+    if (retransmission) this.lastRetransmitFrame = index;
     // Sent before the NAK reached the requester: the responder discards it
     // unless the NAKed PSN reached it again first, so it is owed no answer
     // until it is resent.
