@@ -194,17 +194,24 @@ export async function configureRoceAddress(
 }
 
 /**
+ * How to know a pair's server is ready for its client: the TCP port it
+ * listens on (perftest, the pingpongs), `{ rdmaCm: port }` for an RDMA CM
+ * server (its cm_id in state LISTEN on that port, as `rdma resource show
+ * cm_id` lists it), or 0 for neither (two seconds are given).
+ */
+export type ServerReady = number | { rdmaCm: number };
+
+/**
  * What {@link runPair} and {@link startPair} take: the server's guest and
- * command, the client's guest and command, the TCP port the server listens
- * on (0 when it does not), and the seconds after which both are killed
- * (default 120).
+ * command, the client's guest and command, how the server shows it is
+ * ready, and the seconds after which both are killed (default 120).
  */
 export type PairArgs = [
   sg: Guest,
   server: string,
   cg: Guest,
   client: string,
-  port: number,
+  port: ServerReady,
   timeoutSec?: number,
 ];
 
@@ -230,16 +237,25 @@ function inBackground(tag: string, cmd: string, timeoutSec: number): string {
 async function startServer(
   sg: Guest,
   server: string,
-  port: number,
+  port: ServerReady,
   timeoutSec: number,
 ): Promise<string> {
-  const tag = `/tmp/pair.${port || "nolisten"}`;
+  const tag = `/tmp/pair.${pairTag(port)}`;
+  const listening = typeof port === "number"
+    ? `ss -ltn | grep -q ":${port} "`
+    : `rdma resource show cm_id | grep -q "state LISTEN .*:${port.rdmaCm} "`;
   const ready = port
-    ? `for i in $(seq 100); do ss -ltn | grep -q ":${port} " && exit 0; ` +
+    ? `for i in $(seq 300); do ${listening} && exit 0; ` +
       `[ -f ${tag}.rc ] && exit 0; sleep 0.1; done`
     : "sleep 2";
   await sg.run(`${inBackground(tag, server, timeoutSec)}\n${ready}`, { timeoutSec: 60 });
   return tag;
+}
+
+/** A file-name part for a pair's temporary files. */
+function pairTag(port: ServerReady): string {
+  if (typeof port !== "number") return `cm${port.rdmaCm}`;
+  return port ? String(port) : "nolisten";
 }
 
 /** Wait (up to `timeoutSec`) for a background command's exit; its output and status. */
@@ -288,7 +304,7 @@ export interface RunningPair {
 export async function startPair(...args: PairArgs): Promise<RunningPair> {
   const [sg, server, cg, client, port, timeoutSec = 120] = args;
   const stag = await startServer(sg, server, port, timeoutSec);
-  const ctag = `/tmp/pair-client.${port || "nolisten"}`;
+  const ctag = `/tmp/pair-client.${pairTag(port)}`;
   await cg.run(inBackground(ctag, client, timeoutSec), { timeoutSec: 60 });
   const alive = async (g: Guest, tag: string) =>
     (await g.run(`[ -f ${tag}.rc ] && echo done || echo running`, { timeoutSec: 30 })).stdout

@@ -14,6 +14,7 @@ import {
   parsePingpong,
   pingpongDataErrors,
   runPair,
+  type ServerReady,
 } from "./cnuas_ib.ts";
 
 /** One guest ready for RDMA over RoCEv2. */
@@ -84,7 +85,7 @@ export async function pairBoth(
   [s, c]: RoceNode[],
   server: string,
   client: string,
-  port: number,
+  port: ServerReady,
   timeoutSec = 300,
 ): Promise<PairResult> {
   return expectBothExit0(what, await runPair(s.g, server, c.g, client, port, timeoutSec));
@@ -96,7 +97,7 @@ export async function pair(
   nodes: RoceNode[],
   server: string,
   client: string,
-  port: number,
+  port: ServerReady,
   timeoutSec = 300,
 ): Promise<string> {
   return (await pairBoth(what, nodes, server, client, port, timeoutSec)).clientOut;

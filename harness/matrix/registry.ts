@@ -18,6 +18,8 @@ export const ROW_IDS = [
   "ibstat",
   "verbs-limits",
   "roce-e2e",
+  "roce-verbs",
+  "roce-loopback",
   "ib-forwarding",
   "ib-e2e",
   "qtest-gpu",

@@ -1,0 +1,286 @@
+import { type Row, type RowContext, RowFailure } from "../../harness/matrix/row.ts";
+import { rdmaPairNeeds } from "../../harness/matrix/needs.ts";
+import { captured } from "../../harness/oracle/wire_capture.ts";
+import { parsePerftest, rpingDataErrors, runPair } from "../../harness/guest/cnuas_ib.ts";
+import { shq } from "../../harness/guest/shell.ts";
+import { GUEST_PATHS } from "../../harness/vm/types.ts";
+import {
+  counterDelta,
+  hwCounters,
+  pair,
+  pairBoth,
+  pingpongResult,
+  type RoceNode as Node,
+  setupRoceNodes,
+} from "../../harness/guest/roce_pair.ts";
+
+/** Addresses of g0 (server side) and g1 on the fabric. */
+const IPS = ["10.77.0.3", "10.77.0.4"];
+
+/** Netdev MTU of the row: the port's active MTU is then 4096. */
+const NETDEV_MTU = 4200;
+
+/** ibv_ud_pingpong message sizes (each ≤ the 4096-byte path MTU). */
+export const UD_SIZES = [1024, 4096];
+/** ibv_srq_pingpong runs: queue pairs sharing the SRQ, message size. */
+export const SRQ_RUNS = [{ qps: 1, size: 4096 }, { qps: 16, size: 4096 }, { qps: 4, size: 65536 }];
+/** Iterations of each pingpong. */
+export const VERBS_ITERS = 500;
+
+/** perftest over UD and over an SRQ: program and its extra flags. */
+export const VERBS_PERFTESTS: [string, string][] = [
+  ["ib_send_bw", "-c UD -s 4096"],
+  ["ib_send_lat", "-c UD -s 4096"],
+  ["ib_send_bw", "--use-srq"],
+  ["ib_send_lat", "--use-srq"],
+];
+
+/** The multicast group mckey joins, the members on g1 and the datagrams sent. */
+export const MCAST = { group: "239.7.7.7", members: 2, messages: 50 };
+
+/** rping -V message sizes (rping's buffer is at most 64 KiB). */
+export const RPING_SIZES = [64, 4096, 65536];
+
+/** ucmatose connections. */
+export const UCMATOSE_CONNECTIONS = 4;
+
+async function udPingpongs(ctx: RowContext, nodes: Node[]): Promise<void> {
+  const [s, c] = nodes;
+  for (const size of UD_SIZES) {
+    const flags = `-s ${size} -n ${VERBS_ITERS} --chk`;
+    await ctx.step(`ibv_ud_pingpong ${flags}`, async () => {
+      const what = `ibv_ud_pingpong ${flags}`;
+      const args = (n: Node) => `ibv_ud_pingpong -d ${n.dev.ibdev} -g ${n.gid} -p 18520 ${flags}`;
+      const f = pingpongResult(
+        what,
+        await pairBoth(what, nodes, args(s), `${args(c)} ${s.ip}`, 18520),
+      );
+      ctx.measure(`ud.${size}.usecPerIter`, f.usecPerIter, "us");
+    });
+  }
+}
+
+/**
+ * ibv_srq_pingpong: several RC QPs receiving through one SRQ. Its --chk
+ * only looks at the first byte of each page (rdma-core's srq_pingpong.c),
+ * so drivers/test/srq_limit's peer test, which checks every receive's
+ * wr_id, order and bytes, runs after it.
+ */
+async function srq(ctx: RowContext, nodes: Node[]): Promise<void> {
+  const [s, c] = nodes;
+  for (const { qps, size } of SRQ_RUNS) {
+    const flags = `-q ${qps} -s ${size} -n ${VERBS_ITERS} --chk`;
+    await ctx.step(`ibv_srq_pingpong ${flags}`, async () => {
+      const what = `ibv_srq_pingpong ${flags}`;
+      const args = (n: Node) => `ibv_srq_pingpong -d ${n.dev.ibdev} -g ${n.gid} -p 18521 ${flags}`;
+      const f = pingpongResult(
+        what,
+        await pairBoth(what, nodes, args(s), `${args(c)} ${s.ip}`, 18521),
+      );
+      ctx.measure(`srq.q${qps}.${size}.usecPerIter`, f.usecPerIter, "us");
+    });
+  }
+  await ctx.step(
+    "srq_limit: SRQ limits, error paths, the limit event, LAST_WQE_REACHED",
+    async () => {
+      const bin = `${GUEST_PATHS.bin}/srq_limit`;
+      const r = await pairBoth(
+        "srq_limit",
+        nodes,
+        `${bin} -d ${s.dev.ibdev} -g ${s.gid} -p 18522 -s`,
+        `${bin} -d ${c.dev.ibdev} -g ${c.gid} -p 18522 ${s.ip}`,
+        18522,
+      );
+      for (const [side, out] of [["server", r.serverOut], ["client", r.clientOut]]) {
+        const bad = out.split("\n").filter((l) => /FAIL/.test(l));
+        ctx.expect(bad.length === 0 && /^PASS$/m.test(out), `srq_limit ${side}: ${bad.join("; ")}`);
+      }
+    },
+  );
+}
+
+async function perftests(ctx: RowContext, nodes: Node[]): Promise<void> {
+  const [s, c] = nodes;
+  for (const [i, [prog, extra]] of VERBS_PERFTESTS.entries()) {
+    await ctx.step(`${prog} -x <gid> ${extra}`, async () => {
+      const port = 18610 + i;
+      const args = (n: Node) => `${prog} -d ${n.dev.ibdev} -x ${n.gid} -p ${port} -F ${extra}`;
+      const out = await pair(`${prog} ${extra}`, nodes, args(s), `${args(c)} ${s.ip}`, port);
+      const row = parsePerftest(out);
+      ctx.expect(row !== undefined, `${prog} ${extra}: no result row in its output: ${out}`);
+      const key = `perftest.${prog}.${extra.replace(/[^a-zA-Z0-9]+/g, "_").replace(/^_|_$/g, "")}`;
+      for (const [k, v] of Object.entries(row!)) {
+        if (k.startsWith("#")) continue;
+        const unit = /\[(.*)\]/.exec(k)?.[1] ?? "";
+        ctx.measure(`${key}.${k.replace(/\[.*\]/, "").replace(/\s+/g, "_")}`, v, unit);
+      }
+    });
+  }
+}
+
+/**
+ * mckey: g0 sends `messages` UD datagrams to a multicast group; `members`
+ * mckey processes on g1 join it first (one UD QP each, attached) and must
+ * each receive every datagram. Then, with every member gone (detached),
+ * g0 sends again: g1 must deliver none of it (rcvd_mcast_pkts unchanged,
+ * each datagram dropped for want of a member).
+ */
+async function multicast(ctx: RowContext, nodes: Node[]): Promise<void> {
+  const [s, c] = nodes;
+  const { group, members, messages } = MCAST;
+  const send = `mckey -m ${group} -b ${s.ip} -s -C ${messages}`;
+  await ctx.step(
+    `mckey: ${members} members on ${c.g.name} receive ${messages} datagrams to ${group}`,
+    async () => {
+      const before = await hwCounters(c);
+      const tags = Array.from({ length: members }, (_, k) => `/tmp/mckey.${k}`);
+      const join = tags.map((t) =>
+        `rm -f ${t}.*; (timeout 180 stdbuf -oL mckey -m ${group} -b ${c.ip} -C ${messages} ` +
+        `>${t}.out 2>&1; echo $? >${t}.rc) >/dev/null 2>&1 &`
+      ).join("\n");
+      // ready once every member printed that it joined (its QP is attached)
+      const joined = `for i in $(seq 600); do n=$(cat ${tags.map((t) => `${t}.out`).join(" ")} ` +
+        `2>/dev/null | grep -c '^mckey: joined'); [ "$n" -ge ${members} ] && exit 0; sleep 0.1; done; exit 1`;
+      const j = await c.g.run(`${join}\n${joined}`, { timeoutSec: 120 });
+      ctx.expect(j.code === 0, `${c.g.name}: the ${members} mckey members did not all join`);
+      const snd = await s.g.run(`timeout 120 ${send}`, { timeoutSec: 150 });
+      ctx.expect(snd.code === 0, `mckey sender exit ${snd.code}: ${snd.stdout.slice(-800)}`);
+      for (const t of tags) {
+        const r = await c.g.run(
+          `for i in $(seq 600); do [ -f ${t}.rc ] && break; sleep 0.1; done; cat ${t}.out; ` +
+            `exit $(cat ${t}.rc 2>/dev/null || echo 124)`,
+          { timeoutSec: 120 },
+        );
+        ctx.expect(
+          r.code === 0 && /data transfers complete/.test(r.stdout),
+          `mckey member ${t}: exit ${r.code}: ${r.stdout.slice(-600)}`,
+        );
+      }
+      const d = counterDelta(before, await hwCounters(c));
+      ctx.measure("mcast.rcvd_mcast_pkts", d.rcvd_mcast_pkts ?? 0, "frames");
+      ctx.expect(
+        d.rcvd_mcast_pkts === messages,
+        `${c.g.name}: rcvd_mcast_pkts rose by ${d.rcvd_mcast_pkts}, want ${messages}`,
+      );
+    },
+  );
+  await ctx.step(
+    "after every member left, the group's datagrams are delivered to none",
+    async () => {
+      const before = await hwCounters(c);
+      const snd = await s.g.run(`timeout 120 ${send}`, { timeoutSec: 150 });
+      ctx.expect(snd.code === 0, `mckey sender exit ${snd.code}: ${snd.stdout.slice(-800)}`);
+      let d: Record<string, number> = {};
+      for (let t = 0; t < 40; t++) {
+        d = counterDelta(before, await hwCounters(c));
+        if ((d.rcvd_drop ?? 0) >= messages) break;
+        await new Promise((r) => setTimeout(r, 250));
+      }
+      ctx.expect(
+        (d.rcvd_mcast_pkts ?? 0) === 0 && d.rcvd_drop === messages,
+        `${c.g.name}: rcvd_mcast_pkts +${d.rcvd_mcast_pkts}, rcvd_drop +${d.rcvd_drop}; ` +
+          `want +0 and +${messages} (no member left)`,
+      );
+    },
+  );
+}
+
+/** The RDMA CM tools: UD via SIDR, several RC connections, the rdma_cm examples, rsockets. */
+async function rdmaCm(ctx: RowContext, nodes: Node[]): Promise<void> {
+  const [s, c] = nodes;
+  const cm = (port: number) => ({ rdmaCm: port });
+  await ctx.step("udaddy (UD QPs through SIDR on the GSI QP)", async () => {
+    const out = await pair(
+      "udaddy",
+      nodes,
+      "udaddy -p 18530",
+      `udaddy -s ${s.ip} -p 18530`,
+      cm(18530),
+    );
+    ctx.expect(/return status 0/.test(out), `udaddy: ${out.slice(-600)}`);
+  });
+  await ctx.step(`ucmatose -c ${UCMATOSE_CONNECTIONS} (RC connections at once)`, async () => {
+    const n = UCMATOSE_CONNECTIONS;
+    const out = await pair(
+      "ucmatose",
+      nodes,
+      `ucmatose -p 18531 -c ${n} -C 20`,
+      `ucmatose -s ${s.ip} -p 18531 -c ${n} -C 20`,
+      cm(18531),
+    );
+    ctx.expect(/return status 0/.test(out), `ucmatose: ${out.slice(-600)}`);
+  });
+  await ctx.step("rdma_server / rdma_client", async () => {
+    const out = await pair(
+      "rdma_client",
+      nodes,
+      "rdma_server -p 18532",
+      `rdma_client -s ${s.ip} -p 18532`,
+      cm(18532),
+    );
+    ctx.expect(/rdma_client: end 0/.test(out), `rdma_client: ${out.slice(-600)}`);
+  });
+  for (const size of RPING_SIZES) {
+    await ctx.step(`rping -V -S ${size}`, async () => {
+      const out = await pair(
+        `rping -S ${size}`,
+        nodes,
+        `rping -s -a ${s.ip} -p 18533 -C 10 -S ${size} -v -V`,
+        `rping -c -a ${s.ip} -p 18533 -C 10 -S ${size} -v -V`,
+        cm(18533),
+      );
+      const bad = rpingDataErrors(out);
+      ctx.expect(bad.length === 0, `rping -V found wrong data: ${bad.join("; ")}`);
+      const pings = out.split("\n").filter((l) => /ping data:/.test(l)).length;
+      ctx.expect(pings === 10, `rping -S ${size} printed ${pings} of 10 pings`);
+    });
+  }
+  await ctx.step("rstream over rsockets (RDMA CM + RC underneath)", async () => {
+    const flags = "-S 4096 -C 200";
+    const r = await runPair(
+      s.g,
+      `rstream -p 18534 ${flags}`,
+      c.g,
+      `rstream -s ${shq(s.ip)} -p 18534 ${flags}`,
+      cm(18534),
+      120,
+    );
+    if (r.serverCode !== 0 || r.clientCode !== 0) {
+      throw new RowFailure(
+        `rstream: server ${r.serverCode}, client ${r.clientCode}: ${r.clientOut}`,
+      );
+    }
+    const m = /^\S+\s+4k\s+200\s+\d+\s+\S+\s+\S+\s+([\d.]+)\s+([\d.]+)/m.exec(r.clientOut);
+    ctx.expect(m !== null, `rstream printed no result line: ${r.clientOut}`);
+    ctx.measure("rstream.4k.gbitPerSec", Number(m![1]), "Gbit/s");
+  });
+}
+
+/**
+ * Verbs breadth over RoCEv2 with unmodified rdma-core and perftest tools:
+ * user UD, SRQ, multicast, the RDMA CM tool set and rsockets — every frame
+ * captured and checked by the wire oracle (UD, DETH and multicast rules).
+ */
+export const row: Row = {
+  id: "roce-verbs",
+  title: "UD, SRQ, multicast, RDMA CM tools and rsockets over RoCEv2",
+  needs: rdmaPairNeeds("eth", "guestprogs"),
+  timeoutSec: 1200,
+  modules: ["cnuas_net", "cnuas_ib"],
+  async run(ctx) {
+    const nodes = await setupRoceNodes(ctx, IPS);
+    for (const n of nodes) {
+      await n.g.run(`ip link set dev ${n.dev.iface} mtu ${NETDEV_MTU}`, {
+        check: true,
+        timeoutSec: 30,
+      });
+    }
+    await captured(ctx, "ud-srq", async () => {
+      await udPingpongs(ctx, nodes);
+      await srq(ctx, nodes);
+      await perftests(ctx, nodes);
+    });
+    await captured(ctx, "multicast", () => multicast(ctx, nodes));
+    await captured(ctx, "rdma-cm", () => rdmaCm(ctx, nodes));
+  },
+};
