@@ -3,7 +3,7 @@
  * cnuas_ib: multicast groups.  attach_mcast/detach_mcast keep, per group
  * GID, the UD QPs attached to it; a received UD frame to the multicast QPN
  * (0xFFFFFF, IBTA 9.2.5 / 10.5.2) is copied to each of them
- * (docs/nic.md, "Multicast").
+ * (docs/devices.md, "cnuas_ib multicast").
  *
  * Limits (datasheet table 4.1): max_mcast_grp groups per device,
  * max_mcast_qp_attach QPs per group.  A QP attached twice to one group is

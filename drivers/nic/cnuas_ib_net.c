@@ -6,7 +6,7 @@
  * side: validate a frame, check its ICRC and queue it on its QP (or, for
  * multicast, on every QP attached to its group).  Frames to our own MAC
  * never reach the wire: they go round through the receive path here, as a
- * RoCE NIC loops back traffic to its own GIDs (docs/nic.md, "Loopback").
+ * RoCE NIC loops back traffic to its own GIDs (docs/devices.md, "cnuas_ib loopback").
  */
 #include <linux/etherdevice.h>
 #include <linux/ip.h>
