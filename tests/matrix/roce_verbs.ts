@@ -190,13 +190,8 @@ async function rdmaCm(ctx: RowContext, nodes: Node[]): Promise<void> {
   const [s, c] = nodes;
   const cm = (port: number) => ({ rdmaCm: port });
   await ctx.step("udaddy (UD QPs through SIDR on the GSI QP)", async () => {
-    const out = await pair(
-      "udaddy",
-      nodes,
-      "udaddy -p 18530",
-      `udaddy -s ${s.ip} -p 18530`,
-      cm(18530),
-    );
+    // udaddy's -p is the port space, not a port: it listens on its own 7174
+    const out = await pair("udaddy", nodes, "udaddy", `udaddy -s ${s.ip}`, cm(7174));
     ctx.expect(/return status 0/.test(out), `udaddy: ${out.slice(-600)}`);
   });
   await ctx.step(`ucmatose -c ${UCMATOSE_CONNECTIONS} (RC connections at once)`, async () => {
