@@ -680,6 +680,8 @@ int cnuas_ib_attach_mcast(struct ib_qp *ibqp, union ib_gid *mgid, u16 mlid);
 int cnuas_ib_detach_mcast(struct ib_qp *ibqp, union ib_gid *mgid, u16 mlid);
 u32 cnuas_ib_mcast_rx(struct cnuas_ib_dev *dev, struct sk_buff *skb,
 		      const union ib_gid *mgid);
+bool cnuas_ib_mcast_has_members(struct cnuas_ib_dev *dev,
+				const struct sk_buff *skb);
 void cnuas_ib_mcast_qp_gone(struct cnuas_ib_dev *dev, u32 qpn);
 void cnuas_ib_mcast_cleanup(struct cnuas_ib_dev *dev);
 

@@ -3,7 +3,8 @@
  * cnuas_ib: multicast groups.  attach_mcast/detach_mcast keep, per group
  * GID, the UD QPs attached to it; a received UD frame to the multicast QPN
  * (0xFFFFFF, IBTA 9.2.5 / 10.5.2) is copied to each of them
- * (docs/devices.md, "cnuas_ib multicast").
+ * (docs/devices.md, "cnuas_ib multicast").  Members on the sending device
+ * get a copy through the loopback path (cnuas_ib_net.c).
  *
  * Limits (datasheet table 4.1): max_mcast_grp groups per device,
  * max_mcast_qp_attach QPs per group.  A QP attached twice to one group is
@@ -11,6 +12,8 @@
  * is not attached is -EINVAL.  Groups live in a list under mcast_lock and
  * are freed after RCU: the receive path walks them under rcu_read_lock().
  */
+#include <linux/ip.h>
+#include <linux/ipv6.h>
 #include <linux/rculist.h>
 #include <net/ipv6.h>
 
@@ -181,6 +184,31 @@ u32 cnuas_ib_mcast_rx(struct cnuas_ib_dev *dev, struct sk_buff *skb,
 	rcu_read_unlock();
 	consume_skb(skb);
 	return delivered;
+}
+
+/*
+ * Does the group a frame of ours is sent to have members on this device?
+ * @skb is a frame from cnuas_ib_frame_alloc(): Ethernet, then IPv4 or IPv6.
+ */
+bool cnuas_ib_mcast_has_members(struct cnuas_ib_dev *dev,
+				const struct sk_buff *skb)
+{
+	const u8 *ip = skb->data + ETH_HLEN;
+	struct cnuas_ib_mcg *g;
+	union ib_gid mgid;
+	bool any;
+
+	if (skb->protocol == htons(ETH_P_IP))
+		ipv6_addr_set_v4mapped(((const struct iphdr *)ip)->daddr,
+				       (struct in6_addr *)mgid.raw);
+	else
+		memcpy(mgid.raw, &((const struct ipv6hdr *)ip)->daddr,
+		       sizeof(mgid.raw));
+	rcu_read_lock();
+	g = cnuas_ib_mcg_find(dev, &mgid);
+	any = g && READ_ONCE(g->nqp);
+	rcu_read_unlock();
+	return any;
 }
 
 /*

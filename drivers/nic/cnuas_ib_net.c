@@ -205,16 +205,16 @@ void cnuas_ib_frame_finish(struct cnuas_ib_qp *qp, struct sk_buff *skb)
 }
 
 /*
- * A frame to one of our own addresses: queue it for the receive path.  It
- * counts as sent (it left the requester) and then as received.  A full
- * loop queue loses the frame as a congested wire would; RC recovers.
+ * A frame to one of our own addresses, or a copy of a multicast frame for
+ * our own members: queue it for the receive path, where it counts as
+ * received.  A full loop queue loses the frame as a congested wire would;
+ * RC recovers.
  */
-static int cnuas_ib_loop(struct cnuas_ib_dev *dev, struct sk_buff *skb)
+static void cnuas_ib_loop_queue(struct cnuas_ib_dev *dev, struct sk_buff *skb)
 {
-	cnuas_stat_inc(dev, CNUAS_STAT_SENT_PKTS);
 	if (skb_queue_len(&dev->loop_q) >= CNUAS_IB_LOOPQ_MAX) {
 		kfree_skb(skb);
-		return 0;
+		return;
 	}
 	cnuas_stat_inc(dev, CNUAS_STAT_LOOPBACK_PKTS);
 	skb_queue_tail(&dev->loop_q, skb);
@@ -224,7 +224,6 @@ static int cnuas_ib_loop(struct cnuas_ib_dev *dev, struct sk_buff *skb)
 	 * would wait for a busy-polling receiver's time slice to end.
 	 */
 	queue_work(system_bh_wq, &dev->loop_work);
-	return 0;
 }
 
 /* Deliver looped-back frames (softirq context, like NAPI). */
@@ -260,8 +259,22 @@ int cnuas_ib_xmit(struct cnuas_ib_qp *qp, struct sk_buff *skb)
 	u32 gen;
 	int err;
 
-	if (ether_addr_equal(eth_hdr(skb)->h_dest, dev->netdev->dev_addr))
-		return cnuas_ib_loop(dev, skb);
+	if (ether_addr_equal(eth_hdr(skb)->h_dest, dev->netdev->dev_addr)) {
+		cnuas_stat_inc(dev, CNUAS_STAT_SENT_PKTS);
+		cnuas_ib_loop_queue(dev, skb);
+		return 0;
+	}
+	/*
+	 * Multicast: QPs of this device attached to the group get a copy too,
+	 * as on a RoCE NIC; the frame still goes to the wire for the others.
+	 */
+	if (is_multicast_ether_addr(eth_hdr(skb)->h_dest) &&
+	    cnuas_ib_mcast_has_members(dev, skb)) {
+		struct sk_buff *copy = skb_clone(skb, GFP_ATOMIC);
+
+		if (copy)
+			cnuas_ib_loop_queue(dev, copy);
+	}
 
 	gen = READ_ONCE(dev->tx_gen);
 	err = cnuas_net_xmit(dev->net, skb);
