@@ -141,3 +141,58 @@ export function counterDelta(
   for (const k of Object.keys(after)) out[k] = after[k] - (before[k] ?? 0);
   return out;
 }
+
+/** One `mckey` group member's result. */
+export interface MckeyMember {
+  /** Its temporary files' stem in the guest. */
+  tag: string;
+  /** Exit status (124: killed by its timeout). */
+  code: number;
+  /** What it printed. */
+  out: string;
+}
+
+/**
+ * Start `members` `mckey` receivers on `n`, each a UD QP joined (attached)
+ * to `group` and waiting for `messages` datagrams; resolves once every one
+ * has printed that it joined. `wait()` collects them.
+ */
+export async function startMckeyMembers(
+  n: RoceNode,
+  group: string,
+  members: number,
+  messages: number,
+): Promise<{ wait(): Promise<MckeyMember[]> }> {
+  const tags = Array.from({ length: members }, (_, k) => `/tmp/mckey.${k}`);
+  const start = tags.map((t) =>
+    `rm -f ${t}.*; (timeout 180 stdbuf -oL mckey -m ${group} -b ${n.ip} -C ${messages} ` +
+    `>${t}.out 2>&1; echo $? >${t}.rc) >/dev/null 2>&1 &`
+  ).join("\n");
+  const outs = tags.map((t) => `${t}.out`).join(" ");
+  const joined =
+    `for i in $(seq 600); do k=$(cat ${outs} 2>/dev/null | grep -c '^mckey: joined'); ` +
+    `[ "$k" -ge ${members} ] && exit 0; sleep 0.1; done; exit 1`;
+  const j = await n.g.run(`${start}\n${joined}`, { timeoutSec: 120 });
+  if (j.code !== 0) {
+    throw new RowFailure(`${n.g.name}: the ${members} mckey members did not all join ${group}`);
+  }
+  return {
+    wait: async () => {
+      const out: MckeyMember[] = [];
+      for (const tag of tags) {
+        const r = await n.g.run(
+          `for i in $(seq 600); do [ -f ${tag}.rc ] && break; sleep 0.1; done; cat ${tag}.out; ` +
+            `exit $(cat ${tag}.rc 2>/dev/null || echo 124)`,
+          { timeoutSec: 120 },
+        );
+        out.push({ tag, code: r.code, out: r.stdout });
+      }
+      return out;
+    },
+  };
+}
+
+/** Whether a member exited 0 having received everything ("data transfers complete"). */
+export function mckeyMemberOk(m: MckeyMember): boolean {
+  return m.code === 0 && /data transfers complete/.test(m.out);
+}

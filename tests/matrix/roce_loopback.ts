@@ -5,9 +5,11 @@ import {
   counterDelta,
   expectBothExit0,
   hwCounters,
+  mckeyMemberOk,
   pingpongResult,
   type RoceNode,
   setupRoceNodes,
+  startMckeyMembers,
 } from "../../harness/guest/roce_pair.ts";
 
 /** The guest's address; every tool's client connects to it, from the same guest. */
@@ -21,6 +23,31 @@ export const LOOPBACK_UD_SIZE = 1024;
 export const LOOPBACK_ITERS = 200;
 /** perftest programs run against the own GID. */
 export const LOOPBACK_PERFTESTS = ["ib_send_bw", "ib_write_bw", "ib_read_bw"];
+
+/** Local multicast: members on the sending guest, and the datagrams sent. */
+export const LOOPBACK_MCAST = { group: "239.7.7.8", members: 2, messages: 20 };
+
+/**
+ * mckey members and the mckey sender on the same guest: each member gets
+ * every datagram through the device's loopback copy (the switch never
+ * reflects a frame to its sender).
+ */
+async function localMulticast(ctx: RowContext, n: RoceNode): Promise<void> {
+  const { group, members, messages } = LOOPBACK_MCAST;
+  await ctx.step(
+    `mckey: ${members} members on the sending guest get ${messages} datagrams`,
+    async () => {
+      const m = await startMckeyMembers(n, group, members, messages);
+      const snd = await n.g.run(`timeout 120 mckey -m ${group} -b ${n.ip} -s -C ${messages}`, {
+        timeoutSec: 150,
+      });
+      ctx.expect(snd.code === 0, `mckey sender exit ${snd.code}: ${snd.stdout.slice(-800)}`);
+      for (const r of await m.wait()) {
+        ctx.expect(mckeyMemberOk(r), `mckey member ${r.tag}: exit ${r.code}: ${r.out.slice(-600)}`);
+      }
+    },
+  );
+}
 
 /** Server and client on the same guest, both against its own GID; fail unless both exit 0. */
 async function self(what: string, n: RoceNode, cmd: string, port: number) {
@@ -62,14 +89,14 @@ async function perftests(ctx: RowContext, n: RoceNode): Promise<void> {
 }
 
 /**
- * RC and UD to the device's own GID (the HiCAIN design's single-VM loopback):
+ * RC, UD and multicast to the device's own GID (the HiCAIN design's single-VM loopback):
  * delivered inside cnuas_ib like any RoCE NIC does, never on the wire — the
  * switch's capture over the whole run must hold no RDMA frame — with the
  * same completion semantics and data (`--chk`) as between two hosts.
  */
 export const row: Row = {
   id: "roce-loopback",
-  title: "RC and UD to the own GID: pingpongs (--chk) and perftest, nothing on the wire",
+  title: "RC, UD and multicast to the own GID: pingpongs (--chk), perftest, mckey",
   needs: {
     guests: 1,
     fabric: "eth",
@@ -85,13 +112,18 @@ export const row: Row = {
       await pingpongs(ctx, n);
       await perftests(ctx, n);
     }, { kind: "no-rdma" });
+    // the multicast datagrams also go to the wire (for members elsewhere): checked as usual
+    await captured(ctx, "multicast", () => localMulticast(ctx, n));
     await ctx.step("the frames went round inside the device (loopback_pkts)", async () => {
       const d = counterDelta(before, await hwCounters(n));
       ctx.measure("loopback_pkts", d.loopback_pkts ?? 0, "frames");
+      // every unicast frame sent went round; each multicast datagram went to
+      // the wire (sent_pkts) and once round to the local members
+      const { messages } = LOOPBACK_MCAST;
       ctx.expect(
         (d.loopback_pkts ?? 0) > 0 && d.loopback_pkts === d.sent_pkts,
         `loopback_pkts rose by ${d.loopback_pkts}, sent_pkts by ${d.sent_pkts}: ` +
-          "every frame sent should have been looped back",
+          `every frame sent should have been looped back (the ${messages} multicast ones too)`,
       );
     });
   },
