@@ -160,7 +160,9 @@ Deno.test("a request the requester sent again but that is never acknowledged is 
   assert.match(res.violations[0].message, /2 request packet\(s\)/);
 });
 
-Deno.test("a request the responder leaves out of a later ACK is an ACK-coverage violation", () => {
+Deno.test("an ACK the responder sent while the last message was on its way does not make it owed", () => {
+  // The switch sees the ACK after the tail went out; the responder sent it
+  // before the tail reached it (ibv_srq_pingpong -q 4 at teardown).
   const conv = new r.RcConversation().send("a", 100);
   const acked = conv.psnOf("a") - 1;
   conv.send("a", 2000, { ack: false });
@@ -168,9 +170,7 @@ Deno.test("a request the responder leaves out of a later ACK is an ACK-coverage 
     bth: { opcode: r.OP.RC_ACKNOWLEDGE, destQp: 0, psn: acked },
     aeth: { syndrome: 0x1f, msn: 1 },
   });
-  const res = r.checkCapture(conv.frames);
-  assert.deepEqual(rules(res), ["ack-coverage"]);
-  assert.equal(res.violations[0].frameIndex, 2);
+  assert.deepEqual(r.checkCapture(conv.frames).violations, []);
 });
 
 Deno.test("a last message in flight when both QPs went away (no resend, no later answer) is not judged", () => {

@@ -79,8 +79,6 @@ export class RequestFlow {
   restartAt = -1;
   /** Frame of the last request packet that was a retransmission (-1: none). */
   lastRetransmitFrame = -1;
-  /** Frame of the last response (ACK, NAK, READ or atomic response) paired with this flow (-1: none). */
-  lastResponseFrame = -1;
 
   /**
    * A flow first seen at frame `index`. `pairKey` is the endpoint pair

@@ -43,7 +43,6 @@ export class ResponsePairing {
   onResponse(p: Packet, op: OpcodeInfo, index: number, srcId: number, dstId: number): void {
     const f = this.pair(p, index, srcId, dstId);
     if (f === undefined) return;
-    f.lastResponseFrame = index;
     const psn = p.bth!.psn;
     const name = f.responseName;
     // A response at or past the NAKed PSN: a copy of that PSN reached the
@@ -143,16 +142,15 @@ export class ResponsePairing {
       }
     }
     // SEND/WRITE packets left unacknowledged at the end are owed an ACK only
-    // when something shows the connection was still alive after they went:
-    // the requester sent some of them again (it was waiting for the ACK), or
-    // the responder answered this flow after they went (and left them out of
-    // its cumulative ACK). Otherwise an application destroyed its QPs with a
-    // message in flight (ibv_srq_pingpong's last SEND does this), which is
-    // legal and looks the same on the wire as a capture stopped mid-flight.
-    // (docs/wire.md, "ack-coverage at the end of a capture")
+    // when the requester sent some of them again: it was waiting for the
+    // ACK. Otherwise an application destroyed its QPs with a message in
+    // flight (ibv_srq_pingpong's last SENDs do this), which is legal and
+    // looks the same on the wire as a capture stopped mid-flight. A later
+    // response from the responder proves nothing: the switch sees it after
+    // the tail went, but the responder may have sent it before the tail
+    // reached it. (docs/wire.md, "ack-coverage at the end of a capture")
     const alive = firstUnacked !== undefined &&
-      (f.lastRetransmitFrame > firstUnacked.frameIndex ||
-        f.lastResponseFrame > firstUnacked.frameIndex);
+      f.lastRetransmitFrame > firstUnacked.frameIndex;
     if (firstUnacked && alive) {
       this.log.report(
         firstUnacked.frameIndex,
