@@ -66,6 +66,29 @@ async function udPingpongs(ctx: RowContext, nodes: Node[]): Promise<void> {
 }
 
 /**
+ * drivers/test/ud_checks: what ibv_ud_pingpong does not look at — the GRH
+ * of a UD receive (its IPv4 header and addresses), src_qp, Q_Key drops and
+ * rcvd_qkey_err, a send above the path MTU, and multicast attach/detach.
+ */
+async function udChecks(ctx: RowContext, nodes: Node[]): Promise<void> {
+  const [s, c] = nodes;
+  await ctx.step("ud_checks: GRH, Q_Key drops, above the path MTU, multicast detach", async () => {
+    const bin = `${GUEST_PATHS.bin}/ud_checks`;
+    const r = await pairBoth(
+      "ud_checks",
+      nodes,
+      `${bin} -d ${s.dev.ibdev} -g ${s.gid} -p 18523 -s`,
+      `${bin} -d ${c.dev.ibdev} -g ${c.gid} -p 18523 ${s.ip}`,
+      18523,
+    );
+    for (const [side, out] of [["server", r.serverOut], ["client", r.clientOut]]) {
+      const bad = out.split("\n").filter((l) => /FAIL/.test(l));
+      ctx.expect(bad.length === 0 && /^PASS$/m.test(out), `ud_checks ${side}: ${bad.join("; ")}`);
+    }
+  });
+}
+
+/**
  * ibv_srq_pingpong: several RC QPs receiving through one SRQ. Its --chk
  * only looks at the first byte of each page (rdma-core's srq_pingpong.c),
  * so drivers/test/srq_limit's peer test, which checks every receive's
@@ -260,6 +283,7 @@ export const row: Row = {
     }
     await captured(ctx, "ud-srq", async () => {
       await udPingpongs(ctx, nodes);
+      await udChecks(ctx, nodes);
       await srq(ctx, nodes);
       await perftests(ctx, nodes);
     });
