@@ -151,4 +151,19 @@ static inline void rc_connect(struct ibv_qp *qp, uint32_t my_psn, uint32_t peer_
 		DIE("RTS");
 }
 
+/* Poll @cq for up to about @ms milliseconds: 1 with *@wc, or 0. */
+static inline int poll_one(struct ibv_cq *cq, struct ibv_wc *wc, int ms)
+{
+	for (int i = 0; i <= ms; i++) {
+		int n = ibv_poll_cq(cq, 1, wc);
+
+		if (n < 0)
+			DIE("ibv_poll_cq");
+		if (n)
+			return 1;
+		usleep(1000);
+	}
+	return 0;
+}
+
 #endif /* RC_PAIR_H */

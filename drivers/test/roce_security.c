@@ -154,20 +154,6 @@ static long sent_pkts(const char *ibdev)
 	return v;
 }
 
-/* Poll @cq for up to about @ms milliseconds: 1 with *@wc, or 0. */
-static int poll_one(struct ibv_cq *cq, struct ibv_wc *wc, int ms)
-{
-	for (int i = 0; i <= ms; i++) {
-		int n = ibv_poll_cq(cq, 1, wc);
-
-		if (n < 0)
-			DIE("ibv_poll_cq");
-		if (n)
-			return 1;
-		usleep(1000);
-	}
-	return 0;
-}
 
 /*
  * Post one signalled SEND of @len bytes of @fill from the client's buffer,

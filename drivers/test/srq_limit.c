@@ -30,6 +30,7 @@
 #include <poll.h>
 #include <stdarg.h>
 
+#include "case_report.h"
 #include "rc_pair.h"
 
 #define MAX_SRQ		256
@@ -40,27 +41,6 @@
 #define MSG_LEN		64
 #define N_QP		2
 
-static int failures;
-
-static void report(const char *name, int ok, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void report(const char *name, int ok, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (ok) {
-		printf("%s: ok\n", name);
-		return;
-	}
-	failures++;
-	printf("%s: FAIL ", name);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-	fflush(stdout);
-}
 
 static struct ibv_srq *srq_create(struct ibv_pd *pd, uint32_t max_wr, uint32_t max_sge)
 {
@@ -260,20 +240,6 @@ static int async_event(struct ibv_context *ctx, struct ibv_async_event *ev, int 
 	return 1;
 }
 
-/* Poll @cq for up to about @ms milliseconds: 1 with *@wc, or 0. */
-static int poll_one(struct ibv_cq *cq, struct ibv_wc *wc, int ms)
-{
-	for (int i = 0; i <= ms; i++) {
-		int n = ibv_poll_cq(cq, 1, wc);
-
-		if (n < 0)
-			DIE("ibv_poll_cq");
-		if (n)
-			return 1;
-		usleep(1000);
-	}
-	return 0;
-}
 
 static void step(int fd)
 {
@@ -510,6 +476,6 @@ int main(int argc, char **argv)
 		local_cases(ctx, pd, pd2, cq, mr);
 	if (server || listen_mode)
 		event_cases(ctx, pd, cq, gid_index, server, port);
-	printf("%s\n", failures ? "FAIL" : "PASS");
-	return failures ? 1 : 0;
+	printf("%s\n", case_failures ? "FAIL" : "PASS");
+	return case_failures ? 1 : 0;
 }

@@ -38,6 +38,7 @@
 #include <stdarg.h>
 #include <arpa/inet.h>
 
+#include "case_report.h"
 #include "rc_pair.h"
 
 #define GRH_LEN		40
@@ -57,27 +58,6 @@
 /* The multicast group: IPv4-mapped 239.77.0.1 (::ffff:239.77.0.1). */
 static const uint8_t group_gid[16] = { [10] = 0xff, [11] = 0xff, 239, 77, 0, 1 };
 
-static int failures;
-
-static void report(const char *name, int ok, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void report(const char *name, int ok, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (ok) {
-		printf("%s: ok\n", name);
-		return;
-	}
-	failures++;
-	printf("%s: FAIL ", name);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-	fflush(stdout);
-}
 
 /* What the server tells the client, and the client the server. */
 struct msg {
@@ -104,20 +84,6 @@ static void step(int fd)
 	tcp_xfer(fd, &a, &b, 1);
 }
 
-/* Poll @cq for up to about @ms milliseconds: 1 with *@wc, or 0. */
-static int poll_one(struct ibv_cq *cq, struct ibv_wc *wc, int ms)
-{
-	for (int i = 0; i <= ms; i++) {
-		int n = ibv_poll_cq(cq, 1, wc);
-
-		if (n < 0)
-			DIE("ibv_poll_cq");
-		if (n)
-			return 1;
-		usleep(1000);
-	}
-	return 0;
-}
 
 /* The port's hw counter @name, or -1. */
 static long long hw_counter(const char *dev, const char *name)
@@ -618,6 +584,6 @@ int main(int argc, char **argv)
 	ibv_close_device(sd.ctx);
 	ibv_free_device_list(list);
 	free(sd.buf);
-	printf("%s\n", failures ? "FAIL" : "PASS");
-	return failures ? 1 : 0;
+	printf("%s\n", case_failures ? "FAIL" : "PASS");
+	return case_failures ? 1 : 0;
 }
