@@ -454,6 +454,13 @@ static inline struct cnuas_txcb *cnuas_txcb(struct sk_buff *skb)
  * is free for post_recv (or, in an SRQ, for other QPs' receives) as soon
  * as it is taken.  A QP created with an SRQ (@srq) has no receive queue of
  * its own (@rq NULL, @rq_size 0): it takes its receives from the SRQ.
+ *
+ * A user RC or UD QP without an SRQ whose provider asks for it has its
+ * receive queue in @rq_ring instead (uapi/cnuas_ib_abi.h; @rq NULL): the
+ * provider posts by writing slots of @rq_slot_size bytes and the ring's
+ * producer index, @rq_tail is what the kernel has consumed, and @rq_sge
+ * holds only the taken receive's SGEs.  @rq_mmap owns the ring once the
+ * ring is mapped.
  */
 struct cnuas_ib_qp {
 	struct ib_qp ibqp;
@@ -512,10 +519,14 @@ struct cnuas_ib_qp {
 	spinlock_t rq_lock;	/* posting and consuming */
 	struct cnuas_ib_rwqe *rq;
 	struct cnuas_ib_sge *rq_sge;
+	struct cnuas_ib_sge *rq_held;	/* the taken receive's SGEs */
 	u32 rq_size;
 	u32 rq_max_sge;
 	u32 rq_head;
 	u32 rq_tail;
+	struct cnuas_ib_rq_ring_hdr *rq_ring;
+	struct cnuas_ib_mmap *rq_mmap;
+	u32 rq_slot_size;
 
 	/* responder */
 	struct {

@@ -5,7 +5,9 @@
  * per-QP engine (a work item) that runs the completer, the responder and
  * the requester in turn.
  */
+#include <linux/mm.h>
 #include <linux/uaccess.h>
+#include <linux/vmalloc.h>
 #include <rdma/ib_addr.h>
 #include <rdma/uverbs_ioctl.h>
 
@@ -29,11 +31,29 @@ void cnuas_ib_qp_event(struct cnuas_ib_qp *qp, enum ib_event_type type)
 		qp->ibqp.event_handler(&ev, qp->ibqp.qp_context);
 }
 
+/*
+ * Tell the provider whether the QP is in the error state (the @error word
+ * of a mapped receive ring).  The full barrier orders the store before the
+ * flush's read of the producer index: the provider stores the producer,
+ * issues a full barrier and reads @error, so either the flush sees a
+ * receive posted meanwhile or the provider sees @error and asks the kernel
+ * to flush again (a POST_RECV command without work requests).
+ */
+static void cnuas_ib_rq_ring_state(struct cnuas_ib_qp *qp)
+{
+	if (!qp->rq_ring)
+		return;
+	WRITE_ONCE(qp->rq_ring->error, qp->state == IB_QPS_ERR);
+	/* the error word before any later read of the producer index */
+	smp_mb();
+}
+
 /* Move to the error state; the engine flushes the queues.  qp->lock held. */
 void cnuas_ib_qp_error(struct cnuas_ib_qp *qp)
 {
 	qp->state = IB_QPS_ERR;
 	qp->attr.qp_state = IB_QPS_ERR;
+	cnuas_ib_rq_ring_state(qp);
 	cnuas_ib_qp_kick(qp);
 }
 
@@ -82,12 +102,109 @@ void cnuas_ib_complete_rwqe(struct cnuas_ib_qp *qp,
 
 /*
  * Where the SGE list of the receive the QP has taken is kept: the block
- * after the ring's.  The ring slot is free for post_recv once taken, so a
- * receive still being filled (a multi-packet SEND) must not point into it.
+ * after the ring's (@rq_held).  The ring slot is free for post_recv once
+ * taken, so a receive still being filled (a multi-packet SEND) must not
+ * point into it.
  */
 static struct cnuas_ib_sge *cnuas_ib_rq_held_sge(struct cnuas_ib_qp *qp)
 {
-	return &qp->rq_sge[qp->rq_size * qp->rq_max_sge];
+	return qp->rq_held;
+}
+
+enum cnuas_ring_take {
+	CNUAS_RING_GOT,		/* @out holds the receive */
+	CNUAS_RING_EMPTY,
+	CNUAS_RING_BAD_SLOT,	/* consumed; @out has its wr_id, no SGEs */
+	CNUAS_RING_BAD_PRODUCER, /* nothing consumed */
+};
+
+static struct cnuas_ib_rq_slot *cnuas_ib_ring_slot(struct cnuas_ib_qp *qp,
+						   u32 idx)
+{
+	return (void *)(qp->rq_ring + 1) +
+	       (size_t)(idx & (qp->rq_size - 1)) * qp->rq_slot_size;
+}
+
+/*
+ * Take the oldest receive from a user QP's mapped ring, rq_lock held.  The
+ * whole ring is user-writable, so nothing in it is trusted: the producer
+ * index is read once (acquire: the slots it covers were written before
+ * it), a distance of more than @rq_size from what was consumed is refused,
+ * and the slot is copied once, field by field, into @out and @rq_held;
+ * only that copy is looked at after.  num_sge is unsigned in the ABI: a
+ * negative count is a huge one and fails the same bound.  The SGEs' keys,
+ * lengths and addresses are checked against the MR on every use by
+ * cnuas_ib_sge_copy() (cnuas_ib_mr_get(): key, PD, access, range), as for
+ * the kernel's own ring.
+ */
+static enum cnuas_ring_take cnuas_ib_ring_take(struct cnuas_ib_qp *qp,
+					       struct cnuas_ib_rwqe *out)
+{
+	struct cnuas_ib_rq_ring_hdr *hdr = qp->rq_ring;
+	const struct cnuas_ib_rq_slot *slot;
+	struct cnuas_ib_sge *held = qp->rq_held;
+	u32 prod, num, i;
+	u64 total = 0;
+
+	/* pairs with the provider's release: the slots are written */
+	prod = smp_load_acquire(&hdr->producer);
+	if (prod == qp->rq_tail)
+		return CNUAS_RING_EMPTY;
+	if (prod - qp->rq_tail > qp->rq_size)
+		return CNUAS_RING_BAD_PRODUCER;
+	slot = cnuas_ib_ring_slot(qp, qp->rq_tail);
+	out->wr_id = READ_ONCE(slot->wr_id);
+	num = READ_ONCE(slot->num_sge);
+	out->num_sge = 0;
+	out->length = 0;
+	out->sge = held;
+	if (num <= qp->rq_max_sge) {
+		for (i = 0; i < num; i++) {
+			held[i].addr = READ_ONCE(slot->sge[i].addr);
+			held[i].length = READ_ONCE(slot->sge[i].length);
+			held[i].lkey = READ_ONCE(slot->sge[i].lkey);
+			/* at most CNUAS_IB_MAX_SGE u32 lengths: no wrap */
+			total += held[i].length;
+		}
+	}
+	qp->rq_tail++;
+	/* the slot is copied (before the index): the provider may reuse it */
+	smp_store_release(&hdr->consumer, qp->rq_tail);
+	/* what post_recv would have refused with EINVAL */
+	if (num > qp->rq_max_sge || total > CNUAS_IB_MAX_MSG_SZ)
+		return CNUAS_RING_BAD_SLOT;
+	out->num_sge = num;
+	out->length = total;
+	return CNUAS_RING_GOT;
+}
+
+/*
+ * A mapped ring the provider cannot have written: a slot that is not a
+ * receive completes with a local QP operation error; the QP then goes to
+ * the error state (IB_EVENT_QP_FATAL), where the receives behind a bad
+ * slot flush.  A producer index more than the ring's size ahead of the
+ * consumer moves the QP to the error state too, rather than clamping it:
+ * a clamped index would have the kernel take slots forever (up to 2^32)
+ * that no post_recv filled; in the error state the flush takes nothing
+ * while the index stays bogus.  qp->lock held (the engine).
+ */
+static void cnuas_ib_ring_fatal(struct cnuas_ib_qp *qp,
+				struct cnuas_ib_rwqe *bad)
+{
+	if (bad) {
+		struct cnuas_ib_cqe cqe = { .status = IB_WC_LOC_QP_OP_ERR,
+					    .opcode = IB_WC_RECV };
+
+		cnuas_ib_complete_rwqe(qp, bad, &cqe, false);
+	}
+	if (qp->state == IB_QPS_ERR) {
+		/* a flush stopped at the bad slot: the rest flush next run */
+		if (bad)
+			cnuas_ib_qp_kick(qp);
+		return;
+	}
+	cnuas_ib_qp_error(qp);
+	cnuas_ib_qp_event(qp, IB_EVENT_QP_FATAL);
 }
 
 /* Take the oldest receive posted to the QP's own receive queue. */
@@ -96,9 +213,21 @@ static bool cnuas_ib_qp_rq_take(struct cnuas_ib_qp *qp,
 {
 	struct cnuas_ib_sge *held = cnuas_ib_rq_held_sge(qp);
 	const struct cnuas_ib_rwqe *slot;
+	enum cnuas_ring_take r;
 	unsigned long flags;
 	bool got = false;
 
+	if (qp->rq_ring) {
+		spin_lock_irqsave(&qp->rq_lock, flags);
+		r = cnuas_ib_ring_take(qp, out);
+		spin_unlock_irqrestore(&qp->rq_lock, flags);
+		if (r == CNUAS_RING_GOT)
+			return true;
+		if (r != CNUAS_RING_EMPTY)
+			cnuas_ib_ring_fatal(qp, r == CNUAS_RING_BAD_SLOT ?
+						out : NULL);
+		return false;
+	}
 	spin_lock_irqsave(&qp->rq_lock, flags);
 	if (qp->rq_tail != qp->rq_head) {
 		slot = &qp->rq[qp->rq_tail & (qp->rq_size - 1)];
@@ -135,7 +264,7 @@ bool cnuas_ib_rq_take(struct cnuas_ib_qp *qp, struct cnuas_ib_rwqe *out)
 static void cnuas_ib_qp_flush(struct cnuas_ib_qp *qp)
 {
 	struct cnuas_ib_rwqe rwqe;
-	u32 head;
+	u32 head, n;
 
 	cnuas_ib_comp_retire(qp);
 	/* pairs with post_send's release: the slots up to head are filled */
@@ -168,7 +297,15 @@ static void cnuas_ib_qp_flush(struct cnuas_ib_qp *qp)
 			cnuas_ib_qp_event(qp, IB_EVENT_QP_LAST_WQE_REACHED);
 		}
 	} else {
-		while (cnuas_ib_qp_rq_take(qp, &rwqe)) {
+		/* see cnuas_ib_rq_ring_state(): the state before the producer */
+		smp_mb();
+		/*
+		 * At most a ring's worth: a user may post while the flush
+		 * runs.  What is posted after is flushed by the run its
+		 * post_recv asks for, seeing the error state.
+		 */
+		n = qp->rq_size;
+		while (n-- && cnuas_ib_qp_rq_take(qp, &rwqe)) {
 			struct cnuas_ib_cqe cqe = {
 				.status = IB_WC_WR_FLUSH_ERR,
 				.opcode = IB_WC_RECV,
@@ -311,10 +448,56 @@ static void cnuas_ib_qp_free_queues(struct cnuas_ib_qp *qp)
 	kvfree(qp->sq_inline);
 	kvfree(qp->rq);
 	kvfree(qp->rq_sge);
+	/* a mapped ring is freed by its mmap entry, after the last unmap */
+	if (qp->rq_mmap)
+		rdma_user_mmap_entry_remove(&qp->rq_mmap->rdma);
+	else
+		vfree(qp->rq_ring);
+	qp->rq_mmap = NULL;
+	qp->rq_ring = NULL;
+}
+
+static size_t cnuas_ib_rq_ring_bytes(struct cnuas_ib_qp *qp)
+{
+	return PAGE_ALIGN(sizeof(struct cnuas_ib_rq_ring_hdr) +
+			  (size_t)qp->rq_size * qp->rq_slot_size);
+}
+
+/*
+ * Map a user QP's receive ring (rdma_user_mmap_entry, as a CQ's ring) and
+ * describe it in @resp.
+ */
+static int cnuas_ib_rq_ring_map(struct cnuas_ib_qp *qp, struct ib_udata *udata,
+				struct cnuas_ib_create_qp_resp *resp)
+{
+	struct cnuas_ib_ucontext *uc = rdma_udata_to_drv_context(udata,
+			struct cnuas_ib_ucontext, ibuc);
+	size_t bytes = cnuas_ib_rq_ring_bytes(qp);
+	struct cnuas_ib_mmap *m;
+	int err;
+
+	m = kzalloc(sizeof(*m), GFP_KERNEL);
+	if (!m)
+		return -ENOMEM;
+	m->buf = qp->rq_ring;
+	err = rdma_user_mmap_entry_insert(&uc->ibuc, &m->rdma, bytes);
+	if (err) {
+		kfree(m);
+		return err;
+	}
+	/* From here the entry owns the ring; removing it frees both. */
+	qp->rq_mmap = m;
+	resp->flags |= CNUAS_IB_QP_RQ_RING;
+	resp->rq_entries = qp->rq_size;
+	resp->rq_max_sge = qp->rq_max_sge;
+	resp->rq_slot_size = qp->rq_slot_size;
+	resp->rq_mmap_offset = rdma_user_mmap_get_offset(&m->rdma);
+	resp->rq_mmap_len = bytes;
+	return 0;
 }
 
 static int cnuas_ib_qp_alloc_queues(struct cnuas_ib_qp *qp,
-				    struct ib_qp_init_attr *init)
+				    struct ib_qp_init_attr *init, bool ring)
 {
 	struct ib_qp_cap *cap = &init->cap;
 	u32 i;
@@ -334,16 +517,32 @@ static int cnuas_ib_qp_alloc_queues(struct cnuas_ib_qp *qp,
 	qp->sq = kvcalloc(qp->sq_size, sizeof(*qp->sq), GFP_KERNEL);
 	qp->sq_sge = kvcalloc(qp->sq_size * qp->sq_max_sge,
 			      sizeof(*qp->sq_sge), GFP_KERNEL);
-	if (qp->rq_size)
-		qp->rq = kvcalloc(qp->rq_size, sizeof(*qp->rq), GFP_KERNEL);
-	/* the ring's SGEs, then those of the one taken receive */
-	qp->rq_sge = kvcalloc((qp->rq_size + 1) * qp->rq_max_sge,
-			      sizeof(*qp->rq_sge), GFP_KERNEL);
+	if (ring) {
+		/* the ring is in user memory; kept here: the taken receive */
+		qp->rq_slot_size = sizeof(struct cnuas_ib_rq_slot) +
+				   qp->rq_max_sge *
+				   sizeof(struct cnuas_ib_rq_sge);
+		qp->rq_ring = vmalloc_user(cnuas_ib_rq_ring_bytes(qp));
+		qp->rq_sge = kvcalloc(qp->rq_max_sge, sizeof(*qp->rq_sge),
+				      GFP_KERNEL);
+		qp->rq_held = qp->rq_sge;
+	} else {
+		if (qp->rq_size)
+			qp->rq = kvcalloc(qp->rq_size, sizeof(*qp->rq),
+					  GFP_KERNEL);
+		/* the ring's SGEs, then those of the one taken receive */
+		qp->rq_sge = kvcalloc((qp->rq_size + 1) * qp->rq_max_sge,
+				      sizeof(*qp->rq_sge), GFP_KERNEL);
+		if (qp->rq_sge)
+			qp->rq_held = &qp->rq_sge[qp->rq_size *
+						  qp->rq_max_sge];
+	}
 	if (qp->max_inline)
 		qp->sq_inline = kvcalloc(qp->sq_size, qp->max_inline,
 					 GFP_KERNEL);
-	if (!qp->sq || !qp->sq_sge || (qp->rq_size && !qp->rq) ||
-	    !qp->rq_sge || (qp->max_inline && !qp->sq_inline)) {
+	if (!qp->sq || !qp->sq_sge || (qp->rq_size && !ring && !qp->rq) ||
+	    (ring && !qp->rq_ring) || !qp->rq_sge ||
+	    (qp->max_inline && !qp->sq_inline)) {
 		cnuas_ib_qp_free_queues(qp);
 		return -ENOMEM;
 	}
@@ -353,7 +552,7 @@ static int cnuas_ib_qp_alloc_queues(struct cnuas_ib_qp *qp,
 			qp->sq[i].inline_data =
 				&qp->sq_inline[i * qp->max_inline];
 	}
-	for (i = 0; i < qp->rq_size; i++)
+	for (i = 0; qp->rq && i < qp->rq_size; i++)
 		qp->rq[i].sge = &qp->rq_sge[i * qp->rq_max_sge];
 
 	cap->max_send_wr = qp->sq_size;
@@ -369,6 +568,8 @@ int cnuas_ib_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 {
 	struct cnuas_ib_dev *dev = to_cdev(ibqp->device);
 	struct cnuas_ib_qp *qp = to_cqp(ibqp);
+	struct cnuas_ib_create_qp_resp resp = {};
+	bool ring;
 	u32 qpn;
 	int err;
 
@@ -389,8 +590,15 @@ int cnuas_ib_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	err = cnuas_ib_qp_check_cap(init);
 	if (err)
 		return err;
-	if (udata && udata->outlen < sizeof(struct cnuas_ib_create_qp_resp))
+	if (udata && udata->outlen < offsetofend(struct cnuas_ib_create_qp_resp,
+						 max_inline))
 		return -EINVAL;
+	/*
+	 * A user RC or UD QP without an SRQ gets its receive queue as a ring
+	 * the provider maps, if the provider asks for the longer response.
+	 */
+	ring = udata && !init->srq && init->qp_type != IB_QPT_GSI &&
+	       udata->outlen >= sizeof(resp);
 	if (atomic_inc_return(&dev->n_qp) > CNUAS_IB_MAX_QP) {
 		err = -ENOMEM;
 		goto err_count;
@@ -418,7 +626,7 @@ int cnuas_ib_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	timer_setup(&qp->retx_timer, cnuas_ib_retx_timer_fn, 0);
 	timer_setup(&qp->rnr_timer, cnuas_ib_rnr_timer_fn, 0);
 
-	err = cnuas_ib_qp_alloc_queues(qp, init);
+	err = cnuas_ib_qp_alloc_queues(qp, init, ring);
 	if (err)
 		goto err_count;
 
@@ -439,12 +647,15 @@ int cnuas_ib_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	qp->sport = rdma_get_udp_sport(0, qpn, qpn);
 
 	if (udata) {
-		struct cnuas_ib_create_qp_resp resp = {
-			.qpn = qpn,
-			.max_inline = qp->max_inline,
-		};
-
-		err = ib_copy_to_udata(udata, &resp, sizeof(resp));
+		resp.qpn = qpn;
+		resp.max_inline = qp->max_inline;
+		if (ring) {
+			err = cnuas_ib_rq_ring_map(qp, udata, &resp);
+			if (err)
+				goto err_qpn;
+		}
+		err = ib_copy_to_udata(udata, &resp,
+				       min(udata->outlen, sizeof(resp)));
 		if (err)
 			goto err_qpn;
 	}
@@ -500,6 +711,12 @@ static void cnuas_ib_qp_reset(struct cnuas_ib_qp *qp)
 	spin_lock_irqsave(&qp->rq_lock, flags);
 	qp->rq_head = 0;
 	qp->rq_tail = 0;
+	if (qp->rq_ring) {
+		/* forget what is posted: consumed up to the producer */
+		qp->rq_tail = READ_ONCE(qp->rq_ring->producer);
+		/* pairs with post_recv's acquire of the consumer index */
+		smp_store_release(&qp->rq_ring->consumer, qp->rq_tail);
+	}
 	spin_unlock_irqrestore(&qp->rq_lock, flags);
 	qp->last_wqe_sent = false;
 	memset(&qp->req, 0, sizeof(qp->req));
@@ -640,6 +857,7 @@ int cnuas_ib_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		qp->state = next;
 		qp->attr.qp_state = next;
 		qp->attr.cur_qp_state = next;
+		cnuas_ib_rq_ring_state(qp);
 		if (next == IB_QPS_ERR || next == IB_QPS_RTS)
 			cnuas_ib_qp_kick(qp);
 	}
@@ -899,6 +1117,20 @@ int cnuas_ib_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 	if (qp->srq) {
 		*bad = wr;
 		return -EINVAL;
+	}
+	/*
+	 * A mapped ring is posted to by the provider; the command comes
+	 * without work requests, from a provider that saw the QP in the
+	 * error state after posting: run the flush.
+	 */
+	if (qp->rq_ring) {
+		if (wr) {
+			*bad = wr;
+			return -EINVAL;
+		}
+		if (READ_ONCE(qp->state) == IB_QPS_ERR)
+			cnuas_ib_qp_run(qp);
+		return 0;
 	}
 	for (; wr; wr = wr->next) {
 		struct cnuas_ib_rwqe *rwqe;

@@ -252,6 +252,9 @@ static bool cnuas_ib_resp_need_wqe(struct cnuas_ib_qp *qp,
 		qp->resp.recv_off = 0;
 		return true;
 	}
+	/* a mapped receive ring found corrupt: the QP is in error now */
+	if (qp->state == IB_QPS_ERR)
+		return false;
 	cnuas_stat_inc(qp->dev, CNUAS_STAT_RNR_NAK_SENT);
 	cnuas_ib_resp_ack(qp, cnuas_pkt(skb)->psn,
 			  CNUAS_AETH_RNR_NAK | (qp->attr.min_rnr_timer &

@@ -2,7 +2,8 @@
 /*
  * libcnuas: the libibverbs provider of cnuas_ib.  A match table, the
  * verbs_context_ops table, thin wrappers over ibv_cmd_* and, kept apart at
- * the end, the fast path: polling the mapped completion ring.
+ * the end, the fast paths: polling the mapped completion ring and posting
+ * receives to the mapped receive ring.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -186,25 +187,74 @@ static int cnuas_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 	return ibv_cmd_req_notify_cq(ibcq, solicited_only);
 }
 
-/* attr->srq, if set, goes to the kernel with the command (its handle). */
+/* Map the receive ring the kernel described, after checking its geometry. */
+static int cnuas_map_rq(struct ibv_context *ctx, struct cnuas_qp *qp,
+			const struct cnuas_ib_create_qp_resp *drv)
+{
+	struct cnuas_rq *rq = &qp->rq;
+	void *map;
+
+	if (!drv->rq_entries || (drv->rq_entries & (drv->rq_entries - 1)) ||
+	    !drv->rq_max_sge ||
+	    drv->rq_slot_size < sizeof(struct cnuas_ib_rq_slot) +
+				(uint64_t)drv->rq_max_sge *
+				sizeof(struct cnuas_ib_rq_sge) ||
+	    drv->rq_mmap_len < sizeof(struct cnuas_ib_rq_ring_hdr) +
+			       (uint64_t)drv->rq_entries * drv->rq_slot_size)
+		return EPROTO;
+	map = mmap(NULL, drv->rq_mmap_len, PROT_READ | PROT_WRITE, MAP_SHARED,
+		   ctx->cmd_fd, drv->rq_mmap_offset);
+	if (map == MAP_FAILED)
+		return errno;
+	rq->ring = map;
+	rq->slots = (uint8_t *)(rq->ring + 1);
+	rq->head = rq->ring->producer;
+	rq->entries = drv->rq_entries;
+	rq->max_sge = drv->rq_max_sge;
+	rq->slot_size = drv->rq_slot_size;
+	rq->map_len = drv->rq_mmap_len;
+	return 0;
+}
+
+/*
+ * attr->srq, if set, goes to the kernel with the command (its handle).
+ * Asking for the whole response is asking for a mapped receive ring: the
+ * kernel gives one to a user RC or UD QP without an SRQ, and says so.
+ * With CNUAS_NO_RQ_RING=1 in the environment the provider asks for the
+ * response as it was before the ring (what an older provider does), and
+ * posts receives with the POST_RECV command: to compare the two paths.
+ */
 static struct ibv_qp *cnuas_create_qp(struct ibv_pd *pd,
 				      struct ibv_qp_init_attr *attr)
 {
 	struct cnuas_create_qp_resp resp = {};
 	struct ibv_create_qp cmd = {};
+	size_t resp_size = sizeof(resp);
 	struct cnuas_qp *qp;
 	int ret;
 
+	if (to_cctx(pd->context)->no_rq_ring)
+		resp_size = offsetof(struct cnuas_create_qp_resp, drv.flags);
 	qp = calloc(1, sizeof(*qp));
 	if (!qp)
 		return NULL;
 	ret = ibv_cmd_create_qp(pd, &qp->vqp.qp, attr, &cmd, sizeof(cmd),
-				&resp.ibv_resp, sizeof(resp));
+				&resp.ibv_resp, resp_size);
 	if (ret) {
 		free(qp);
 		errno = ret;
 		return NULL;
 	}
+	if (resp.drv.flags & CNUAS_IB_QP_RQ_RING) {
+		ret = cnuas_map_rq(pd->context, qp, &resp.drv);
+		if (ret) {
+			ibv_cmd_destroy_qp(&qp->vqp.qp);
+			free(qp);
+			errno = ret;
+			return NULL;
+		}
+	}
+	pthread_spin_init(&qp->rq.lock, PTHREAD_PROCESS_PRIVATE);
 	return &qp->vqp.qp;
 }
 
@@ -227,24 +277,32 @@ static int cnuas_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr,
 
 static int cnuas_destroy_qp(struct ibv_qp *ibqp)
 {
+	struct cnuas_qp *qp = to_cqp(ibqp);
 	int ret = ibv_cmd_destroy_qp(ibqp);
 
-	if (!ret)
-		free(to_cqp(ibqp));
-	return ret;
+	if (ret)
+		return ret;
+	if (qp->rq.ring)
+		munmap(qp->rq.ring, qp->rq.map_len);
+	pthread_spin_destroy(&qp->rq.lock);
+	free(qp);
+	return 0;
 }
 
+/*
+ * One system call per ibv_post_send, however long the chain:
+ * ibv_cmd_post_send marshals every request and its SGEs into one
+ * POST_SEND command, written once.
+ */
 static int cnuas_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
 			   struct ibv_send_wr **bad_wr)
 {
 	return ibv_cmd_post_send(qp, wr, bad_wr);
 }
 
-static int cnuas_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
-			   struct ibv_recv_wr **bad_wr)
-{
-	return ibv_cmd_post_recv(qp, wr, bad_wr);
-}
+/* post_recv is at the end, with the other fast path */
+static int cnuas_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
+			   struct ibv_recv_wr **bad_wr);
 
 /*
  * Shared receive queues: the ring is the kernel's (no driver data either
@@ -375,6 +433,90 @@ static int cnuas_poll_cq(struct ibv_cq *ibcq, int ne, struct ibv_wc *wc)
 	return n;
 }
 
+/*
+ * The other fast path: post receives by writing slots of the QP's mapped
+ * receive ring and publishing the producer index (release: the slots are
+ * complete before the kernel can see the index that covers them).  The
+ * consumer index is read with acquire: the kernel is done copying a slot
+ * before the index that frees it.  A full ring (ENOMEM) and a request the
+ * QP cannot hold (EINVAL) are refused here, with *bad_wr set to the first
+ * request not posted, those before it posted.
+ *
+ * A receive posted in the error state must complete as flushed (IBTA);
+ * the kernel flushes when the QP runs.  So after publishing, a full
+ * barrier, then the ring's error word: if the QP is in error, a POST_RECV
+ * command with no work request has the kernel run the flush.  The kernel
+ * writes the error word, issues a full barrier and then reads the
+ * producer index, so a receive is never missed by both sides.  The
+ * command is the only system call, and only in the error state.
+ */
+static int cnuas_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
+			   struct ibv_recv_wr **bad_wr)
+{
+	struct cnuas_rq *rq = &to_cqp(ibqp)->rq;
+	struct ibv_recv_wr *none;
+	uint32_t prod, cons;
+	int ret = 0, i;
+
+	if (!rq->ring)
+		return ibv_cmd_post_recv(ibqp, wr, bad_wr);
+	if (ibqp->state == IBV_QPS_RESET) {
+		*bad_wr = wr;
+		return EINVAL;
+	}
+
+	pthread_spin_lock(&rq->lock);
+	prod = rq->head;
+	cons = __atomic_load_n(&rq->ring->consumer, __ATOMIC_ACQUIRE);
+	for (; wr; wr = wr->next) {
+		struct cnuas_ib_rq_slot *slot;
+		uint64_t total = 0;
+
+		if (wr->num_sge < 0 || (uint32_t)wr->num_sge > rq->max_sge) {
+			ret = EINVAL;
+			break;
+		}
+		for (i = 0; i < wr->num_sge; i++)
+			total += wr->sg_list[i].length;
+		if (total > 0x7fffffffU) {	/* the largest message */
+			ret = EINVAL;
+			break;
+		}
+		if (prod - cons >= rq->entries) {
+			cons = __atomic_load_n(&rq->ring->consumer,
+					       __ATOMIC_ACQUIRE);
+			if (prod - cons >= rq->entries) {
+				ret = ENOMEM;
+				break;
+			}
+		}
+		slot = (struct cnuas_ib_rq_slot *)
+			(rq->slots + (size_t)(prod & (rq->entries - 1)) *
+				     rq->slot_size);
+		slot->wr_id = wr->wr_id;
+		slot->num_sge = wr->num_sge;
+		for (i = 0; i < wr->num_sge; i++) {
+			slot->sge[i].addr = wr->sg_list[i].addr;
+			slot->sge[i].length = wr->sg_list[i].length;
+			slot->sge[i].lkey = wr->sg_list[i].lkey;
+		}
+		prod++;
+	}
+	if (prod != rq->head) {
+		rq->head = prod;
+		__atomic_store_n(&rq->ring->producer, prod, __ATOMIC_RELEASE);
+		pthread_spin_unlock(&rq->lock);
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+		if (__atomic_load_n(&rq->ring->error, __ATOMIC_RELAXED))
+			ibv_cmd_post_recv(ibqp, NULL, &none);
+	} else {
+		pthread_spin_unlock(&rq->lock);
+	}
+	if (ret)
+		*bad_wr = wr;
+	return ret;
+}
+
 /* Multicast membership lives in the kernel: the receive path delivers. */
 static int cnuas_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid,
 			      uint16_t lid)
@@ -427,6 +569,7 @@ static struct verbs_context *cnuas_alloc_context(struct ibv_device *ibdev,
 	struct cnuas_get_context_resp resp = {};
 	struct ibv_get_context cmd = {};
 	struct cnuas_context *ctx;
+	const char *env;
 
 	ctx = verbs_init_and_alloc_context(ibdev, cmd_fd, ctx, ibv_ctx,
 					   RDMA_DRIVER_UNKNOWN);
@@ -445,6 +588,8 @@ static struct verbs_context *cnuas_alloc_context(struct ibv_device *ibdev,
 		goto err;
 	}
 	ctx->max_inline = resp.drv.max_inline;
+	env = getenv("CNUAS_NO_RQ_RING");
+	ctx->no_rq_ring = env && !strcmp(env, "1");
 	verbs_set_ops(&ctx->ibv_ctx, &cnuas_ctx_ops);
 	return &ctx->ibv_ctx;
 

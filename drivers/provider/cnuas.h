@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: (GPL-2.0 OR MIT) */
 /*
  * libcnuas: the libibverbs provider of cnuas_ib.  Every verb but one goes
- * through the kernel's uverbs commands (ibv_cmd_*); the exception is the
- * fast path the design asks for: a completion queue's ring is mapped from
- * the kernel, so ibv_poll_cq reads completions with no system call.
+ * through the kernel's uverbs commands (ibv_cmd_*); the exceptions are the
+ * fast paths the design asks for: a completion queue's ring is mapped from
+ * the kernel, so ibv_poll_cq reads completions with no system call, and so
+ * is the receive queue of a user RC or UD QP without an SRQ, so
+ * ibv_post_recv posts with no system call.
  */
 #ifndef CNUAS_PROVIDER_H
 #define CNUAS_PROVIDER_H
@@ -25,6 +27,7 @@ struct cnuas_device {
 struct cnuas_context {
 	struct verbs_context ibv_ctx;
 	uint32_t max_inline;
+	int no_rq_ring;		/* CNUAS_NO_RQ_RING=1: the old receive path */
 };
 
 /* A CQ and its mapping of the kernel's completion ring. */
@@ -37,8 +40,21 @@ struct cnuas_cq {
 	size_t map_len;
 };
 
+/* The mapped receive ring of a QP (ring NULL: posting is a command). */
+struct cnuas_rq {
+	pthread_spinlock_t lock;	/* serialises posters of this QP */
+	struct cnuas_ib_rq_ring_hdr *ring;
+	uint8_t *slots;
+	uint32_t head;			/* our copy of ring->producer */
+	uint32_t entries;
+	uint32_t max_sge;
+	uint32_t slot_size;
+	size_t map_len;
+};
+
 struct cnuas_qp {
 	struct verbs_qp vqp;
+	struct cnuas_rq rq;
 };
 
 /* An SRQ: the ring is the kernel's; posting is a system call for now. */

@@ -1,4 +1,4 @@
-import type { Guest } from "../../harness/vm/types.ts";
+import { type Guest, GUEST_PATHS } from "../../harness/vm/types.ts";
 import { type Row, type RowContext, RowFailure } from "../../harness/matrix/row.ts";
 import { rdmaGuestNeeds } from "../../harness/matrix/needs.ts";
 import { parseKeyValues } from "../../harness/guest/cnuas_net.ts";
@@ -490,6 +490,41 @@ async function checkPollCq(ctx: RowContext, g: Guest, dev: CnuasIbDev): Promise<
   });
 }
 
+/**
+ * The receive fast path (the RQ ring mapped into the process):
+ * `drivers/test/post_recv_bench.c` posts a full receive queue from a thread
+ * under a seccomp filter that kills the process on any system call (and
+ * checks the full-ring ENOMEM and too-many-SGEs EINVAL there), then, back
+ * outside the filter, that every receive flushes in order in the error
+ * state, and one posted in the error state too. With `-x` it must die of
+ * SIGSYS (the filter bites); with CNUAS_NO_RQ_RING=1 (the POST_RECV
+ * command, no filter) it gives the figure to compare with.
+ */
+async function checkPostRecv(ctx: RowContext, g: Guest, dev: CnuasIbDev): Promise<void> {
+  await ctx.step("ibv_post_recv posts 4096 receives without a system call", async () => {
+    const bench = `${GUEST_PATHS.bin}/post_recv_bench -d ${shq(dev.ibdev)}`;
+    const run = async (cmd: string) => {
+      const r = await g.run(`${cmd} 2>&1; echo "exit=$?"`, { timeoutSec: 300 });
+      const code = Number(/exit=(\d+)\s*$/.exec(r.stdout)?.[1] ?? -1);
+      const ns = Number(/post_recv_ns=([\d.]+)/.exec(r.stdout)?.[1] ?? NaN);
+      return { out: r.stdout, code, ns };
+    };
+    const x = await run(`${bench} -x -n 16`);
+    ctx.expect(x.code === SIGSYS_EXIT, `post_recv_bench -x exited ${x.code}, want SIGSYS`);
+    const fast = await run(bench);
+    if (fast.code === SIGSYS_EXIT) {
+      throw new RowFailure(`ibv_post_recv on ${dev.ibdev} made a system call (SIGSYS)`);
+    }
+    if (fast.code !== 0 || !/^PASS$/m.test(fast.out)) {
+      throw new RowFailure(`post_recv_bench: exit ${fast.code}: ${fast.out.slice(-800)}`);
+    }
+    const slow = await run(`CNUAS_NO_RQ_RING=1 ${bench} -S`);
+    ctx.expect(slow.code === 0, `post_recv_bench -S (POST_RECV command): ${slow.out.slice(-400)}`);
+    ctx.measure("postRecv.ringNs", fast.ns, "ns");
+    ctx.measure("postRecv.commandNs", slow.ns, "ns");
+  });
+}
+
 /** The datasheet's attributes as ibv_devinfo, ibstat and rdma print them. */
 export const row: Row = {
   id: "ibstat",
@@ -505,6 +540,7 @@ export const row: Row = {
     await checkTable(ctx, g, dev);
     await checkPort(ctx, g, dev);
     await checkPollCq(ctx, g, dev);
+    await checkPostRecv(ctx, g, dev);
     await checkModule(ctx, g, dev);
   },
 };
