@@ -644,6 +644,9 @@ int cnuas_ib_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 		       const struct ib_send_wr **bad);
 int cnuas_ib_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 		       const struct ib_recv_wr **bad);
+int cnuas_ib_recv_wr_len(const struct ib_recv_wr *wr, u32 max_sge, u32 *total);
+void cnuas_ib_rwqe_fill(struct cnuas_ib_rwqe *rwqe,
+			const struct ib_recv_wr *wr, u32 total);
 void cnuas_ib_qp_kick(struct cnuas_ib_qp *qp);
 void cnuas_ib_qp_run(struct cnuas_ib_qp *qp);
 void cnuas_ib_qp_error(struct cnuas_ib_qp *qp);

@@ -1105,6 +1105,47 @@ int cnuas_ib_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 	return err;
 }
 
+/**
+ * cnuas_ib_recv_wr_len - check a receive work request's SGE list
+ * @wr: the request (its num_sge is the poster's: checked first)
+ * @max_sge: the queue's SGEs per receive
+ * @total: set to the sum of the lengths
+ *
+ * Return: 0, or -EINVAL for a bad count or a total above the largest
+ * message.  At most CNUAS_IB_MAX_SGE u32 lengths are summed into a u64:
+ * no wrap.
+ */
+int cnuas_ib_recv_wr_len(const struct ib_recv_wr *wr, u32 max_sge, u32 *total)
+{
+	u64 sum = 0;
+	int i;
+
+	if (wr->num_sge < 0 || wr->num_sge > max_sge)
+		return -EINVAL;
+	for (i = 0; i < wr->num_sge; i++)
+		sum += wr->sg_list[i].length;
+	if (sum > CNUAS_IB_MAX_MSG_SZ)
+		return -EINVAL;
+	*total = sum;
+	return 0;
+}
+
+/* Store a receive checked by cnuas_ib_recv_wr_len() in a ring slot. */
+void cnuas_ib_rwqe_fill(struct cnuas_ib_rwqe *rwqe,
+			const struct ib_recv_wr *wr, u32 total)
+{
+	int i;
+
+	rwqe->wr_id = wr->wr_id;
+	rwqe->num_sge = wr->num_sge;
+	rwqe->length = total;
+	for (i = 0; i < wr->num_sge; i++) {
+		rwqe->sge[i].addr = wr->sg_list[i].addr;
+		rwqe->sge[i].length = wr->sg_list[i].length;
+		rwqe->sge[i].lkey = wr->sg_list[i].lkey;
+	}
+}
+
 int cnuas_ib_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 		       const struct ib_recv_wr **bad)
 {
@@ -1134,20 +1175,15 @@ int cnuas_ib_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 	}
 	for (; wr; wr = wr->next) {
 		struct cnuas_ib_rwqe *rwqe;
-		u64 total = 0;
-		int i;
+		u32 total;
 
-		if (READ_ONCE(qp->state) == IB_QPS_RESET ||
-		    wr->num_sge < 0 || wr->num_sge > qp->rq_max_sge) {
+		if (READ_ONCE(qp->state) == IB_QPS_RESET) {
 			err = -EINVAL;
 			break;
 		}
-		for (i = 0; i < wr->num_sge; i++)
-			total += wr->sg_list[i].length;
-		if (total > CNUAS_IB_MAX_MSG_SZ) {
-			err = -EINVAL;
+		err = cnuas_ib_recv_wr_len(wr, qp->rq_max_sge, &total);
+		if (err)
 			break;
-		}
 		spin_lock_irqsave(&qp->rq_lock, flags);
 		if (qp->rq_head - qp->rq_tail >= qp->rq_size) {
 			spin_unlock_irqrestore(&qp->rq_lock, flags);
@@ -1155,14 +1191,7 @@ int cnuas_ib_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 			break;
 		}
 		rwqe = &qp->rq[qp->rq_head & (qp->rq_size - 1)];
-		rwqe->wr_id = wr->wr_id;
-		rwqe->num_sge = wr->num_sge;
-		rwqe->length = total;
-		for (i = 0; i < wr->num_sge; i++) {
-			rwqe->sge[i].addr = wr->sg_list[i].addr;
-			rwqe->sge[i].length = wr->sg_list[i].length;
-			rwqe->sge[i].lkey = wr->sg_list[i].lkey;
-		}
+		cnuas_ib_rwqe_fill(rwqe, wr, total);
 		qp->rq_head++;
 		spin_unlock_irqrestore(&qp->rq_lock, flags);
 		kick = true;

@@ -134,20 +134,11 @@ int cnuas_ib_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
 
 	for (; wr; wr = wr->next) {
 		struct cnuas_ib_rwqe *rwqe;
-		u64 total = 0;
-		int i;
+		u32 total;
 
-		if (wr->num_sge < 0 || wr->num_sge > srq->max_sge) {
-			err = -EINVAL;
+		err = cnuas_ib_recv_wr_len(wr, srq->max_sge, &total);
+		if (err)
 			break;
-		}
-		/* at most CNUAS_IB_MAX_SRQ_SGE u32 lengths: no wrap */
-		for (i = 0; i < wr->num_sge; i++)
-			total += wr->sg_list[i].length;
-		if (total > CNUAS_IB_MAX_MSG_SZ) {
-			err = -EINVAL;
-			break;
-		}
 		spin_lock_irqsave(&srq->lock, flags);
 		if (srq->head - srq->tail >= srq->size) {
 			spin_unlock_irqrestore(&srq->lock, flags);
@@ -155,14 +146,7 @@ int cnuas_ib_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
 			break;
 		}
 		rwqe = &srq->rq[srq->head & (srq->size - 1)];
-		rwqe->wr_id = wr->wr_id;
-		rwqe->num_sge = wr->num_sge;
-		rwqe->length = total;
-		for (i = 0; i < wr->num_sge; i++) {
-			rwqe->sge[i].addr = wr->sg_list[i].addr;
-			rwqe->sge[i].length = wr->sg_list[i].length;
-			rwqe->sge[i].lkey = wr->sg_list[i].lkey;
-		}
+		cnuas_ib_rwqe_fill(rwqe, wr, total);
 		srq->head++;
 		spin_unlock_irqrestore(&srq->lock, flags);
 	}
