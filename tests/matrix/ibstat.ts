@@ -525,10 +525,29 @@ async function checkPostRecv(ctx: RowContext, g: Guest, dev: CnuasIbDev): Promis
   });
 }
 
+/**
+ * The kernel reads a user QP's receive ring from user-writable memory:
+ * drivers/test/rq_ring_hostile scribbles on it (a producer index far ahead,
+ * a slot claiming 0xffffffff SGEs); the kernel must neither crash (the
+ * dmesg guard) nor use what it cannot trust.
+ */
+async function checkHostileRing(ctx: RowContext, g: Guest, dev: CnuasIbDev): Promise<void> {
+  await ctx.step("a scribbled-on receive ring is not trusted (rq_ring_hostile)", async () => {
+    const r = await g.run(`${GUEST_PATHS.bin}/rq_ring_hostile -d ${shq(dev.ibdev)} 2>&1`, {
+      timeoutSec: 120,
+    });
+    ctx.log(r.stdout);
+    ctx.expect(
+      r.code === 0 && /^PASS$/m.test(r.stdout),
+      `rq_ring_hostile exit ${r.code}: ${r.stdout.slice(-800)}`,
+    );
+  });
+}
+
 /** The datasheet's attributes as ibv_devinfo, ibstat and rdma print them. */
 export const row: Row = {
   id: "ibstat",
-  title: "ibv_devinfo -v, ibstat, rdma show the datasheet attributes; poll_cq is syscall-free",
+  title: "ibv_devinfo -v, ibstat, rdma show the datasheet; poll_cq and post_recv are syscall-free",
   // the port state must follow a real link: the device on a switch
   needs: rdmaGuestNeeds(),
   timeoutSec: 300,
@@ -541,6 +560,7 @@ export const row: Row = {
     await checkPort(ctx, g, dev);
     await checkPollCq(ctx, g, dev);
     await checkPostRecv(ctx, g, dev);
+    await checkHostileRing(ctx, g, dev);
     await checkModule(ctx, g, dev);
   },
 };
