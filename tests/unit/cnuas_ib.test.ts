@@ -34,6 +34,9 @@ const DEVINFO = `hca_id:	cnuas_ib0
 	atomic_cap:			ATOMIC_HCA (1)
 	max_mcast_grp:			256
 	max_mcast_qp_attach:		256
+	max_srq:			256
+	max_srq_wr:			4096
+	max_srq_sge:			16
 	max_pkeys:			1
 	tso_caps:
 		max_tso:			0
