@@ -379,10 +379,17 @@ struct cnuas_ib_rwqe {
  * @lock: protects the ring and @limit; taken by post_srq_recv, modify and
  *	  query, and by the engine of every QP that receives from the SRQ
  *	  (with that QP's lock held: qp->lock, then srq->lock)
- * @rq: @size slots (power of two)
+ * @rq: @size slots (power of two), the kernel's ring (@ring NULL)
  * @sge: the SGE lists of the slots, @max_sge each
+ * @ring: a user SRQ's ring in user memory instead (@rq NULL): the
+ *	  provider posts into slots of @slot_size bytes and the producer
+ *	  index (uapi/cnuas_ib_abi.h)
+ * @mmap: owns @ring once it is mapped
+ * @slot_size: bytes per slot of @ring
+ * @ring_bad: @ring's producer index was nonsense once: the SRQ is in
+ *	      error (IB_EVENT_SRQ_ERR raised) and gives no more receives
  * @max_sge: SGEs a receive may have
- * @head: next slot to post (free-running)
+ * @head: next slot to post (free-running; kernel ring only)
  * @tail: next slot to take (free-running)
  * @limit: the armed SRQ limit, 0 when not armed
  */
@@ -392,6 +399,10 @@ struct cnuas_ib_srq {
 	spinlock_t lock;	/* see above */
 	struct cnuas_ib_rwqe *rq;
 	struct cnuas_ib_sge *sge;
+	struct cnuas_ib_rq_ring_hdr *ring;
+	struct cnuas_ib_mmap *mmap;
+	u32 slot_size;
+	bool ring_bad;
 	u32 size;
 	u32 max_sge;
 	u32 head;
@@ -598,6 +609,16 @@ void cnuas_ib_cq_post(struct cnuas_ib_cq *cq, const struct cnuas_ib_cqe *cqe,
 		      struct ib_qp *ibqp, bool solicited);
 void cnuas_ib_mmap_free(struct rdma_user_mmap_entry *entry);
 int cnuas_ib_mmap(struct ib_ucontext *uctx, struct vm_area_struct *vma);
+struct cnuas_ib_mmap *cnuas_ib_user_map(struct ib_udata *udata, void *buf,
+					size_t bytes);
+
+/* What taking a receive from a ring found (cnuas_ib_ring_take()). */
+enum cnuas_ring_take {
+	CNUAS_RING_GOT,		/* the receive is taken */
+	CNUAS_RING_EMPTY,
+	CNUAS_RING_BAD_SLOT,	/* consumed; it has its wr_id, no SGEs */
+	CNUAS_RING_BAD_PRODUCER, /* nothing consumed */
+};
 
 /* cnuas_ib_srq.c */
 int cnuas_ib_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
@@ -608,8 +629,9 @@ int cnuas_ib_query_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr);
 int cnuas_ib_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata);
 int cnuas_ib_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
 			   const struct ib_recv_wr **bad);
-bool cnuas_ib_srq_take(struct cnuas_ib_srq *srq, struct cnuas_ib_rwqe *out,
-		       struct cnuas_ib_sge *sge);
+enum cnuas_ring_take cnuas_ib_srq_take(struct cnuas_ib_srq *srq,
+				       struct cnuas_ib_rwqe *out,
+				       struct cnuas_ib_sge *sge);
 
 /* cnuas_ib_mr.c */
 struct ib_mr *cnuas_ib_get_dma_mr(struct ib_pd *pd, int access);
@@ -656,6 +678,11 @@ void cnuas_ib_complete_rwqe(struct cnuas_ib_qp *qp,
 			    const struct cnuas_ib_rwqe *wqe,
 			    struct cnuas_ib_cqe *cqe, bool solicited);
 bool cnuas_ib_rq_take(struct cnuas_ib_qp *qp, struct cnuas_ib_rwqe *out);
+enum cnuas_ring_take cnuas_ib_ring_take(struct cnuas_ib_rq_ring_hdr *hdr,
+					u32 entries, u32 slot_size,
+					u32 max_sge, u32 *tail,
+					struct cnuas_ib_rwqe *out,
+					struct cnuas_ib_sge *held, u32 *posted);
 
 /* cnuas_ib_req.c */
 bool cnuas_ib_requester(struct cnuas_ib_qp *qp, int *budget);

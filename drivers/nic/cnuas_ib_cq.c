@@ -44,10 +44,41 @@ int cnuas_ib_mmap(struct ib_ucontext *uctx, struct vm_area_struct *vma)
 	return err;
 }
 
-static int cnuas_ib_cq_user_map(struct cnuas_ib_cq *cq, struct ib_udata *udata)
+/**
+ * cnuas_ib_user_map - offer a vmalloc_user() buffer for mmap by user space
+ * @udata: the command's udata (its ucontext gets the entry)
+ * @buf: the buffer
+ * @bytes: its size, page aligned
+ *
+ * On success the entry owns @buf: rdma_user_mmap_entry_remove() frees it
+ * after the last unmap (cnuas_ib_mmap_free()).  On failure @buf is still
+ * the caller's.
+ *
+ * Return: the entry (its offset for mmap: rdma_user_mmap_get_offset()),
+ * or an ERR_PTR.
+ */
+struct cnuas_ib_mmap *cnuas_ib_user_map(struct ib_udata *udata, void *buf,
+					size_t bytes)
 {
 	struct cnuas_ib_ucontext *uc = rdma_udata_to_drv_context(udata,
 			struct cnuas_ib_ucontext, ibuc);
+	struct cnuas_ib_mmap *m;
+	int err;
+
+	m = kzalloc(sizeof(*m), GFP_KERNEL);
+	if (!m)
+		return ERR_PTR(-ENOMEM);
+	m->buf = buf;
+	err = rdma_user_mmap_entry_insert(&uc->ibuc, &m->rdma, bytes);
+	if (err) {
+		kfree(m);
+		return ERR_PTR(err);
+	}
+	return m;
+}
+
+static int cnuas_ib_cq_user_map(struct cnuas_ib_cq *cq, struct ib_udata *udata)
+{
 	struct cnuas_ib_create_cq_resp resp = {};
 	size_t bytes = cnuas_ib_ring_bytes(cq->entries);
 	struct cnuas_ib_mmap *m;
@@ -55,15 +86,9 @@ static int cnuas_ib_cq_user_map(struct cnuas_ib_cq *cq, struct ib_udata *udata)
 
 	if (udata->outlen < sizeof(resp))
 		return -EINVAL;
-	m = kzalloc(sizeof(*m), GFP_KERNEL);
-	if (!m)
-		return -ENOMEM;
-	m->buf = cq->ring;
-	err = rdma_user_mmap_entry_insert(&uc->ibuc, &m->rdma, bytes);
-	if (err) {
-		kfree(m);
-		return err;
-	}
+	m = cnuas_ib_user_map(udata, cq->ring, bytes);
+	if (IS_ERR(m))
+		return PTR_ERR(m);
 	/* From here the entry owns the ring; removing it frees both. */
 	cq->mmap = m;
 	resp.mmap_offset = rdma_user_mmap_get_offset(&m->rdma);

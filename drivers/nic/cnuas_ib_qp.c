@@ -111,54 +111,42 @@ static struct cnuas_ib_sge *cnuas_ib_rq_held_sge(struct cnuas_ib_qp *qp)
 	return qp->rq_held;
 }
 
-enum cnuas_ring_take {
-	CNUAS_RING_GOT,		/* @out holds the receive */
-	CNUAS_RING_EMPTY,
-	CNUAS_RING_BAD_SLOT,	/* consumed; @out has its wr_id, no SGEs */
-	CNUAS_RING_BAD_PRODUCER, /* nothing consumed */
-};
-
-static struct cnuas_ib_rq_slot *cnuas_ib_ring_slot(struct cnuas_ib_qp *qp,
-						   u32 idx)
-{
-	return (void *)(qp->rq_ring + 1) +
-	       (size_t)(idx & (qp->rq_size - 1)) * qp->rq_slot_size;
-}
-
 /*
- * Take the oldest receive from a user QP's mapped ring, rq_lock held.  The
- * whole ring is user-writable, so nothing in it is trusted: the producer
- * index is read once (acquire: the slots it covers were written before
- * it), a distance of more than @rq_size from what was consumed is refused,
- * and the slot is copied once, field by field, into @out and @rq_held;
- * only that copy is looked at after.  num_sge is unsigned in the ABI: a
- * negative count is a huge one and fails the same bound.  The SGEs' keys,
- * lengths and addresses are checked against the MR on every use by
- * cnuas_ib_sge_copy() (cnuas_ib_mr_get(): key, PD, access, range), as for
- * the kernel's own ring.
+ * Take the oldest receive from a receive ring in user memory (a user QP's
+ * or a user SRQ's), its owner's lock held.  The whole ring is
+ * user-writable, so nothing in it is trusted: the producer index is read
+ * once (acquire: the slots it covers were written before it), a distance
+ * of more than @entries from what was consumed (*@tail) is refused, and
+ * the slot is copied once, field by field, into @out and @held (room for
+ * @max_sge SGEs); only that copy is looked at after.  num_sge is unsigned
+ * in the ABI: a negative count is a huge one and fails the same bound.
+ * The SGEs' keys, lengths and addresses are checked against the MR on
+ * every use by cnuas_ib_sge_copy() (cnuas_ib_mr_get(): key, PD, access,
+ * range), as for the kernel's own rings.  *@posted is what stays posted.
  */
-static enum cnuas_ring_take cnuas_ib_ring_take(struct cnuas_ib_qp *qp,
-					       struct cnuas_ib_rwqe *out)
+enum cnuas_ring_take cnuas_ib_ring_take(struct cnuas_ib_rq_ring_hdr *hdr,
+					u32 entries, u32 slot_size,
+					u32 max_sge, u32 *tail,
+					struct cnuas_ib_rwqe *out,
+					struct cnuas_ib_sge *held, u32 *posted)
 {
-	struct cnuas_ib_rq_ring_hdr *hdr = qp->rq_ring;
 	const struct cnuas_ib_rq_slot *slot;
-	struct cnuas_ib_sge *held = qp->rq_held;
 	u32 prod, num, i;
 	u64 total = 0;
 
 	/* pairs with the provider's release: the slots are written */
 	prod = smp_load_acquire(&hdr->producer);
-	if (prod == qp->rq_tail)
+	if (prod == *tail)
 		return CNUAS_RING_EMPTY;
-	if (prod - qp->rq_tail > qp->rq_size)
+	if (prod - *tail > entries)
 		return CNUAS_RING_BAD_PRODUCER;
-	slot = cnuas_ib_ring_slot(qp, qp->rq_tail);
+	slot = (void *)(hdr + 1) + (size_t)(*tail & (entries - 1)) * slot_size;
 	out->wr_id = READ_ONCE(slot->wr_id);
 	num = READ_ONCE(slot->num_sge);
 	out->num_sge = 0;
 	out->length = 0;
 	out->sge = held;
-	if (num <= qp->rq_max_sge) {
+	if (num <= max_sge) {
 		for (i = 0; i < num; i++) {
 			held[i].addr = READ_ONCE(slot->sge[i].addr);
 			held[i].length = READ_ONCE(slot->sge[i].length);
@@ -167,11 +155,12 @@ static enum cnuas_ring_take cnuas_ib_ring_take(struct cnuas_ib_qp *qp,
 			total += held[i].length;
 		}
 	}
-	qp->rq_tail++;
+	(*tail)++;
+	*posted = prod - *tail;
 	/* the slot is copied (before the index): the provider may reuse it */
-	smp_store_release(&hdr->consumer, qp->rq_tail);
+	smp_store_release(&hdr->consumer, *tail);
 	/* what post_recv would have refused with EINVAL */
-	if (num > qp->rq_max_sge || total > CNUAS_IB_MAX_MSG_SZ)
+	if (num > max_sge || total > CNUAS_IB_MAX_MSG_SZ)
 		return CNUAS_RING_BAD_SLOT;
 	out->num_sge = num;
 	out->length = total;
@@ -216,10 +205,13 @@ static bool cnuas_ib_qp_rq_take(struct cnuas_ib_qp *qp,
 	enum cnuas_ring_take r;
 	unsigned long flags;
 	bool got = false;
+	u32 posted;
 
 	if (qp->rq_ring) {
 		spin_lock_irqsave(&qp->rq_lock, flags);
-		r = cnuas_ib_ring_take(qp, out);
+		r = cnuas_ib_ring_take(qp->rq_ring, qp->rq_size,
+				       qp->rq_slot_size, qp->rq_max_sge,
+				       &qp->rq_tail, out, held, &posted);
 		spin_unlock_irqrestore(&qp->rq_lock, flags);
 		if (r == CNUAS_RING_GOT)
 			return true;
@@ -247,10 +239,15 @@ static bool cnuas_ib_qp_rq_take(struct cnuas_ib_qp *qp,
  */
 bool cnuas_ib_rq_take(struct cnuas_ib_qp *qp, struct cnuas_ib_rwqe *out)
 {
-	if (qp->srq)
-		return cnuas_ib_srq_take(qp->srq, out,
-					 cnuas_ib_rq_held_sge(qp));
-	return cnuas_ib_qp_rq_take(qp, out);
+	enum cnuas_ring_take r;
+
+	if (!qp->srq)
+		return cnuas_ib_qp_rq_take(qp, out);
+	r = cnuas_ib_srq_take(qp->srq, out, cnuas_ib_rq_held_sge(qp));
+	/* a user SRQ's bad slot is this QP's to complete, as its own ring's */
+	if (r == CNUAS_RING_BAD_SLOT)
+		cnuas_ib_ring_fatal(qp, out);
+	return r == CNUAS_RING_GOT;
 }
 
 /*
@@ -470,21 +467,12 @@ static size_t cnuas_ib_rq_ring_bytes(struct cnuas_ib_qp *qp)
 static int cnuas_ib_rq_ring_map(struct cnuas_ib_qp *qp, struct ib_udata *udata,
 				struct cnuas_ib_create_qp_resp *resp)
 {
-	struct cnuas_ib_ucontext *uc = rdma_udata_to_drv_context(udata,
-			struct cnuas_ib_ucontext, ibuc);
 	size_t bytes = cnuas_ib_rq_ring_bytes(qp);
 	struct cnuas_ib_mmap *m;
-	int err;
 
-	m = kzalloc(sizeof(*m), GFP_KERNEL);
-	if (!m)
-		return -ENOMEM;
-	m->buf = qp->rq_ring;
-	err = rdma_user_mmap_entry_insert(&uc->ibuc, &m->rdma, bytes);
-	if (err) {
-		kfree(m);
-		return err;
-	}
+	m = cnuas_ib_user_map(udata, qp->rq_ring, bytes);
+	if (IS_ERR(m))
+		return PTR_ERR(m);
 	/* From here the entry owns the ring; removing it frees both. */
 	qp->rq_mmap = m;
 	resp->flags |= CNUAS_IB_QP_RQ_RING;

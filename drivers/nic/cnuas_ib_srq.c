@@ -2,9 +2,11 @@
 /*
  * cnuas_ib: shared receive queues.  An SRQ is a ring of receive work
  * requests, like a QP's receive queue, that the engines of many QPs take
- * from.  It lives in the kernel for kernel and user SRQs alike: user space
- * posts through the uverbs POST_SRQ_RECV command (a ring the provider maps
- * is a later step).
+ * from.  A kernel SRQ's ring is the kernel's (post_srq_recv); a user SRQ
+ * whose provider asks for it gets its ring in memory the provider maps,
+ * the same ring as a user QP's receive queue (uapi/cnuas_ib_abi.h), so
+ * ibv_post_srq_recv makes no system call.  Taking from it trusts nothing
+ * in it (cnuas_ib_ring_take()).
  *
  * The SRQ limit, as IBTA has it: modify_srq(IB_SRQ_LIMIT) arms it;
  * when a QP takes a receive and fewer than the limit stay posted, the SRQ's
@@ -13,6 +15,7 @@
  *
  * Resizing (IB_SRQ_MAX_WR) is not supported: EOPNOTSUPP.
  */
+#include <linux/vmalloc.h>
 #include <rdma/uverbs_ioctl.h>
 
 #include "cnuas_ib.h"
@@ -21,6 +24,62 @@ static void cnuas_ib_srq_free_ring(struct cnuas_ib_srq *srq)
 {
 	kvfree(srq->rq);
 	kvfree(srq->sge);
+	/* a mapped ring is freed by its mmap entry, after the last unmap */
+	if (srq->mmap)
+		rdma_user_mmap_entry_remove(&srq->mmap->rdma);
+	else
+		vfree(srq->ring);
+	srq->mmap = NULL;
+	srq->ring = NULL;
+}
+
+static size_t cnuas_ib_srq_ring_bytes(struct cnuas_ib_srq *srq)
+{
+	return PAGE_ALIGN(sizeof(struct cnuas_ib_rq_ring_hdr) +
+			  (size_t)srq->size * srq->slot_size);
+}
+
+/* The kernel's ring: @size slots and their SGE lists. */
+static int cnuas_ib_srq_alloc_kring(struct cnuas_ib_srq *srq)
+{
+	u32 i;
+
+	srq->rq = kvcalloc(srq->size, sizeof(*srq->rq), GFP_KERNEL);
+	srq->sge = kvcalloc(srq->size * srq->max_sge, sizeof(*srq->sge),
+			    GFP_KERNEL);
+	if (!srq->rq || !srq->sge)
+		return -ENOMEM;
+	for (i = 0; i < srq->size; i++)
+		srq->rq[i].sge = &srq->sge[i * srq->max_sge];
+	return 0;
+}
+
+/* A user SRQ's ring: allocated, offered for mmap, described to the provider. */
+static int cnuas_ib_srq_alloc_uring(struct cnuas_ib_srq *srq,
+				    struct ib_udata *udata)
+{
+	struct cnuas_ib_create_srq_resp resp = {};
+	struct cnuas_ib_mmap *m;
+	size_t bytes;
+
+	srq->slot_size = sizeof(struct cnuas_ib_rq_slot) +
+			 srq->max_sge * sizeof(struct cnuas_ib_rq_sge);
+	bytes = cnuas_ib_srq_ring_bytes(srq);
+	srq->ring = vmalloc_user(bytes);
+	if (!srq->ring)
+		return -ENOMEM;
+	m = cnuas_ib_user_map(udata, srq->ring, bytes);
+	if (IS_ERR(m))
+		return PTR_ERR(m);
+	/* From here the entry owns the ring; removing it frees both. */
+	srq->mmap = m;
+	resp.flags = CNUAS_IB_SRQ_RING;
+	resp.entries = srq->size;
+	resp.max_sge = srq->max_sge;
+	resp.slot_size = srq->slot_size;
+	resp.mmap_offset = rdma_user_mmap_get_offset(&m->rdma);
+	resp.mmap_len = bytes;
+	return ib_copy_to_udata(udata, &resp, sizeof(resp));
 }
 
 int cnuas_ib_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
@@ -29,12 +88,11 @@ int cnuas_ib_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 	struct cnuas_ib_dev *dev = to_cdev(ibsrq->device);
 	struct cnuas_ib_srq *srq = to_csrq(ibsrq);
 	struct ib_srq_attr *attr = &init->attr;
-	u32 i;
 	int err;
 
 	if (init->srq_type != IB_SRQT_BASIC)
 		return -EOPNOTSUPP;
-	/* no driver data either way: a mapped ring is a later step */
+	/* nothing comes in; a ring goes out if the provider has room for it */
 	if (udata && udata->inlen)
 		return -EINVAL;
 	if (!attr->max_wr || attr->max_wr > CNUAS_IB_MAX_SRQ_WR ||
@@ -50,15 +108,12 @@ int cnuas_ib_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 	/* max_wr <= CNUAS_IB_MAX_SRQ_WR: the rounding cannot overflow */
 	srq->size = roundup_pow_of_two(attr->max_wr);
 	srq->max_sge = max(attr->max_sge, 1U);
-	srq->rq = kvcalloc(srq->size, sizeof(*srq->rq), GFP_KERNEL);
-	srq->sge = kvcalloc(srq->size * srq->max_sge, sizeof(*srq->sge),
-			    GFP_KERNEL);
-	if (!srq->rq || !srq->sge) {
-		err = -ENOMEM;
+	if (udata && udata->outlen >= sizeof(struct cnuas_ib_create_srq_resp))
+		err = cnuas_ib_srq_alloc_uring(srq, udata);
+	else
+		err = cnuas_ib_srq_alloc_kring(srq);
+	if (err)
 		goto err_ring;
-	}
-	for (i = 0; i < srq->size; i++)
-		srq->rq[i].sge = &srq->sge[i * srq->max_sge];
 
 	/* what was granted; a limit is only armed by modify_srq */
 	attr->max_wr = srq->size;
@@ -132,6 +187,11 @@ int cnuas_ib_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
 	unsigned long flags;
 	int err = 0;
 
+	/* the provider posts into a mapped ring itself; there is no other */
+	if (srq->ring) {
+		*bad = wr;
+		return -EINVAL;
+	}
 	for (; wr; wr = wr->next) {
 		struct cnuas_ib_rwqe *rwqe;
 		u32 total;
@@ -168,6 +228,20 @@ static void cnuas_ib_srq_event(struct cnuas_ib_srq *srq,
 		srq->ibsrq.event_handler(&ev, srq->ibsrq.srq_context);
 }
 
+/* A user SRQ's ring the provider cannot have written: the SRQ is in error. */
+static void cnuas_ib_srq_ring_bad(struct cnuas_ib_srq *srq)
+{
+	unsigned long flags;
+	bool first;
+
+	spin_lock_irqsave(&srq->lock, flags);
+	first = !srq->ring_bad;
+	srq->ring_bad = true;
+	spin_unlock_irqrestore(&srq->lock, flags);
+	if (first)
+		cnuas_ib_srq_event(srq, IB_EVENT_SRQ_ERR);
+}
+
 /**
  * cnuas_ib_srq_take - take the oldest posted receive of an SRQ
  * @srq: the SRQ
@@ -176,30 +250,42 @@ static void cnuas_ib_srq_event(struct cnuas_ib_srq *srq,
  * @sge: room for @srq->max_sge entries
  *
  * Called from a QP's engine (that QP's lock held).  Raises the SRQ limit
- * event when the take leaves fewer than an armed limit posted.
+ * event when the take leaves fewer than an armed limit posted.  For a
+ * user SRQ's ring, what cnuas_ib_ring_take() found: a bad slot is the
+ * caller's to complete (CNUAS_RING_BAD_SLOT); a bad producer index puts
+ * the SRQ in error here, and it is empty from then on.
  *
- * Return: false when nothing is posted.
+ * Return: CNUAS_RING_GOT, CNUAS_RING_EMPTY or CNUAS_RING_BAD_SLOT.
  */
-bool cnuas_ib_srq_take(struct cnuas_ib_srq *srq, struct cnuas_ib_rwqe *out,
-		       struct cnuas_ib_sge *sge)
+enum cnuas_ring_take cnuas_ib_srq_take(struct cnuas_ib_srq *srq,
+				       struct cnuas_ib_rwqe *out,
+				       struct cnuas_ib_sge *sge)
 {
+	enum cnuas_ring_take r = CNUAS_RING_EMPTY;
 	const struct cnuas_ib_rwqe *rwqe;
-	bool limit = false;
 	unsigned long flags;
+	bool limit = false;
+	u32 posted = 0;
 
 	spin_lock_irqsave(&srq->lock, flags);
-	if (srq->tail == srq->head) {
-		spin_unlock_irqrestore(&srq->lock, flags);
-		return false;
+	if (srq->ring) {
+		if (!srq->ring_bad)
+			r = cnuas_ib_ring_take(srq->ring, srq->size,
+					       srq->slot_size, srq->max_sge,
+					       &srq->tail, out, sge, &posted);
+	} else if (srq->tail != srq->head) {
+		rwqe = &srq->rq[srq->tail & (srq->size - 1)];
+		out->wr_id = rwqe->wr_id;
+		out->num_sge = rwqe->num_sge;
+		out->length = rwqe->length;
+		out->sge = sge;
+		memcpy(sge, rwqe->sge, rwqe->num_sge * sizeof(*sge));
+		srq->tail++;
+		posted = srq->head - srq->tail;
+		r = CNUAS_RING_GOT;
 	}
-	rwqe = &srq->rq[srq->tail & (srq->size - 1)];
-	out->wr_id = rwqe->wr_id;
-	out->num_sge = rwqe->num_sge;
-	out->length = rwqe->length;
-	out->sge = sge;
-	memcpy(sge, rwqe->sge, rwqe->num_sge * sizeof(*sge));
-	srq->tail++;
-	if (srq->limit && srq->head - srq->tail < srq->limit) {
+	if (r != CNUAS_RING_EMPTY && r != CNUAS_RING_BAD_PRODUCER &&
+	    srq->limit && posted < srq->limit) {
 		srq->limit = 0;
 		limit = true;
 	}
@@ -207,5 +293,9 @@ bool cnuas_ib_srq_take(struct cnuas_ib_srq *srq, struct cnuas_ib_rwqe *out,
 
 	if (limit)
 		cnuas_ib_srq_event(srq, IB_EVENT_SRQ_LIMIT_REACHED);
-	return true;
+	if (r == CNUAS_RING_BAD_PRODUCER) {
+		cnuas_ib_srq_ring_bad(srq);
+		r = CNUAS_RING_EMPTY;
+	}
+	return r;
 }

@@ -6,6 +6,7 @@
  * receives to the mapped receive ring.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -187,32 +188,33 @@ static int cnuas_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 	return ibv_cmd_req_notify_cq(ibcq, solicited_only);
 }
 
-/* Map the receive ring the kernel described, after checking its geometry. */
-static int cnuas_map_rq(struct ibv_context *ctx, struct cnuas_qp *qp,
-			const struct cnuas_ib_create_qp_resp *drv)
+/*
+ * Map a receive ring the kernel described (a QP's or an SRQ's), after
+ * checking its geometry.
+ */
+static int cnuas_map_rq(struct ibv_context *ctx, struct cnuas_rq *rq,
+			uint32_t entries, uint32_t max_sge, uint32_t slot_size,
+			uint64_t offset, uint64_t len)
 {
-	struct cnuas_rq *rq = &qp->rq;
 	void *map;
 
-	if (!drv->rq_entries || (drv->rq_entries & (drv->rq_entries - 1)) ||
-	    !drv->rq_max_sge ||
-	    drv->rq_slot_size < sizeof(struct cnuas_ib_rq_slot) +
-				(uint64_t)drv->rq_max_sge *
-				sizeof(struct cnuas_ib_rq_sge) ||
-	    drv->rq_mmap_len < sizeof(struct cnuas_ib_rq_ring_hdr) +
-			       (uint64_t)drv->rq_entries * drv->rq_slot_size)
+	if (!entries || (entries & (entries - 1)) || !max_sge ||
+	    slot_size < sizeof(struct cnuas_ib_rq_slot) +
+			(uint64_t)max_sge * sizeof(struct cnuas_ib_rq_sge) ||
+	    len < sizeof(struct cnuas_ib_rq_ring_hdr) +
+		  (uint64_t)entries * slot_size)
 		return EPROTO;
-	map = mmap(NULL, drv->rq_mmap_len, PROT_READ | PROT_WRITE, MAP_SHARED,
-		   ctx->cmd_fd, drv->rq_mmap_offset);
+	map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED,
+		   ctx->cmd_fd, offset);
 	if (map == MAP_FAILED)
 		return errno;
 	rq->ring = map;
 	rq->slots = (uint8_t *)(rq->ring + 1);
 	rq->head = rq->ring->producer;
-	rq->entries = drv->rq_entries;
-	rq->max_sge = drv->rq_max_sge;
-	rq->slot_size = drv->rq_slot_size;
-	rq->map_len = drv->rq_mmap_len;
+	rq->entries = entries;
+	rq->max_sge = max_sge;
+	rq->slot_size = slot_size;
+	rq->map_len = len;
 	return 0;
 }
 
@@ -246,7 +248,10 @@ static struct ibv_qp *cnuas_create_qp(struct ibv_pd *pd,
 		return NULL;
 	}
 	if (resp.drv.flags & CNUAS_IB_QP_RQ_RING) {
-		ret = cnuas_map_rq(pd->context, qp, &resp.drv);
+		ret = cnuas_map_rq(pd->context, &qp->rq, resp.drv.rq_entries,
+				   resp.drv.rq_max_sge, resp.drv.rq_slot_size,
+				   resp.drv.rq_mmap_offset,
+				   resp.drv.rq_mmap_len);
 		if (ret) {
 			ibv_cmd_destroy_qp(&qp->vqp.qp);
 			free(qp);
@@ -305,27 +310,43 @@ static int cnuas_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 			   struct ibv_recv_wr **bad_wr);
 
 /*
- * Shared receive queues: the ring is the kernel's (no driver data either
- * way), receives are posted with the POST_SRQ_RECV command.
+ * Shared receive queues.  Asking for the driver's response is asking for a
+ * mapped ring, as for a QP's receive queue (CNUAS_NO_RQ_RING=1: the
+ * kernel's ring and POST_SRQ_RECV commands).
  */
 static struct ibv_srq *cnuas_create_srq(struct ibv_pd *pd,
 					struct ibv_srq_init_attr *attr)
 {
-	struct ib_uverbs_create_srq_resp resp;
+	struct cnuas_create_srq_resp resp = {};
+	size_t resp_size = sizeof(resp);
 	struct ibv_create_srq cmd;
 	struct cnuas_srq *srq;
 	int ret;
 
+	if (to_cctx(pd->context)->no_rq_ring)
+		resp_size = sizeof(resp.ibv_resp);
 	srq = calloc(1, sizeof(*srq));
 	if (!srq)
 		return NULL;
 	ret = ibv_cmd_create_srq(pd, &srq->vsrq.srq, attr, &cmd, sizeof(cmd),
-				 &resp, sizeof(resp));
+				 &resp.ibv_resp, resp_size);
 	if (ret) {
 		free(srq);
 		errno = ret;
 		return NULL;
 	}
+	if (resp.drv.flags & CNUAS_IB_SRQ_RING) {
+		ret = cnuas_map_rq(pd->context, &srq->rq, resp.drv.entries,
+				   resp.drv.max_sge, resp.drv.slot_size,
+				   resp.drv.mmap_offset, resp.drv.mmap_len);
+		if (ret) {
+			ibv_cmd_destroy_srq(&srq->vsrq.srq);
+			free(srq);
+			errno = ret;
+			return NULL;
+		}
+	}
+	pthread_spin_init(&srq->rq.lock, PTHREAD_PROCESS_PRIVATE);
 	return &srq->vsrq.srq;
 }
 
@@ -346,18 +367,21 @@ static int cnuas_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr)
 
 static int cnuas_destroy_srq(struct ibv_srq *ibsrq)
 {
+	struct cnuas_srq *srq = to_csrq(ibsrq);
 	int ret = ibv_cmd_destroy_srq(ibsrq);
 
-	if (!ret)
-		free(to_csrq(ibsrq));
-	return ret;
+	if (ret)
+		return ret;
+	if (srq->rq.ring)
+		munmap(srq->rq.ring, srq->rq.map_len);
+	pthread_spin_destroy(&srq->rq.lock);
+	free(srq);
+	return 0;
 }
 
-static int cnuas_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,
-			       struct ibv_recv_wr **bad_wr)
-{
-	return ibv_cmd_post_srq_recv(srq, wr, bad_wr);
-}
+/* post_srq_recv is at the end, with the other fast paths */
+static int cnuas_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
+			       struct ibv_recv_wr **bad_wr);
 
 static struct ibv_ah *cnuas_create_ah(struct ibv_pd *pd,
 				      struct ibv_ah_attr *attr)
@@ -434,36 +458,20 @@ static int cnuas_poll_cq(struct ibv_cq *ibcq, int ne, struct ibv_wc *wc)
 }
 
 /*
- * The other fast path: post receives by writing slots of the QP's mapped
- * receive ring and publishing the producer index (release: the slots are
- * complete before the kernel can see the index that covers them).  The
- * consumer index is read with acquire: the kernel is done copying a slot
- * before the index that frees it.  A full ring (ENOMEM) and a request the
- * QP cannot hold (EINVAL) are refused here, with *bad_wr set to the first
- * request not posted, those before it posted.
- *
- * A receive posted in the error state must complete as flushed (IBTA);
- * the kernel flushes when the QP runs.  So after publishing, a full
- * barrier, then the ring's error word: if the QP is in error, a POST_RECV
- * command with no work request has the kernel run the flush.  The kernel
- * writes the error word, issues a full barrier and then reads the
- * producer index, so a receive is never missed by both sides.  The
- * command is the only system call, and only in the error state.
+ * The other fast path: post receives by writing slots of a mapped receive
+ * ring (a QP's or an SRQ's) and publishing the producer index (release:
+ * the slots are complete before the kernel can see the index that covers
+ * them).  The consumer index is read with acquire: the kernel is done
+ * copying a slot before the index that frees it.  A full ring (ENOMEM) and
+ * a request the queue cannot hold (EINVAL) are refused here, with *bad_wr
+ * set to the first request not posted, those before it posted.  Returns
+ * whether anything was published in *published.
  */
-static int cnuas_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
-			   struct ibv_recv_wr **bad_wr)
+static int cnuas_ring_post(struct cnuas_rq *rq, struct ibv_recv_wr *wr,
+			   struct ibv_recv_wr **bad_wr, bool *published)
 {
-	struct cnuas_rq *rq = &to_cqp(ibqp)->rq;
-	struct ibv_recv_wr *none;
 	uint32_t prod, cons;
 	int ret = 0, i;
-
-	if (!rq->ring)
-		return ibv_cmd_post_recv(ibqp, wr, bad_wr);
-	if (ibqp->state == IBV_QPS_RESET) {
-		*bad_wr = wr;
-		return EINVAL;
-	}
 
 	pthread_spin_lock(&rq->lock);
 	prod = rq->head;
@@ -502,19 +510,62 @@ static int cnuas_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 		}
 		prod++;
 	}
-	if (prod != rq->head) {
+	*published = prod != rq->head;
+	if (*published) {
 		rq->head = prod;
 		__atomic_store_n(&rq->ring->producer, prod, __ATOMIC_RELEASE);
-		pthread_spin_unlock(&rq->lock);
-		__atomic_thread_fence(__ATOMIC_SEQ_CST);
-		if (__atomic_load_n(&rq->ring->error, __ATOMIC_RELAXED))
-			ibv_cmd_post_recv(ibqp, NULL, &none);
-	} else {
-		pthread_spin_unlock(&rq->lock);
 	}
+	pthread_spin_unlock(&rq->lock);
 	if (ret)
 		*bad_wr = wr;
 	return ret;
+}
+
+/*
+ * A receive posted in the error state must complete as flushed (IBTA);
+ * the kernel flushes when the QP runs.  So after publishing, a full
+ * barrier, then the ring's error word: if the QP is in error, a POST_RECV
+ * command with no work request has the kernel run the flush.  The kernel
+ * writes the error word, issues a full barrier and then reads the
+ * producer index, so a receive is never missed by both sides.  The
+ * command is the only system call, and only in the error state.
+ */
+static int cnuas_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
+			   struct ibv_recv_wr **bad_wr)
+{
+	struct cnuas_rq *rq = &to_cqp(ibqp)->rq;
+	struct ibv_recv_wr *none;
+	bool published;
+	int ret;
+
+	if (!rq->ring)
+		return ibv_cmd_post_recv(ibqp, wr, bad_wr);
+	if (ibqp->state == IBV_QPS_RESET) {
+		*bad_wr = wr;
+		return EINVAL;
+	}
+	ret = cnuas_ring_post(rq, wr, bad_wr, &published);
+	if (published) {
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+		if (__atomic_load_n(&rq->ring->error, __ATOMIC_RELAXED))
+			ibv_cmd_post_recv(ibqp, NULL, &none);
+	}
+	return ret;
+}
+
+/*
+ * An SRQ has no error state that flushes (its receives stay for the other
+ * QPs), so posting is the ring and nothing else: no system call at all.
+ */
+static int cnuas_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
+			       struct ibv_recv_wr **bad_wr)
+{
+	struct cnuas_rq *rq = &to_csrq(ibsrq)->rq;
+	bool published;
+
+	if (!rq->ring)
+		return ibv_cmd_post_srq_recv(ibsrq, wr, bad_wr);
+	return cnuas_ring_post(rq, wr, bad_wr, &published);
 }
 
 /* Multicast membership lives in the kernel: the receive path delivers. */

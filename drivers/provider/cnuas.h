@@ -4,8 +4,9 @@
  * through the kernel's uverbs commands (ibv_cmd_*); the exceptions are the
  * fast paths the design asks for: a completion queue's ring is mapped from
  * the kernel, so ibv_poll_cq reads completions with no system call, and so
- * is the receive queue of a user RC or UD QP without an SRQ, so
- * ibv_post_recv posts with no system call.
+ * are the receive queue of a user RC or UD QP without an SRQ and the ring
+ * of a user SRQ, so ibv_post_recv and ibv_post_srq_recv post with no
+ * system call.
  */
 #ifndef CNUAS_PROVIDER_H
 #define CNUAS_PROVIDER_H
@@ -40,9 +41,9 @@ struct cnuas_cq {
 	size_t map_len;
 };
 
-/* The mapped receive ring of a QP (ring NULL: posting is a command). */
+/* A mapped receive ring, a QP's or an SRQ's (ring NULL: posting is a command). */
 struct cnuas_rq {
-	pthread_spinlock_t lock;	/* serialises posters of this QP */
+	pthread_spinlock_t lock;	/* serialises posters of this queue */
 	struct cnuas_ib_rq_ring_hdr *ring;
 	uint8_t *slots;
 	uint32_t head;			/* our copy of ring->producer */
@@ -57,9 +58,10 @@ struct cnuas_qp {
 	struct cnuas_rq rq;
 };
 
-/* An SRQ: the ring is the kernel's; posting is a system call for now. */
+/* An SRQ and its mapped receive ring (ring NULL: posting is a command). */
 struct cnuas_srq {
 	struct verbs_srq vsrq;
+	struct cnuas_rq rq;
 };
 
 /* Driver-private parts of the commands, after the core structs. */
@@ -76,6 +78,11 @@ struct cnuas_create_cq_resp {
 struct cnuas_create_qp_resp {
 	struct ib_uverbs_create_qp_resp ibv_resp;
 	struct cnuas_ib_create_qp_resp drv;
+};
+
+struct cnuas_create_srq_resp {
+	struct ib_uverbs_create_srq_resp ibv_resp;
+	struct cnuas_ib_create_srq_resp drv;
 };
 
 static inline struct cnuas_context *to_cctx(struct ibv_context *ctx)

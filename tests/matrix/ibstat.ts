@@ -425,17 +425,22 @@ async function checkPortState(ctx: RowContext, g: Guest, dev: CnuasIbDev): Promi
   });
 }
 
-async function checkPort(ctx: RowContext, g: Guest, dev: CnuasIbDev): Promise<void> {
+/** The port checks; returns the GID index of the RoCE v2 GID they configured. */
+async function checkPort(ctx: RowContext, g: Guest, dev: CnuasIbDev): Promise<number> {
   await checkPortState(ctx, g, dev);
-  await ctx.step("the GID table gets the RoCE v2 GID of the interface's IPv4 address", async () => {
-    const idx = await configureRoceAddress(g, dev, "192.168.77.10/24");
-    ctx.log(`RoCE v2 GID of 192.168.77.10 at index ${idx}`);
-    const info = await devinfo(g, dev);
-    ctx.expect(
-      info.gids[0]?.get(idx) === "::ffff:192.168.77.10",
-      `ibv_devinfo GID[${idx}] is ${info.gids[0]?.get(idx)}`,
-    );
-  });
+  const gidIndex = await ctx.step(
+    "the GID table gets the RoCE v2 GID of the interface's IPv4 address",
+    async () => {
+      const idx = await configureRoceAddress(g, dev, "192.168.77.10/24");
+      ctx.log(`RoCE v2 GID of 192.168.77.10 at index ${idx}`);
+      const info = await devinfo(g, dev);
+      ctx.expect(
+        info.gids[0]?.get(idx) === "::ffff:192.168.77.10",
+        `ibv_devinfo GID[${idx}] is ${info.gids[0]?.get(idx)}`,
+      );
+      return idx;
+    },
+  );
   await ctx.step("active_mtu follows the netdev MTU", async () => {
     for (const [mtu, want] of [[9000, "4096 (5)"], [1500, "1024 (3)"], [700, "512 (2)"]] as const) {
       await sh(g, `ip link set dev ${shq(dev.iface)} mtu ${mtu}`);
@@ -444,6 +449,7 @@ async function checkPort(ctx: RowContext, g: Guest, dev: CnuasIbDev): Promise<vo
     }
     await sh(g, `ip link set dev ${shq(dev.iface)} mtu 1500`);
   });
+  return gidIndex;
 }
 
 async function checkModule(ctx: RowContext, g: Guest, dev: CnuasIbDev): Promise<void> {
@@ -526,22 +532,34 @@ async function checkPostRecv(ctx: RowContext, g: Guest, dev: CnuasIbDev): Promis
 }
 
 /**
- * The kernel reads a user QP's receive ring from user-writable memory:
- * drivers/test/rq_ring_hostile scribbles on it (a producer index far ahead,
- * a slot claiming 0xffffffff SGEs); the kernel must neither crash (the
- * dmesg guard) nor use what it cannot trust.
+ * The kernel reads a user QP's and a user SRQ's receive ring from
+ * user-writable memory: drivers/test/rq_ring_hostile and srq_ring_hostile
+ * scribble on them (a producer index far ahead, a slot claiming 0xffffffff
+ * SGEs); the kernel must neither crash (the dmesg guard) nor use what it
+ * cannot trust, and answer as docs/devices.md says. The SRQ's receives are
+ * taken by UD sends to the device's own GID (`gidIndex`), over loopback.
  */
-async function checkHostileRing(ctx: RowContext, g: Guest, dev: CnuasIbDev): Promise<void> {
-  await ctx.step("a scribbled-on receive ring is not trusted (rq_ring_hostile)", async () => {
-    const r = await g.run(`${GUEST_PATHS.bin}/rq_ring_hostile -d ${shq(dev.ibdev)} 2>&1`, {
-      timeoutSec: 120,
+async function checkHostileRing(
+  ctx: RowContext,
+  g: Guest,
+  dev: CnuasIbDev,
+  gidIndex: number,
+): Promise<void> {
+  const cases = [
+    ["a QP's", `rq_ring_hostile -d ${shq(dev.ibdev)}`],
+    ["an SRQ's", `srq_ring_hostile -d ${shq(dev.ibdev)} -g ${gidIndex}`],
+  ] as const;
+  for (const [whose, cmd] of cases) {
+    const prog = cmd.split(" ")[0];
+    await ctx.step(`a scribbled-on receive ring is not trusted: ${whose} (${prog})`, async () => {
+      const r = await g.run(`${GUEST_PATHS.bin}/${cmd} 2>&1`, { timeoutSec: 120 });
+      ctx.log(r.stdout);
+      ctx.expect(
+        r.code === 0 && /^PASS$/m.test(r.stdout),
+        `${prog} exit ${r.code}: ${r.stdout.slice(-800)}`,
+      );
     });
-    ctx.log(r.stdout);
-    ctx.expect(
-      r.code === 0 && /^PASS$/m.test(r.stdout),
-      `rq_ring_hostile exit ${r.code}: ${r.stdout.slice(-800)}`,
-    );
-  });
+  }
 }
 
 /** The datasheet's attributes as ibv_devinfo, ibstat and rdma print them. */
@@ -557,10 +575,10 @@ export const row: Row = {
     const dev = await ctx.step("load cnuas_net and cnuas_ib", () => loadCnuasIb(g));
     ctx.log(`${dev.ibdev} on ${dev.iface} (${dev.pci})`);
     await checkTable(ctx, g, dev);
-    await checkPort(ctx, g, dev);
+    const gidIndex = await checkPort(ctx, g, dev);
     await checkPollCq(ctx, g, dev);
     await checkPostRecv(ctx, g, dev);
-    await checkHostileRing(ctx, g, dev);
+    await checkHostileRing(ctx, g, dev, gidIndex);
     await checkModule(ctx, g, dev);
   },
 };

@@ -2,7 +2,7 @@
 /*
  * cnuas_ib <-> libcnuas (the libibverbs provider "cnuas"): the driver-private
  * parts of the uverbs commands and the rings both sides map (completion
- * queues; receive queues of user QPs).
+ * queues; receive queues of user QPs and SRQs).
  *
  * Every struct is a multiple of 8 bytes with explicit padding, so the layout
  * is the same for a 64-bit kernel and any user space.  Bump
@@ -88,7 +88,8 @@ struct cnuas_ib_create_cq_resp {
 };
 
 /*
- * The receive queue ring of a user RC or UD QP without an SRQ.  The
+ * The receive queue ring of a user RC or UD QP without an SRQ, and of a
+ * user SRQ (same header and slots).  The
  * provider's ibv_post_recv fills slots and advances @producer (release);
  * the kernel takes receives from the ring and advances @consumer (release)
  * once it has copied a slot out, so the slot is free again.  Free-running
@@ -106,6 +107,13 @@ struct cnuas_ib_create_cq_resp {
  * with no work request, which runs the flush.  The kernel sets @error,
  * issues a full barrier, then reads @producer to flush: one of the two
  * sides always sees the other's write.
+ *
+ * An SRQ's ring has no @error (always 0): an SRQ has no error state of its
+ * own that flushes, its receives stay posted for the other QPs.  What
+ * differs is the answer to a ring the provider cannot have written: a bad
+ * slot completes with IBV_WC_LOC_QP_OP_ERR on the QP that took it, which
+ * moves to the error state (IBV_EVENT_QP_FATAL); a bad @producer puts the
+ * SRQ in error (IBV_EVENT_SRQ_ERR, once): it gives no receive any more.
  */
 struct cnuas_ib_rq_ring_hdr {
 	__u32 producer;
@@ -153,6 +161,25 @@ struct cnuas_ib_create_qp_resp {
 	__u32 rq_slot_size;
 	__aligned_u64 rq_mmap_offset;
 	__aligned_u64 rq_mmap_len;
+};
+
+/* cnuas_ib_create_srq_resp.flags */
+#define CNUAS_IB_SRQ_RING		0x1U
+
+/*
+ * Response of CREATE_SRQ (a provider that asks for none gets the
+ * kernel-side ring: POST_SRQ_RECV commands).  With CNUAS_IB_SRQ_RING in
+ * @flags the SRQ's receives are posted into the ring at @mmap_offset
+ * (@mmap_len bytes): a cnuas_ib_rq_ring_hdr, then @entries slots of
+ * @slot_size bytes holding up to @max_sge SGEs each.
+ */
+struct cnuas_ib_create_srq_resp {
+	__u32 flags;
+	__u32 entries;
+	__u32 max_sge;
+	__u32 slot_size;
+	__aligned_u64 mmap_offset;
+	__aligned_u64 mmap_len;
 };
 
 #endif /* CNUAS_IB_ABI_H */
