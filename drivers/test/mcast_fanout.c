@@ -292,7 +292,8 @@ static int server(struct ibv_context *ctx, int fd, const uint8_t *group, int mem
 		last_any = now;
 		for (i = 0; i < n; i++) {
 			int kk = wc[i].wr_id >> 16, slot = wc[i].wr_id & 0xffff;
-			unsigned char *p = buf + (kk * RQ_DEPTH + slot) * slot_len, *d = p + GRH_LEN;
+			unsigned char *p = buf + (kk * RQ_DEPTH + slot) * slot_len;
+			unsigned char *d = p + GRH_LEN;
 			struct member *mm = &m[kk];
 			uint32_t seq, qpn, j;
 
@@ -347,7 +348,8 @@ static int server(struct ibv_context *ctx, int fd, const uint8_t *group, int mem
 		       k, (unsigned long long)m[k].received, k,
 		       (unsigned long long)(peer.count - m[k].received), k,
 		       (unsigned long long)m[k].out_of_order);
-		printf("member%d_frames_per_sec=%.0f\n", k, window > 0 ? m[k].received / window : 0);
+		printf("member%d_frames_per_sec=%.0f\n", k,
+		       window > 0 ? m[k].received / window : 0);
 		if (!m[k].received) {
 			fprintf(stderr, "FAIL: member %d received nothing\n", k);
 			failed = 1;

@@ -280,10 +280,12 @@ static void drain_flushed(struct ibv_qp *qp, int n)
 static void recv_wrs(struct ibv_recv_wr *wr, struct ibv_sge *sge, int n, int batch)
 {
 	for (int i = 0; i < n; i++) {
+		int last = (i + 1) % batch == 0 || i + 1 == n;
+
 		sge[i] = (struct ibv_sge){ .addr = (uintptr_t)b.rbuf + (i % 64) * SLOT,
 					   .length = SLOT, .lkey = b.mr->lkey };
 		wr[i] = (struct ibv_recv_wr){ .wr_id = i, .sg_list = &sge[i], .num_sge = 1,
-					      .next = (i + 1) % batch && i + 1 < n ? &wr[i + 1] : NULL };
+					      .next = last ? NULL : &wr[i + 1] };
 	}
 }
 
