@@ -141,7 +141,7 @@ async function measureFanout(
 ): Promise<Record<string, number>> {
   const got: Record<string, number> = {};
   for (const members of FANOUT_MEMBERS) {
-    await ctx.step(`${label}: multicast fan-out to ${members} member QPs`, async () => {
+    await ctx.step(`${label}: multicast fan-out to ${members} member QP(s)`, async () => {
       const f = await runMcastFanout(m, s, {
         members,
         count: FANOUT_COUNT,
@@ -179,7 +179,7 @@ async function switchToRxe(g: Guest, iface: string, ip: string): Promise<Side> {
 export const rdmaPerfRow: Row = {
   id: "bench-rdma-perf",
   title: "perftest over cnuas_ib and over rdma_rxe on the same netdevs",
-  needs: rdmaPairNeeds("eth"),
+  needs: rdmaPairNeeds("eth", "guestprogs"),
   timeoutSec: 1800,
   async run(ctx) {
     const cnuas: Side[] = [];
