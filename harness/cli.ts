@@ -10,8 +10,9 @@
  *   test                        Deno tests, then the matrix as a gate
  *   lab [--guests N] [--fabric eth|ib]  boot N guests (default 2) with our builds
  *                               installed, print their SSH commands, hold until Ctrl-C
- *   bench [--fresh]             measurements into reports/bench/<id>/bench.json
- *                               (--fresh adds an empty-cache build + boot row)
+ *   bench [--fresh] [--only NAME ...]  measurements into reports/bench/<id>/bench.json
+ *                               (--fresh adds an empty-cache build + boot row; --only runs
+ *                               just the benches named, e.g. benchRdmaPost)
  *   report merge DIR... --out D merge shard reports
  *   wirecheck FILE.pcapng...    run captures (from a row, or from real hardware)
  *       [--path-mtu N]          through the RDMA wire oracle; writes FILE.violations.json
@@ -254,7 +255,10 @@ async function main(argv: string[]): Promise<number> {
       return 0;
     }
     case "bench": {
-      const path = await runBench(config, { fresh: values.fresh as boolean | undefined });
+      const path = await runBench(config, {
+        fresh: values.fresh as boolean | undefined,
+        only: values.only as string[] | undefined,
+      });
       console.log(`bench written to ${path}`);
       return 0;
     }

@@ -1,10 +1,14 @@
 /**
  * Bench of the RDMA transport: perftest's `ib_send_bw` and `ib_write_bw`
- * (MiB/s and messages/s at 64 B and 64 KiB) and `ib_send_lat` (typical µs) between
- * two guests, first over cnuas_ib, then over the kernel's own software
- * RoCE (`rdma_rxe`) bound to the same cnuas_net netdevs in the same guests.
- * The figure is the ratio, as a speed-up of cnuas_ib over rxe (above 1:
- * cnuas_ib is faster). Goal: at least 1 on every one.
+ * (MiB/s and messages/s at 64 B and 64 KiB), `ib_send_bw` over UD (64 B and
+ * 1024 B, the path MTU of the row's 1500-byte netdev MTU) and with an SRQ
+ * (`--use-srq`, 64 B), and `ib_send_lat` (typical µs) between two guests;
+ * then multicast fan-out (harness/guest/mcast_fanout.ts: one UD sender,
+ * 1, 2 and 4 member QPs, datagrams/s delivered and dropped). First over
+ * cnuas_ib, then over the kernel's own software RoCE (`rdma_rxe`) bound to
+ * the same cnuas_net netdevs in the same guests. The figure is the ratio,
+ * as a speed-up of cnuas_ib over rxe (above 1: cnuas_ib is faster). Goal:
+ * at least 1 on every one.
  */
 import type { Config } from "../config.ts";
 import { runBenchRow } from "./one_row.ts";
@@ -19,24 +23,37 @@ import {
   configureRoceAddress,
   loadCnuasIb,
   parsePerftest,
-  readGidTable,
-  roceV2GidIndex,
   runPair,
   RXE_DEV,
+  rxeGidIndex,
 } from "../guest/cnuas_ib.ts";
+import { runMcastFanout } from "../guest/mcast_fanout.ts";
 import type { Guest } from "../vm/types.ts";
 
 /** Addresses of the two guests on the fabric. */
 const IPS = ["10.78.0.1", "10.78.0.2"];
 
-/** The measurements taken for each device, in the order they run. */
-export const PERF_CASES = [
+/**
+ * The perftest runs for each device, in the order they run: program, message
+ * size, extra flags and the tag they add to the figure's name
+ * (`ib_send_bw_ud.64.msgPerSec`).
+ */
+export const PERF_CASES: readonly { prog: string; size: number; flags?: string; tag?: string }[] = [
   { prog: "ib_send_bw", size: 64 },
   { prog: "ib_send_bw", size: 65536 },
   { prog: "ib_write_bw", size: 64 },
   { prog: "ib_write_bw", size: 65536 },
   { prog: "ib_send_lat", size: 2 },
-] as const;
+  { prog: "ib_send_bw", size: 64, flags: "-c UD", tag: "ud" },
+  { prog: "ib_send_bw", size: 1024, flags: "-c UD", tag: "ud" },
+  { prog: "ib_send_bw", size: 64, flags: "--use-srq", tag: "srq" },
+];
+
+/** Member QPs of each multicast fan-out run (one sender each). */
+export const FANOUT_MEMBERS = [1, 2, 4];
+
+/** Datagrams (64 B) the sender sends in each fan-out run. */
+const FANOUT_COUNT = 20000;
 
 /** One side of the pair: a guest, the RDMA device to use and its GID index. */
 interface Side {
@@ -84,9 +101,10 @@ async function measureAll(
   const got: Record<string, number> = {};
   for (const [i, pc] of PERF_CASES.entries()) {
     const port = 19000 + i;
+    const flags = pc.flags ? ` ${pc.flags}` : "";
     const args = (x: Side) =>
-      `${pc.prog} -d ${shq(x.ibdev)} -x ${x.gid} -p ${port} -s ${pc.size} -F`;
-    await ctx.step(`${label}: ${pc.prog} -s ${pc.size}`, async () => {
+      `${pc.prog} -d ${shq(x.ibdev)} -x ${x.gid} -p ${port} -s ${pc.size} -F${flags}`;
+    await ctx.step(`${label}: ${pc.prog} -s ${pc.size}${flags}`, async () => {
       const r = await runPair(s.g, args(s), c.g, `${args(c)} ${s.ip}`, port, 600);
       for (const x of [s, c]) {
         const d = `/sys/class/infiniband/${x.ibdev}/ports/1/hw_counters`;
@@ -101,7 +119,7 @@ async function measureAll(
       const rep = parsePerftest(r.clientOut);
       if (!rep) throw new RowFailure(`${label} ${pc.prog}: no result row: ${r.clientOut}`);
       for (const [k, m] of Object.entries(perfFigures(pc.prog, rep))) {
-        const name = `${pc.prog}.${pc.size}.${k}`;
+        const name = `${pc.prog}${pc.tag ? `_${pc.tag}` : ""}.${pc.size}.${k}`;
         got[name] = m.value;
         ctx.measure(`${label}.${name}`, m.value, m.unit);
       }
@@ -110,22 +128,58 @@ async function measureAll(
   return got;
 }
 
+/**
+ * Multicast fan-out: the sender on the second guest, 1, 2 and 4 members on
+ * the first. Figures per member count: the sender's datagrams/s, the mean
+ * and the lowest member's delivered datagrams/s, all members' together,
+ * and the share of member deliveries dropped.
+ */
+async function measureFanout(
+  ctx: RowContext,
+  label: string,
+  [m, s]: Side[],
+): Promise<Record<string, number>> {
+  const got: Record<string, number> = {};
+  for (const members of FANOUT_MEMBERS) {
+    await ctx.step(`${label}: multicast fan-out to ${members} member QP(s)`, async () => {
+      const f = await runMcastFanout(m, s, {
+        members,
+        count: FANOUT_COUNT,
+        ipJoin: m.ibdev === RXE_DEV,
+      });
+      const mean = f.memberFramesPerSec.reduce((a, b) => a + b, 0) / members;
+      const figures: [string, number, string][] = [
+        ["senderFramesPerSec", f.senderFramesPerSec, "frames/s"],
+        ["memberFramesPerSec", Math.round(mean), "frames/s"],
+        ["memberFramesPerSecMin", Math.min(...f.memberFramesPerSec), "frames/s"],
+        ["totalFramesPerSec", f.totalFramesPerSec, "frames/s"],
+        ["droppedPct", Number((100 * f.totalDropped / (members * f.count)).toFixed(1)), "%"],
+      ];
+      for (const [k, v, unit] of figures) {
+        const name = `mcast.m${members}.${k}`;
+        got[name] = v;
+        ctx.measure(`${label}.${name}`, v, unit);
+      }
+      ctx.log(
+        `${label} fan-out m${members}: dropped per member ${f.memberDropped.join(",")}, ` +
+          `out of order ${f.outOfOrder}`,
+      );
+    });
+  }
+  return got;
+}
+
 /** Swap cnuas_ib for rdma_rxe on the same netdev; returns the rxe side. */
 async function switchToRxe(g: Guest, iface: string, ip: string): Promise<Side> {
   await bindRxe(g, iface);
-  for (let i = 0; i < 50; i++) {
-    const gid = roceV2GidIndex(await readGidTable(g, RXE_DEV), ip);
-    if (gid >= 0) return { g, ibdev: RXE_DEV, gid, ip };
-    await new Promise((res) => setTimeout(res, 200));
-  }
-  throw new RowFailure(`${g.name}: ${RXE_DEV} has no RoCE v2 GID for ${ip}`);
+  return { g, ibdev: RXE_DEV, gid: await rxeGidIndex(g, ip), ip };
 }
 
 /** The bench as a matrix row, so the runner brings up guests and fabric. */
 export const rdmaPerfRow: Row = {
   id: "bench-rdma-perf",
   title: "perftest over cnuas_ib and over rdma_rxe on the same netdevs",
-  needs: rdmaPairNeeds("eth"),
+  needs: rdmaPairNeeds("eth", "guestprogs"),
   timeoutSec: 1800,
   async run(ctx) {
     const cnuas: Side[] = [];
@@ -138,13 +192,17 @@ export const rdmaPerfRow: Row = {
       ifaces.push(dev.iface);
     }
     await ctx.guests[1].run(`ping -c 2 -W 5 ${IPS[0]}`, { timeoutSec: 60 });
-    const a = await measureAll(ctx, "cnuas_ib", cnuas);
+    const a = {
+      ...await measureAll(ctx, "cnuas_ib", cnuas),
+      ...await measureFanout(ctx, "cnuas_ib", cnuas),
+    };
     const rxe: Side[] = [];
     for (const [i, g] of ctx.guests.entries()) {
       rxe.push(await ctx.step(`${g.name}: rdma_rxe`, () => switchToRxe(g, ifaces[i], IPS[i])));
     }
-    const b = await measureAll(ctx, "rxe", rxe);
+    const b = { ...await measureAll(ctx, "rxe", rxe), ...await measureFanout(ctx, "rxe", rxe) };
     for (const name of Object.keys(a)) {
+      if (name.endsWith(".droppedPct")) continue;
       if (name in b) ctx.measure(`speedup.${name}`, speedup(name, a[name], b[name]), "x");
     }
   },

@@ -5,6 +5,7 @@
 import { join, relative } from "node:path";
 import { removeTree } from "../cache.ts";
 import type { Config } from "../config.ts";
+import { UsageError } from "../errors.ts";
 import { loadRows } from "../matrix/registry.ts";
 import { newRunId, projectDescribe } from "../matrix/run.ts";
 import { progress } from "../progress.ts";
@@ -15,6 +16,7 @@ import { runBenchRow } from "./one_row.ts";
 import { benchRdmaChecker } from "./rdma.ts";
 import { benchRdmaPerf } from "./rdma_perf.ts";
 import { benchRdmaPoll } from "./rdma_poll.ts";
+import { benchRdmaPost } from "./rdma_post.ts";
 import { benchSwitch } from "./switch.ts";
 import { benchVnic } from "./vnic.ts";
 
@@ -66,14 +68,30 @@ const BENCHES: Bench[] = [
   { name: "benchNet", run: benchNet },
   { name: "benchRdmaPerf", run: benchRdmaPerf },
   { name: "benchRdmaPoll", run: benchRdmaPoll },
+  { name: "benchRdmaPost", run: benchRdmaPost },
 ];
 
-/** Run every bench; write `reports/bench/<id>/bench.json`; return its path. */
-export async function runBench(config: Config, opts: { fresh?: boolean } = {}): Promise<string> {
+/** Every bench's name, as `bench --only` takes it. */
+export const BENCH_NAMES = ["boot", "fresh", ...BENCHES.map((b) => b.name)];
+
+/**
+ * Run every bench (`only`: just those named, in their usual order; `fresh`
+ * is opt-in either way); write `reports/bench/<id>/bench.json`; return its
+ * path.
+ */
+export async function runBench(
+  config: Config,
+  opts: { fresh?: boolean; only?: string[] } = {},
+): Promise<string> {
+  const unknown = (opts.only ?? []).filter((n) => !BENCH_NAMES.includes(n));
+  if (unknown.length) {
+    throw new UsageError(`unknown bench ${unknown.join(", ")}; benches: ${BENCH_NAMES.join(" ")}`);
+  }
   const results: Record<string, Record<string, Measurement> | { error: string }> = {};
-  const benches: Bench[] = [{ name: "boot", run: benchBoot }];
-  if (opts.fresh) benches.push({ name: "fresh", run: benchFresh });
+  let benches: Bench[] = [{ name: "boot", run: benchBoot }];
+  if (opts.fresh || opts.only?.includes("fresh")) benches.push({ name: "fresh", run: benchFresh });
   benches.push(...BENCHES);
+  if (opts.only) benches = benches.filter((b) => opts.only!.includes(b.name));
   for (const b of benches) {
     progress("bench", b.name);
     try {

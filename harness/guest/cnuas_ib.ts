@@ -79,6 +79,19 @@ export async function bindRxe(g: Guest, iface: string): Promise<void> {
   if (r.code !== 0) throw new RowFailure(`${g.name}: rxe on ${iface}: ${r.stderr}`);
 }
 
+/**
+ * The RoCE v2 GID index of `ip` on the rxe device {@link bindRxe} made, once
+ * ib_core has put it in the table (up to ten seconds).
+ */
+export async function rxeGidIndex(g: Guest, ip: string): Promise<number> {
+  for (let i = 0; i < 50; i++) {
+    const gid = roceV2GidIndex(await readGidTable(g, RXE_DEV), ip);
+    if (gid >= 0) return gid;
+    await new Promise((res) => setTimeout(res, 200));
+  }
+  throw new RowFailure(`${g.name}: ${RXE_DEV} has no RoCE v2 GID for ${ip}`);
+}
+
 /** `ibv_devinfo -v`: device attributes and per-port attributes, keys as printed. */
 export interface IbvDevinfo {
   hcaId: string;
