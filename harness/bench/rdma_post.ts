@@ -8,8 +8,8 @@
  *
  * The row is also a gate on the design's claim: cnuas_ib's post_recv makes
  * no system call and its post_send exactly one per call, however long the
- * list; post_srq_recv makes {@link CNUAS_SRQ_SYSCALLS_PER_CALL}. rxe's
- * counts are recorded as measured.
+ * list; post_recv and post_srq_recv make none (both rings are mapped).
+ * rxe's counts are recorded as measured.
  */
 import type { Config } from "../config.ts";
 import { runBenchRow } from "./one_row.ts";
@@ -33,18 +33,11 @@ const RUNS = 3;
 /** The guest's address: its RoCEv2 GID is the one the loopback QPs use. */
 const IP = "10.79.0.1";
 
-/**
- * System calls per `ibv_post_srq_recv` call cnuas_ib must make: 1 while its
- * SRQ is posted through the kernel, 0 once the SRQ is a mapped ring like
- * the receive queue. The one constant to flip when that lands.
- */
-export const CNUAS_SRQ_SYSCALLS_PER_CALL = 1;
-
 /** System calls per call the design claims for cnuas_ib, by verb. */
 export const CNUAS_SYSCALLS_PER_CALL: Record<PostVerb, number> = {
   post_send: 1,
   post_recv: 0,
-  post_srq_recv: CNUAS_SRQ_SYSCALLS_PER_CALL,
+  post_srq_recv: 0,
 };
 
 /** `post_srq_recv` → `postSrqRecv`, the measurement's name for a verb. */
