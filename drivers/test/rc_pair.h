@@ -20,7 +20,7 @@
 
 #include <infiniband/verbs.h>
 
-#define DIE(...) do { fprintf(stderr, "FAIL: " __VA_ARGS__); fprintf(stderr, "\n"); exit(1); } while (0)
+#include "verbs_util.h"
 
 /*
  * The options both ends of every pair take: -d device, -g GID index, -p TCP

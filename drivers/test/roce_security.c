@@ -400,19 +400,11 @@ int main(int argc, char **argv)
 		server = argv[optind];
 	int client = server != NULL;
 
-	struct ibv_device **list = ibv_get_device_list(NULL);
-	struct ibv_device *dev = NULL;
-
-	for (int i = 0; list && list[i]; i++)
-		if (!dev_name || !strcmp(ibv_get_device_name(list[i]), dev_name))
-			dev = list[i];
-	if (!dev)
-		DIE("no device %s", dev_name ? dev_name : "");
-	struct ibv_context *ctx = ibv_open_device(dev);
+	struct ibv_context *ctx = open_device_by_name(dev_name);
 	struct ibv_port_attr pa;
 	union ibv_gid gid;
 
-	if (!ctx || ibv_query_port(ctx, 1, &pa) || ibv_query_gid(ctx, 1, gid_index, &gid))
+	if (ibv_query_port(ctx, 1, &pa) || ibv_query_gid(ctx, 1, gid_index, &gid))
 		DIE("open/query");
 	struct ibv_pd *pd = ibv_alloc_pd(ctx), *pd2 = ibv_alloc_pd(ctx);
 	struct ibv_cq *cq = ibv_create_cq(ctx, 8, NULL, NULL, 0);
@@ -539,7 +531,7 @@ int main(int argc, char **argv)
 	}
 	struct inline_env env = {
 		.pd = pd, .cq = cq, .mr_rw = mr_rw, .mr_local = mr_local, .rw = rw,
-		.local = local, .ibdev = ibv_get_device_name(dev), .gid = gid,
+		.local = local, .ibdev = ibv_get_device_name(ctx->device), .gid = gid,
 		.gid_index = gid_index, .fd = fd, .client = client, .mtu = pa.active_mtu,
 	};
 	const enum ibv_qp_type types[] = { IBV_QPT_RC, IBV_QPT_UD };
@@ -561,7 +553,6 @@ int main(int argc, char **argv)
 	ibv_dealloc_pd(pd2);
 	ibv_dealloc_pd(pd);
 	ibv_close_device(ctx);
-	ibv_free_device_list(list);
 	if (failures) {
 		printf("FAIL: %d case(s)\n", failures);
 		return 1;

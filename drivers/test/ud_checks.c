@@ -544,18 +544,10 @@ int main(int argc, char **argv)
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
 
-	struct ibv_device **list = ibv_get_device_list(NULL);
-	struct ibv_device *dev = NULL;
-
-	for (int i = 0; list && list[i]; i++)
-		if (!sd.dev_name || !strcmp(ibv_get_device_name(list[i]), sd.dev_name))
-			dev = list[i];
-	if (!dev)
-		DIE("no device %s", sd.dev_name ? sd.dev_name : "");
-	sd.dev_name = ibv_get_device_name(dev);
-	sd.ctx = ibv_open_device(dev);
-	sd.pd = sd.ctx ? ibv_alloc_pd(sd.ctx) : NULL;
-	sd.cq = sd.ctx ? ibv_create_cq(sd.ctx, 128, NULL, NULL, 0) : NULL;
+	sd.ctx = open_device_by_name(sd.dev_name);
+	sd.dev_name = ibv_get_device_name(sd.ctx->device);
+	sd.pd = ibv_alloc_pd(sd.ctx);
+	sd.cq = ibv_create_cq(sd.ctx, 128, NULL, NULL, 0);
 	sd.buf = aligned_alloc(4096, N_SLOT * SLOT);
 	sd.mr = sd.pd && sd.buf ? ibv_reg_mr(sd.pd, sd.buf, N_SLOT * SLOT,
 					     IBV_ACCESS_LOCAL_WRITE) : NULL;
@@ -582,7 +574,6 @@ int main(int argc, char **argv)
 	ibv_destroy_cq(sd.cq);
 	ibv_dealloc_pd(sd.pd);
 	ibv_close_device(sd.ctx);
-	ibv_free_device_list(list);
 	free(sd.buf);
 	printf("%s\n", case_failures ? "FAIL" : "PASS");
 	return case_failures ? 1 : 0;
