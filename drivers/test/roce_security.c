@@ -118,20 +118,11 @@ static struct ibv_qp *ud_create_qp(struct ibv_pd *pd, struct ibv_cq *cq, uint32_
 		.cap = { .max_send_wr = 4, .max_recv_wr = N_RECV, .max_send_sge = 1,
 			 .max_recv_sge = 1, .max_inline_data = max_inline },
 	};
-	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = UD_QKEY };
 	struct ibv_qp *qp = ibv_create_qp(pd, &init);
 
 	if (!qp)
 		DIE("create UD QP: %s", strerror(errno));
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY))
-		DIE("UD QP to INIT");
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE))
-		DIE("UD QP to RTR");
-	a.qp_state = IBV_QPS_RTS;
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN))
-		DIE("UD QP to RTS");
+	ud_qp_to_rts(qp, UD_QKEY);
 	*got = init.cap.max_inline_data;
 	return qp;
 }

@@ -141,19 +141,11 @@ static struct ibv_qp *ud_qp(struct side *sd, uint32_t qkey)
 		.cap = { .max_send_wr = 8, .max_recv_wr = 32, .max_send_sge = 1,
 			 .max_recv_sge = 1 },
 	};
-	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = qkey };
 	struct ibv_qp *qp = ibv_create_qp(sd->pd, &init);
 
-	if (!qp || ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-				 IBV_QP_QKEY))
+	if (!qp)
 		DIE("create UD QP: %s", strerror(errno));
-	a.qp_state = IBV_QPS_RTR;
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE))
-		DIE("UD RTR");
-	a.qp_state = IBV_QPS_RTS;
-	a.sq_psn = 0;
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN))
-		DIE("UD RTS");
+	ud_qp_to_rts(qp, qkey);
 	return qp;
 }
 
