@@ -1,13 +1,14 @@
 import { type Row, type RowContext, RowFailure } from "../../harness/matrix/row.ts";
 import { rdmaPairNeeds } from "../../harness/matrix/needs.ts";
 import { captured } from "../../harness/oracle/wire_capture.ts";
-import { parsePerftest, rpingDataErrors, runPair } from "../../harness/guest/cnuas_ib.ts";
+import { rpingDataErrors, runPair } from "../../harness/guest/cnuas_ib.ts";
 import { shq } from "../../harness/guest/shell.ts";
 import { GUEST_PATHS } from "../../harness/vm/types.ts";
 import {
   counterDelta,
   hwCounters,
   mckeyMemberOk,
+  measurePerftest,
   pair,
   pairBoth,
   pingpongResult,
@@ -128,21 +129,8 @@ async function srq(ctx: RowContext, nodes: Node[]): Promise<void> {
 }
 
 async function perftests(ctx: RowContext, nodes: Node[]): Promise<void> {
-  const [s, c] = nodes;
   for (const [i, [prog, extra]] of VERBS_PERFTESTS.entries()) {
-    await ctx.step(`${prog} -x <gid> ${extra}`, async () => {
-      const port = 18610 + i;
-      const args = (n: Node) => `${prog} -d ${n.dev.ibdev} -x ${n.gid} -p ${port} -F ${extra}`;
-      const out = await pair(`${prog} ${extra}`, nodes, args(s), `${args(c)} ${s.ip}`, port);
-      const row = parsePerftest(out);
-      ctx.expect(row !== undefined, `${prog} ${extra}: no result row in its output: ${out}`);
-      const key = `perftest.${prog}.${extra.replace(/[^a-zA-Z0-9]+/g, "_").replace(/^_|_$/g, "")}`;
-      for (const [k, v] of Object.entries(row!)) {
-        if (k.startsWith("#")) continue;
-        const unit = /\[(.*)\]/.exec(k)?.[1] ?? "";
-        ctx.measure(`${key}.${k.replace(/\[.*\]/, "").replace(/\s+/g, "_")}`, v, unit);
-      }
-    });
+    await measurePerftest(ctx, nodes, prog, 18610 + i, extra);
   }
 }
 
