@@ -23,8 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define DIE(...) do { fprintf(stderr, "FAIL: " __VA_ARGS__); fprintf(stderr, "\n"); exit(1); } while (0)
-
+#include "verbs_util.h"
 
 static uint64_t now_ns(void)
 {

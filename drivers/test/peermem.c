@@ -152,8 +152,6 @@ int main(int argc, char **argv)
 	const char *dev_name = NULL, *server = NULL, *node = "/dev/cnuasgpu0";
 	int gid_index = 0, port = 18870, opt, failures = 0, sock, dfd, st;
 	uint64_t size = 1 << 20, half;
-	struct ibv_device **list;
-	struct ibv_device *dev = NULL;
 	struct ibv_context *ctx;
 	struct ibv_port_attr pa;
 	union ibv_gid gid;
@@ -181,14 +179,8 @@ int main(int argc, char **argv)
 		DIE("-s must be a multiple of 4096 from 8 KiB to 1 GiB");
 	half = size / 2;
 
-	list = ibv_get_device_list(NULL);
-	for (int i = 0; list && list[i]; i++)
-		if (!dev_name || !strcmp(ibv_get_device_name(list[i]), dev_name))
-			dev = list[i];
-	if (!dev)
-		DIE("no RDMA device %s", dev_name ? dev_name : "");
-	ctx = ibv_open_device(dev);
-	if (!ctx || ibv_query_port(ctx, 1, &pa) || ibv_query_gid(ctx, 1, gid_index, &gid))
+	ctx = open_device_by_name(dev_name);
+	if (ibv_query_port(ctx, 1, &pa) || ibv_query_gid(ctx, 1, gid_index, &gid))
 		DIE("open/query %s", dev_name);
 	pd = ibv_alloc_pd(ctx);
 	cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);

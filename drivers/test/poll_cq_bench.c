@@ -39,28 +39,12 @@
 
 #define MAX_BATCH 64
 
-static void to_state(struct ibv_qp *qp, enum ibv_qp_state state)
-{
-	struct ibv_qp_attr attr = { .qp_state = state };
-	int mask = IBV_QP_STATE;
-
-	if (state == IBV_QPS_INIT) {
-		attr.pkey_index = 0;
-		attr.port_num = 1;
-		attr.qp_access_flags = 0;
-		mask |= IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS;
-	}
-	if (ibv_modify_qp(qp, &attr, mask))
-		DIE("modify QP to state %d: %s", state, strerror(errno));
-}
-
 int main(int argc, char **argv)
 {
 	const char *devname = NULL;
 	int completions = 4096, batch = 16, selftest = 0;
 	long empty_polls = 1000000;
-	struct ibv_device **list;
-	struct ibv_context *ctx = NULL;
+	struct ibv_context *ctx;
 	struct ibv_wc wc[MAX_BATCH];
 	struct ibv_pd *pd;
 	struct ibv_cq *cq;
@@ -101,15 +85,7 @@ int main(int argc, char **argv)
 	if (empty_polls < 1)
 		DIE("-e must be at least 1");
 
-	list = ibv_get_device_list(NULL);
-	if (!list)
-		DIE("ibv_get_device_list: %s", strerror(errno));
-	for (i = 0; list[i]; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), devname))
-			ctx = ibv_open_device(list[i]);
-	ibv_free_device_list(list);
-	if (!ctx)
-		DIE("no RDMA device %s", devname);
+	ctx = open_device_by_name(devname);
 
 	pd = ibv_alloc_pd(ctx);
 	if (!pd)
@@ -130,7 +106,7 @@ int main(int argc, char **argv)
 		if (!qp)
 			DIE("ibv_create_qp(%d receives): %s", completions, strerror(errno));
 	}
-	to_state(qp, IBV_QPS_INIT);
+	qp_to_state(qp, IBV_QPS_INIT);
 	for (i = 0; i < completions; i++) {
 		struct ibv_recv_wr wr = { .wr_id = 1000 + i, .num_sge = 0 }, *bad;
 
@@ -138,7 +114,7 @@ int main(int argc, char **argv)
 			DIE("ibv_post_recv #%ld: %s", i, strerror(errno));
 	}
 	/* the error state flushes every receive into the CQ */
-	to_state(qp, IBV_QPS_ERR);
+	qp_to_state(qp, IBV_QPS_ERR);
 	usleep(200000);
 
 	/* one cheap system call, for scale */

@@ -45,21 +45,6 @@
 
 #define MAX_SGE 2
 
-static void to_state(struct ibv_qp *qp, enum ibv_qp_state state)
-{
-	struct ibv_qp_attr attr = { .qp_state = state };
-	int mask = IBV_QP_STATE;
-
-	if (state == IBV_QPS_INIT) {
-		attr.pkey_index = 0;
-		attr.port_num = 1;
-		attr.qp_access_flags = IBV_ACCESS_LOCAL_WRITE;
-		mask |= IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS;
-	}
-	if (ibv_modify_qp(qp, &attr, mask))
-		DIE("modify QP to state %d: %s", state, strerror(errno));
-}
-
 /* What the filtered thread works on and what it found. */
 static struct {
 	struct ibv_qp *qp;
@@ -165,8 +150,7 @@ static void drain(struct ibv_cq *cq, struct ibv_qp *qp, long want, uint64_t firs
 int main(int argc, char **argv)
 {
 	const char *devname = NULL;
-	struct ibv_device **list;
-	struct ibv_context *ctx = NULL;
+	struct ibv_context *ctx;
 	struct ibv_recv_wr wr, *bad;
 	struct ibv_sge sge;
 	struct ibv_pd *pd;
@@ -201,15 +185,7 @@ int main(int argc, char **argv)
 	if (want < 1 || want > 4096)
 		DIE("-n must be 1..4096 (one receive queue)");
 
-	list = ibv_get_device_list(NULL);
-	if (!list)
-		DIE("ibv_get_device_list: %s", strerror(errno));
-	for (i = 0; list[i]; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), devname))
-			ctx = ibv_open_device(list[i]);
-	ibv_free_device_list(list);
-	if (!ctx)
-		DIE("no RDMA device %s", devname);
+	ctx = open_device_by_name(devname);
 
 	pd = ibv_alloc_pd(ctx);
 	if (!pd)
@@ -238,7 +214,7 @@ int main(int argc, char **argv)
 		/* the queue as created: rounded up to a power of two */
 		job.receives = init.cap.max_recv_wr;
 	}
-	to_state(job.qp, IBV_QPS_INIT);
+	qp_to_state(job.qp, IBV_QPS_INIT);
 
 	/* one cheap system call, for scale */
 	t0 = now_ns();
@@ -254,7 +230,7 @@ int main(int argc, char **argv)
 		return 1;
 
 	/* the receives are real: the error state flushes each, in order */
-	to_state(job.qp, IBV_QPS_ERR);
+	qp_to_state(job.qp, IBV_QPS_ERR);
 	drain(cq, job.qp, job.receives, 1000);
 	/* IBTA: a receive posted in the error state completes as flushed */
 	memset(&wr, 0, sizeof(wr));

@@ -118,20 +118,11 @@ static struct ibv_qp *ud_create_qp(struct ibv_pd *pd, struct ibv_cq *cq, uint32_
 		.cap = { .max_send_wr = 4, .max_recv_wr = N_RECV, .max_send_sge = 1,
 			 .max_recv_sge = 1, .max_inline_data = max_inline },
 	};
-	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = UD_QKEY };
 	struct ibv_qp *qp = ibv_create_qp(pd, &init);
 
 	if (!qp)
 		DIE("create UD QP: %s", strerror(errno));
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY))
-		DIE("UD QP to INIT");
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE))
-		DIE("UD QP to RTR");
-	a.qp_state = IBV_QPS_RTS;
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN))
-		DIE("UD QP to RTS");
+	ud_qp_to_rts(qp, UD_QKEY);
 	*got = init.cap.max_inline_data;
 	return qp;
 }
@@ -400,19 +391,11 @@ int main(int argc, char **argv)
 		server = argv[optind];
 	int client = server != NULL;
 
-	struct ibv_device **list = ibv_get_device_list(NULL);
-	struct ibv_device *dev = NULL;
-
-	for (int i = 0; list && list[i]; i++)
-		if (!dev_name || !strcmp(ibv_get_device_name(list[i]), dev_name))
-			dev = list[i];
-	if (!dev)
-		DIE("no device %s", dev_name ? dev_name : "");
-	struct ibv_context *ctx = ibv_open_device(dev);
+	struct ibv_context *ctx = open_device_by_name(dev_name);
 	struct ibv_port_attr pa;
 	union ibv_gid gid;
 
-	if (!ctx || ibv_query_port(ctx, 1, &pa) || ibv_query_gid(ctx, 1, gid_index, &gid))
+	if (ibv_query_port(ctx, 1, &pa) || ibv_query_gid(ctx, 1, gid_index, &gid))
 		DIE("open/query");
 	struct ibv_pd *pd = ibv_alloc_pd(ctx), *pd2 = ibv_alloc_pd(ctx);
 	struct ibv_cq *cq = ibv_create_cq(ctx, 8, NULL, NULL, 0);
@@ -539,7 +522,7 @@ int main(int argc, char **argv)
 	}
 	struct inline_env env = {
 		.pd = pd, .cq = cq, .mr_rw = mr_rw, .mr_local = mr_local, .rw = rw,
-		.local = local, .ibdev = ibv_get_device_name(dev), .gid = gid,
+		.local = local, .ibdev = ibv_get_device_name(ctx->device), .gid = gid,
 		.gid_index = gid_index, .fd = fd, .client = client, .mtu = pa.active_mtu,
 	};
 	const enum ibv_qp_type types[] = { IBV_QPT_RC, IBV_QPT_UD };
@@ -561,7 +544,6 @@ int main(int argc, char **argv)
 	ibv_dealloc_pd(pd2);
 	ibv_dealloc_pd(pd);
 	ibv_close_device(ctx);
-	ibv_free_device_list(list);
 	if (failures) {
 		printf("FAIL: %d case(s)\n", failures);
 		return 1;

@@ -25,25 +25,13 @@
 #include <infiniband/verbs.h>
 #include <cnuas_ib_abi.h>
 
-#define DIE(...) do { fprintf(stderr, "FAIL: " __VA_ARGS__); fprintf(stderr, "\n"); exit(1); } while (0)
+#include "verbs_util.h"
 
 static struct ibv_context *ctx;
 static struct ibv_pd *pd;
 static struct ibv_cq *cq;
 static struct ibv_mr *mr;
 static char buf[4096];
-
-static void to_state(struct ibv_qp *qp, enum ibv_qp_state state)
-{
-	struct ibv_qp_attr attr = { .qp_state = state, .port_num = 1,
-				    .qp_access_flags = IBV_ACCESS_LOCAL_WRITE };
-	int mask = IBV_QP_STATE;
-
-	if (state == IBV_QPS_INIT)
-		mask |= IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS;
-	if (ibv_modify_qp(qp, &attr, mask))
-		DIE("modify QP to state %d: %s", state, strerror(errno));
-}
 
 static void post(struct ibv_qp *qp, uint64_t wr_id)
 {
@@ -86,7 +74,7 @@ static struct ibv_qp *new_qp(void)
 
 	if (!qp)
 		DIE("ibv_create_qp: %s", strerror(errno));
-	to_state(qp, IBV_QPS_INIT);
+	qp_to_state(qp, IBV_QPS_INIT);
 	return qp;
 }
 
@@ -122,21 +110,14 @@ static void expect(int n, const int *st, const uint64_t *id)
 
 int main(int argc, char **argv)
 {
-	struct ibv_device **list;
 	struct cnuas_ib_rq_ring_hdr *hdr;
 	struct cnuas_ib_rq_slot *slot;
 	struct ibv_qp *qp;
 	uint32_t prod;
-	int i;
 
 	if (argc != 3 || strcmp(argv[1], "-d"))
 		DIE("usage: %s -d dev", argv[0]);
-	list = ibv_get_device_list(NULL);
-	for (i = 0; list && list[i]; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), argv[2]))
-			ctx = ibv_open_device(list[i]);
-	if (!ctx)
-		DIE("no device %s", argv[2]);
+	ctx = open_device_by_name(argv[2]);
 	pd = ibv_alloc_pd(ctx);
 	mr = pd ? ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE) : NULL;
 	cq = ibv_create_cq(ctx, 4096, NULL, NULL, 0);
@@ -152,7 +133,7 @@ int main(int argc, char **argv)
 	post(qp, 2);
 	prod = __atomic_load_n(&hdr->producer, __ATOMIC_RELAXED);
 	__atomic_store_n(&hdr->producer, hdr->consumer + 1000, __ATOMIC_RELEASE);
-	to_state(qp, IBV_QPS_ERR);
+	qp_to_state(qp, IBV_QPS_ERR);
 	expect(0, NULL, NULL);
 	__atomic_store_n(&hdr->producer, prod, __ATOMIC_RELEASE);
 	post(qp, 3);
@@ -179,7 +160,7 @@ int main(int argc, char **argv)
 	if (slot->wr_id != 12)
 		DIE("slot 1 holds wr_id %llu, not 12: layout?", (unsigned long long)slot->wr_id);
 	slot->num_sge = 0xffffffffU;
-	to_state(qp, IBV_QPS_ERR);
+	qp_to_state(qp, IBV_QPS_ERR);
 	{
 		int st[] = { IBV_WC_WR_FLUSH_ERR, IBV_WC_LOC_QP_OP_ERR, IBV_WC_WR_FLUSH_ERR };
 		uint64_t id[] = { 11, 12, 13 };

@@ -337,13 +337,11 @@ static void event_cases(struct ibv_context *ctx, struct ibv_pd *pd, struct ibv_c
 			DIE("arm the limit");
 	}
 	for (int i = 0; i < N_QP; i++) {
-		struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1 };
-
 		qp[i] = client ? rc_create_qp(pd, cq, 0) : srq_qp(pd, cq, srq, &qi);
-		if (!qp[i] || (!client && ibv_modify_qp(qp[i], &a, IBV_QP_STATE |
-							IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-							IBV_QP_ACCESS_FLAGS)))
+		if (!qp[i])
 			DIE("QP %d", i);
+		if (!client)
+			qp_to_state(qp[i], IBV_QPS_INIT);
 		me.qpn[i] = qp[i]->qp_num;
 	}
 	memcpy(me.gid, gid.raw, 16);
@@ -397,11 +395,9 @@ static void event_cases(struct ibv_context *ctx, struct ibv_pd *pd, struct ibv_c
 		       got ? ibv_event_type_str(ev.event_type) : "none");
 
 		/* a QP to the error state: LAST_WQE_REACHED, the SRQ's 2 stay */
-		struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
 		struct ibv_wc wc;
 
-		if (ibv_modify_qp(qp[0], &a, IBV_QP_STATE))
-			DIE("QP to ERR");
+		qp_to_state(qp[0], IBV_QPS_ERR);
 		got = async_event(ctx, &ev, 2000);
 		report("QP to error: IBV_EVENT_QP_LAST_WQE_REACHED",
 		       got && ev.event_type == IBV_EVENT_QP_LAST_WQE_REACHED &&
@@ -456,17 +452,9 @@ int main(int argc, char **argv)
 		server = argv[optind];
 	setvbuf(stdout, NULL, _IOLBF, 0);
 
-	struct ibv_device **list = ibv_get_device_list(NULL);
-	struct ibv_device *dev = NULL;
-
-	for (int i = 0; list && list[i]; i++)
-		if (!dev_name || !strcmp(ibv_get_device_name(list[i]), dev_name))
-			dev = list[i];
-	if (!dev)
-		DIE("no device %s", dev_name ? dev_name : "");
-	struct ibv_context *ctx = ibv_open_device(dev);
-	struct ibv_pd *pd = ctx ? ibv_alloc_pd(ctx) : NULL, *pd2 = ctx ? ibv_alloc_pd(ctx) : NULL;
-	struct ibv_cq *cq = ctx ? ibv_create_cq(ctx, 64, NULL, NULL, 0) : NULL;
+	struct ibv_context *ctx = open_device_by_name(dev_name);
+	struct ibv_pd *pd = ibv_alloc_pd(ctx), *pd2 = ibv_alloc_pd(ctx);
+	struct ibv_cq *cq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
 	void *buf = aligned_alloc(4096, 4096);
 	struct ibv_mr *mr = pd && buf ? ibv_reg_mr(pd, buf, 4096, IBV_ACCESS_LOCAL_WRITE) : NULL;
 

@@ -141,19 +141,11 @@ static struct ibv_qp *ud_qp(struct side *sd, uint32_t qkey)
 		.cap = { .max_send_wr = 8, .max_recv_wr = 32, .max_send_sge = 1,
 			 .max_recv_sge = 1 },
 	};
-	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = qkey };
 	struct ibv_qp *qp = ibv_create_qp(sd->pd, &init);
 
-	if (!qp || ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-				 IBV_QP_QKEY))
+	if (!qp)
 		DIE("create UD QP: %s", strerror(errno));
-	a.qp_state = IBV_QPS_RTR;
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE))
-		DIE("UD RTR");
-	a.qp_state = IBV_QPS_RTS;
-	a.sq_psn = 0;
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN))
-		DIE("UD RTS");
+	ud_qp_to_rts(qp, qkey);
 	return qp;
 }
 
@@ -544,18 +536,10 @@ int main(int argc, char **argv)
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
 
-	struct ibv_device **list = ibv_get_device_list(NULL);
-	struct ibv_device *dev = NULL;
-
-	for (int i = 0; list && list[i]; i++)
-		if (!sd.dev_name || !strcmp(ibv_get_device_name(list[i]), sd.dev_name))
-			dev = list[i];
-	if (!dev)
-		DIE("no device %s", sd.dev_name ? sd.dev_name : "");
-	sd.dev_name = ibv_get_device_name(dev);
-	sd.ctx = ibv_open_device(dev);
-	sd.pd = sd.ctx ? ibv_alloc_pd(sd.ctx) : NULL;
-	sd.cq = sd.ctx ? ibv_create_cq(sd.ctx, 128, NULL, NULL, 0) : NULL;
+	sd.ctx = open_device_by_name(sd.dev_name);
+	sd.dev_name = ibv_get_device_name(sd.ctx->device);
+	sd.pd = ibv_alloc_pd(sd.ctx);
+	sd.cq = ibv_create_cq(sd.ctx, 128, NULL, NULL, 0);
 	sd.buf = aligned_alloc(4096, N_SLOT * SLOT);
 	sd.mr = sd.pd && sd.buf ? ibv_reg_mr(sd.pd, sd.buf, N_SLOT * SLOT,
 					     IBV_ACCESS_LOCAL_WRITE) : NULL;
@@ -582,7 +566,6 @@ int main(int argc, char **argv)
 	ibv_destroy_cq(sd.cq);
 	ibv_dealloc_pd(sd.pd);
 	ibv_close_device(sd.ctx);
-	ibv_free_device_list(list);
 	free(sd.buf);
 	printf("%s\n", case_failures ? "FAIL" : "PASS");
 	return case_failures ? 1 : 0;

@@ -41,7 +41,7 @@
 
 #include <infiniband/verbs.h>
 
-#define DIE(...) do { fprintf(stderr, "FAIL: " __VA_ARGS__); fprintf(stderr, "\n"); exit(1); } while (0)
+#include "verbs_util.h"
 
 /* Largest max_inline_data the search tries; a device taking it has no limit. */
 #define INLINE_CEILING 65536
@@ -390,9 +390,8 @@ int main(int argc, char **argv)
 	static struct env e;
 	const char *devname = NULL;
 	struct ibv_device_attr attr;
-	struct ibv_device **list;
 	struct held held = {};
-	int opt, i;
+	int opt;
 
 	while ((opt = getopt(argc, argv, "d:k:")) != -1) {
 		switch (opt) {
@@ -410,15 +409,7 @@ int main(int argc, char **argv)
 	if (!devname)
 		DIE("-d dev is required");
 
-	list = ibv_get_device_list(NULL);
-	if (!list)
-		DIE("ibv_get_device_list: %s", strerror(errno));
-	for (i = 0; list[i]; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), devname))
-			e.ctx = ibv_open_device(list[i]);
-	ibv_free_device_list(list);
-	if (!e.ctx)
-		DIE("no RDMA device %s", devname);
+	e.ctx = open_device_by_name(devname);
 	if (ibv_query_device(e.ctx, &attr))
 		DIE("ibv_query_device: %s", strerror(errno));
 

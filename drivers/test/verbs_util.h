@@ -2,7 +2,8 @@
 /*
  * verbs_util.h: what every test program in drivers/test needs before its
  * own work starts: DIE(), opening an RDMA device by name, and moving a QP
- * through the states that need no peer (RESET -> INIT, and to ERR).
+ * through the states that need no peer (an RC QP to INIT and to ERR, a UD
+ * QP all the way to RTS).
  */
 #ifndef VERBS_UTIL_H
 #define VERBS_UTIL_H
@@ -56,6 +57,26 @@ static inline void qp_to_state(struct ibv_qp *qp, enum ibv_qp_state state)
 	}
 	if (ibv_modify_qp(qp, &attr, mask))
 		DIE("modify QP 0x%x to state %d: %s", qp->qp_num, state, strerror(errno));
+}
+
+/*
+ * Move UD @qp from RESET to RTS, or die: INIT with port 1, P_Key index 0
+ * and Q_Key @qkey (what its receives accept), RTR, RTS with send PSN 0.
+ */
+static inline void ud_qp_to_rts(struct ibv_qp *qp, uint32_t qkey)
+{
+	struct ibv_qp_attr attr = { .qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = qkey };
+
+	if (ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+			  IBV_QP_QKEY))
+		DIE("UD QP 0x%x to INIT: %s", qp->qp_num, strerror(errno));
+	memset(&attr, 0, sizeof(attr));
+	attr.qp_state = IBV_QPS_RTR;
+	if (ibv_modify_qp(qp, &attr, IBV_QP_STATE))
+		DIE("UD QP 0x%x to RTR: %s", qp->qp_num, strerror(errno));
+	attr.qp_state = IBV_QPS_RTS;
+	if (ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_SQ_PSN))
+		DIE("UD QP 0x%x to RTS: %s", qp->qp_num, strerror(errno));
 }
 
 #endif /* VERBS_UTIL_H */

@@ -380,3 +380,95 @@ export function parsePerftest(text: string): Record<string, number> | undefined 
   }
   return undefined;
 }
+
+/**
+ * A result line of `rstream` or `riostream` (librdmacm's rsockets examples;
+ * both print it with examples/common.c's size_str and cnt_str): the test
+ * name (`custom` when -S, -C or -I is given), then transfer size,
+ * transfers per iteration, iterations and total bytes (both ways) as the
+ * tool abbreviates them, then seconds, Gbit/s and µs per transfer.
+ */
+export interface RstreamResult {
+  name: string;
+  bytes: string;
+  xfers: string;
+  iters: string;
+  total: string;
+  sec: number;
+  gbitPerSec: number;
+  usecPerXfer: number;
+}
+
+/** Every result line rstream or riostream printed, in order. */
+export function parseRstream(text: string): RstreamResult[] {
+  const out: RstreamResult[] = [];
+  const re = /^(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s+([\d.]+)s\s+([\d.]+)\s+([\d.]+)\s*$/;
+  for (const line of text.split("\n")) {
+    const m = re.exec(line);
+    if (!m) continue;
+    out.push({
+      name: m[1],
+      bytes: m[2],
+      xfers: m[3],
+      iters: m[4],
+      total: m[5],
+      sec: Number(m[6]),
+      gbitPerSec: Number(m[7]),
+      usecPerXfer: Number(m[8]),
+    });
+  }
+  return out;
+}
+
+/** A byte count as librdmacm's examples print it (common.c size_str): 4k, 1.5m, 1000. */
+export function rstreamSize(n: number): string {
+  const [base, mag] = n >= 2 ** 30
+    ? [2 ** 30, "g"]
+    : n >= 2 ** 20
+    ? [2 ** 20, "m"]
+    : n >= 2 ** 10
+    ? [2 ** 10, "k"]
+    : [1, ""];
+  const whole = Math.floor(n / base);
+  const fraction = whole < 10 ? Math.floor(((n % base) * 10) / base) : 0;
+  return fraction ? `${whole}.${fraction}${mag}` : `${whole}${mag}`;
+}
+
+/** A count as librdmacm's examples print it (common.c cnt_str): 200, 1k, 2m. */
+export function rstreamCount(n: number): string {
+  if (n >= 1e9) return `${Math.floor(n / 1e9)}b`;
+  if (n >= 1e6) return `${Math.floor(n / 1e6)}m`;
+  if (n >= 1e3) return `${Math.floor(n / 1e3)}k`;
+  return String(n);
+}
+
+/** A custom rstream/riostream run: -S size, -C count, -I iterations. */
+export interface RstreamRun {
+  size: number;
+  count: number;
+  iters: number;
+}
+
+/**
+ * What is wrong with one end's output of custom run `want`: not exactly one
+ * result line, a field other than the run asked for (so a transfer cut
+ * short or repeated shows), or a line of the tool's own data check (-T v:
+ * "data verification failed byte N"). Empty when all is well.
+ */
+export function rstreamDifferences(out: string, want: RstreamRun): string[] {
+  const bad = out.split("\n").filter((l) => /data verification failed/.test(l));
+  const lines = parseRstream(out);
+  if (lines.length !== 1) return [...bad, `${lines.length} result lines, want 1`];
+  const [r] = lines;
+  const expect: [keyof RstreamResult, string][] = [
+    ["name", "custom"],
+    ["bytes", rstreamSize(want.size)],
+    ["xfers", rstreamCount(want.count)],
+    ["iters", rstreamCount(want.iters)],
+    ["total", rstreamSize(want.size * want.count * want.iters * 2)],
+  ];
+  for (const [k, v] of expect) {
+    if (r[k] !== v) bad.push(`${k} ${r[k]}, want ${v}`);
+  }
+  return bad;
+}

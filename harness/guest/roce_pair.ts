@@ -1,7 +1,8 @@
 /**
  * What the RoCEv2 rows share: guests with cnuas_ib loaded and an address on
  * the fabric (a {@link RoceNode} each), server/client runs that fail the row
- * unless both ends exit 0, the pingpong data check, and the port counters.
+ * unless both ends exit 0, the pingpong data check, perftest runs recorded
+ * as measurements, and the port counters.
  */
 import type { Guest } from "../vm/types.ts";
 import { type RowContext, RowFailure } from "../matrix/row.ts";
@@ -11,6 +12,7 @@ import {
   configureRoceAddress,
   loadCnuasIb,
   type PairResult,
+  parsePerftest,
   parsePingpong,
   pingpongDataErrors,
   runPair,
@@ -118,6 +120,65 @@ export function pingpongResult(
   const f = parsePingpong(r.clientOut);
   if (!f) throw new RowFailure(`${what}: no figures in its output: ${r.clientOut}`);
   return f;
+}
+
+/** One figure of a perftest result row, named as the reports carry it. */
+export interface PerftestFigure {
+  /** `perftest.<prog>[.<extra>].<column>`, e.g. `perftest.ib_send_bw.c_UD_s_4096.BW_average`. */
+  name: string;
+  value: number;
+  /** What the column header gives in brackets (`MB/sec`, `usec`), else "". */
+  unit: string;
+}
+
+/**
+ * The measurements of perftest result row `row` (see parsePerftest) of
+ * `prog` run with `extra` flags: one per column but the `#` ones, named
+ * `perftest.<prog>`, then `extra` with every run of other characters than
+ * letters and digits made one `_` (none when `extra` is empty), then the
+ * column without its unit and with `_` for spaces.
+ *
+ * @example
+ * perftestFigures("ib_send_lat", "--use-srq", { "#bytes": 2, "t_avg[usec]": 9.1 });
+ * // [{ name: "perftest.ib_send_lat.use_srq.t_avg", value: 9.1, unit: "usec" }]
+ */
+export function perftestFigures(
+  prog: string,
+  extra: string,
+  row: Record<string, number>,
+): PerftestFigure[] {
+  const flags = extra.replace(/[^a-zA-Z0-9]+/g, "_").replace(/^_|_$/g, "");
+  const key = flags ? `perftest.${prog}.${flags}` : `perftest.${prog}`;
+  return Object.entries(row).filter(([k]) => !k.startsWith("#")).map(([k, value]) => ({
+    name: `${key}.${k.replace(/\[.*\]/, "").replace(/\s+/g, "_")}`,
+    value,
+    unit: /\[(.*)\]/.exec(k)?.[1] ?? "",
+  }));
+}
+
+/**
+ * A step that runs perftest `prog` between the two nodes (`-d` the node's
+ * device, `-x` its GID index, `-p port`, `-F`, then `extra`; the client
+ * connects to the first node), fails the row unless both ends exit 0 and the
+ * client printed a result row, and records that row ({@link perftestFigures}).
+ * perftest checks no data: a run proves completion and speed only.
+ */
+export async function measurePerftest(
+  ctx: RowContext,
+  nodes: RoceNode[],
+  prog: string,
+  port: number,
+  extra = "",
+): Promise<void> {
+  const [s, c] = nodes;
+  const flags = extra ? ` ${extra}` : "";
+  await ctx.step(`${prog} -x <gid>${flags}`, async () => {
+    const args = (n: RoceNode) => `${prog} -d ${n.dev.ibdev} -x ${n.gid} -p ${port} -F${flags}`;
+    const out = await pair(`${prog}${flags}`, nodes, args(s), `${args(c)} ${s.ip}`, port);
+    const row = parsePerftest(out);
+    ctx.expect(row !== undefined, `${prog}${flags}: no result row in its output: ${out}`);
+    for (const f of perftestFigures(prog, extra, row!)) ctx.measure(f.name, f.value, f.unit);
+  });
 }
 
 /** The port's hw_counters (`rdma statistic` names) of a node. */

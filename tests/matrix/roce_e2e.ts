@@ -3,10 +3,11 @@ import { rdmaPairNeeds } from "../../harness/matrix/needs.ts";
 import { captured } from "../../harness/oracle/wire_capture.ts";
 import { buildRoceFrame, OP } from "../../harness/models/rdma/mod.ts";
 import { GUEST_PATHS } from "../../harness/vm/types.ts";
-import { parsePerftest, rpingDataErrors, startPair } from "../../harness/guest/cnuas_ib.ts";
+import { rpingDataErrors, startPair } from "../../harness/guest/cnuas_ib.ts";
 import {
   expectBothExit0,
   hwCounters,
+  measurePerftest,
   pair,
   pairBoth,
   pingpongResult,
@@ -71,27 +72,8 @@ async function setMtu(nodes: Node[], mtu: number): Promise<void> {
  * pingpongs (--chk), rping (-V), the examples and peermem.
  */
 async function perftests(ctx: RowContext, nodes: Node[]): Promise<void> {
-  const [s, c] = nodes;
   for (const [i, prog] of PERFTESTS.entries()) {
-    await ctx.step(`${prog} -x <gid>`, async () => {
-      const port = 18600 + i;
-      const args = (n: Node) => `${prog} -d ${n.dev.ibdev} -x ${n.gid} -p ${port} -F`;
-      const out = await pair(prog, nodes, args(s), `${args(c)} ${s.ip}`, port);
-      const row = parsePerftest(out);
-      ctx.expect(
-        row !== undefined,
-        `${prog}: no result row in its output: ${out}`,
-      );
-      for (const [k, v] of Object.entries(row!)) {
-        if (k.startsWith("#")) continue;
-        const unit = /\[(.*)\]/.exec(k)?.[1] ?? "";
-        ctx.measure(
-          `perftest.${prog}.${k.replace(/\[.*\]/, "").replace(/\s+/g, "_")}`,
-          v,
-          unit,
-        );
-      }
-    });
+    await measurePerftest(ctx, nodes, prog, 18600 + i);
   }
 }
 

@@ -1,13 +1,22 @@
 import { type Row, type RowContext, RowFailure } from "../../harness/matrix/row.ts";
 import { rdmaPairNeeds } from "../../harness/matrix/needs.ts";
 import { captured } from "../../harness/oracle/wire_capture.ts";
-import { parsePerftest, rpingDataErrors, runPair } from "../../harness/guest/cnuas_ib.ts";
+import {
+  parseRstream,
+  rpingDataErrors,
+  rstreamDifferences,
+  type RstreamResult,
+  type RstreamRun,
+  rstreamSize,
+  runPair,
+} from "../../harness/guest/cnuas_ib.ts";
 import { shq } from "../../harness/guest/shell.ts";
 import { GUEST_PATHS } from "../../harness/vm/types.ts";
 import {
   counterDelta,
   hwCounters,
   mckeyMemberOk,
+  measurePerftest,
   pair,
   pairBoth,
   pingpongResult,
@@ -48,6 +57,19 @@ export const RPING_SIZES = [64, 4096, 65535];
 
 /** ucmatose connections. */
 export const UCMATOSE_CONNECTIONS = 4;
+
+/** The rstream run: 200 transfers of 4 KiB each way, one iteration. */
+export const RSTREAM_RUN: RstreamRun = { size: 4096, count: 200, iters: 1 };
+
+/**
+ * riostream runs (-T verify): one transfer per iteration, so its data check
+ * covers every transfer (it checks the last of each iteration only). 4 KiB
+ * is one packet at the row's path MTU, 64 KiB sixteen.
+ */
+export const RIOSTREAM_RUNS: RstreamRun[] = [
+  { size: 4096, count: 1, iters: 1000 },
+  { size: 65536, count: 1, iters: 200 },
+];
 
 async function udPingpongs(ctx: RowContext, nodes: Node[]): Promise<void> {
   const [s, c] = nodes;
@@ -128,21 +150,8 @@ async function srq(ctx: RowContext, nodes: Node[]): Promise<void> {
 }
 
 async function perftests(ctx: RowContext, nodes: Node[]): Promise<void> {
-  const [s, c] = nodes;
   for (const [i, [prog, extra]] of VERBS_PERFTESTS.entries()) {
-    await ctx.step(`${prog} -x <gid> ${extra}`, async () => {
-      const port = 18610 + i;
-      const args = (n: Node) => `${prog} -d ${n.dev.ibdev} -x ${n.gid} -p ${port} -F ${extra}`;
-      const out = await pair(`${prog} ${extra}`, nodes, args(s), `${args(c)} ${s.ip}`, port);
-      const row = parsePerftest(out);
-      ctx.expect(row !== undefined, `${prog} ${extra}: no result row in its output: ${out}`);
-      const key = `perftest.${prog}.${extra.replace(/[^a-zA-Z0-9]+/g, "_").replace(/^_|_$/g, "")}`;
-      for (const [k, v] of Object.entries(row!)) {
-        if (k.startsWith("#")) continue;
-        const unit = /\[(.*)\]/.exec(k)?.[1] ?? "";
-        ctx.measure(`${key}.${k.replace(/\[.*\]/, "").replace(/\s+/g, "_")}`, v, unit);
-      }
-    });
+    await measurePerftest(ctx, nodes, prog, 18610 + i, extra);
   }
 }
 
@@ -198,7 +207,7 @@ async function multicast(ctx: RowContext, nodes: Node[]): Promise<void> {
 
 /** The RDMA CM tools: UD via SIDR, several RC connections, the rdma_cm examples, rsockets. */
 async function rdmaCm(ctx: RowContext, nodes: Node[]): Promise<void> {
-  const [s, c] = nodes;
+  const [s] = nodes;
   const cm = (port: number) => ({ rdmaCm: port });
   await ctx.step("udaddy (UD QPs through SIDR on the GSI QP)", async () => {
     // udaddy's -p is the port space, not a port: it listens on its own 7174
@@ -242,24 +251,54 @@ async function rdmaCm(ctx: RowContext, nodes: Node[]): Promise<void> {
     });
   }
   await ctx.step("rstream over rsockets (RDMA CM + RC underneath)", async () => {
-    const flags = "-S 4096 -C 200";
-    const r = await runPair(
-      s.g,
-      `rstream -p 18534 ${flags}`,
-      c.g,
-      `rstream -s ${shq(s.ip)} -p 18534 ${flags}`,
-      cm(18534),
-      120,
-    );
-    if (r.serverCode !== 0 || r.clientCode !== 0) {
-      throw new RowFailure(
-        `rstream: server ${r.serverCode}, client ${r.clientCode}: ${r.clientOut}`,
-      );
-    }
-    const m = /^\S+\s+4k\s+200\s+\d+\s+\S+\s+\S+\s+([\d.]+)\s+([\d.]+)/m.exec(r.clientOut);
-    ctx.expect(m !== null, `rstream printed no result line: ${r.clientOut}`);
-    ctx.measure("rstream.4k.gbitPerSec", Number(m![1]), "Gbit/s");
+    const r = await rsocketsPair(ctx, nodes, "rstream", "", RSTREAM_RUN, 18534);
+    ctx.measure("rstream.4k.gbitPerSec", r.gbitPerSec, "Gbit/s");
   });
+  for (const [i, run] of RIOSTREAM_RUNS.entries()) {
+    const size = rstreamSize(run.size);
+    await ctx.step(`riostream -S ${run.size} -I ${run.iters} -T verify (RDMA writes)`, async () => {
+      const r = await rsocketsPair(ctx, nodes, "riostream", "-T v", run, 18535 + i);
+      ctx.measure(`riostream.${size}.gbitPerSec`, r.gbitPerSec, "Gbit/s");
+      ctx.measure(`riostream.${size}.usecPerXfer`, r.usecPerXfer, "us");
+    });
+  }
+}
+
+/**
+ * Run rsockets example `tool` (rstream or riostream) as custom run `run`
+ * with `flags` between the nodes; fail the row unless both ends exit 0 and
+ * each printed exactly the result line of that run (and no failed data
+ * check). Returns the client's result line.
+ */
+async function rsocketsPair(
+  ctx: RowContext,
+  [s, c]: Node[],
+  tool: string,
+  flags: string,
+  run: RstreamRun,
+  port: number,
+): Promise<RstreamResult> {
+  const args = `-p ${port} -S ${run.size} -C ${run.count} -I ${run.iters} ${flags}`.trim();
+  const r = await runPair(
+    s.g,
+    `${tool} ${args}`,
+    c.g,
+    `${tool} -s ${shq(s.ip)} ${args}`,
+    { rdmaCm: port },
+    120,
+  );
+  ctx.log(`${tool} server:\n${r.serverOut}\n${tool} client:\n${r.clientOut}`);
+  if (r.serverCode !== 0 || r.clientCode !== 0) {
+    throw new RowFailure(
+      `${tool}: server ${r.serverCode}, client ${r.clientCode}: ${r.serverOut} ${r.clientOut}`,
+    );
+  }
+  const bad = [
+    ...rstreamDifferences(r.serverOut, run).map((x) => `server: ${x}`),
+    ...rstreamDifferences(r.clientOut, run).map((x) => `client: ${x}`),
+  ];
+  ctx.expect(bad.length === 0, `${tool} ${args}: ${bad.join("; ")}`);
+  return parseRstream(r.clientOut)[0];
 }
 
 /**

@@ -4,9 +4,13 @@ import {
   parseIbvDevinfo,
   parsePerftest,
   parsePingpong,
+  parseRstream,
   pingpongDataErrors,
   roceV2GidIndex,
   rpingDataErrors,
+  rstreamCount,
+  rstreamDifferences,
+  rstreamSize,
 } from "../../harness/guest/cnuas_ib.ts";
 import { TABLE_4_1, tableDifferences } from "../matrix/ibstat.ts";
 import { perfFigures, speedup } from "../../harness/bench/rdma_perf.ts";
@@ -183,4 +187,73 @@ Deno.test("rpingDataErrors finds rping -V's mismatch line", () => {
   assert.deepEqual(rpingDataErrors("ping data: rdma-ping-0: ABC\ndata mismatch!\n"), [
     "data mismatch!",
   ]);
+});
+
+/** rstream's output for -S 4096 -C 200 (librdmacm's printf formats, figures made up). */
+const RSTREAM = "name      bytes   xfers   iters   total       time     Gb/sec    usec/xfer\n" +
+  "custom    4k      200     1       1.5m        0.12s      0.11     291.00\n";
+
+Deno.test("parseRstream reads the result line, not the header", () => {
+  assert.deepEqual(parseRstream(RSTREAM), [{
+    name: "custom",
+    bytes: "4k",
+    xfers: "200",
+    iters: "1",
+    total: "1.5m",
+    sec: 0.12,
+    gbitPerSec: 0.11,
+    usecPerXfer: 291,
+  }]);
+  assert.deepEqual(parseRstream("rconnect: Connection refused\n"), []);
+});
+
+Deno.test("rstreamSize and rstreamCount abbreviate as librdmacm's size_str and cnt_str", () => {
+  assert.deepEqual([1000, 4096, 65536, 1638400, 6553600, 3 * 2 ** 30].map(rstreamSize), [
+    "1000",
+    "4k",
+    "64k",
+    "1.5m",
+    "6.2m",
+    "3g",
+  ]);
+  assert.deepEqual([1, 200, 1000, 2500, 2_000_000].map(rstreamCount), [
+    "1",
+    "200",
+    "1k",
+    "2k",
+    "2m",
+  ]);
+});
+
+Deno.test("rstreamDifferences accepts exactly the run asked for", () => {
+  assert.deepEqual(rstreamDifferences(RSTREAM, { size: 4096, count: 200, iters: 1 }), []);
+});
+
+Deno.test("rstreamDifferences names a transfer count, size or total other than asked", () => {
+  assert.deepEqual(rstreamDifferences(RSTREAM, { size: 4096, count: 201, iters: 1 }), [
+    "xfers 200, want 201",
+  ]);
+  assert.deepEqual(rstreamDifferences(RSTREAM, { size: 8192, count: 200, iters: 1 }), [
+    "bytes 4k, want 8k",
+    "total 1.5m, want 3.1m",
+  ]);
+});
+
+Deno.test("rstreamDifferences fails a missing result line and the tool's own data check", () => {
+  assert.deepEqual(
+    rstreamDifferences("rconnect: Connection refused\n", {
+      size: 4096,
+      count: 1,
+      iters: 1,
+    }),
+    ["0 result lines, want 1"],
+  );
+  assert.deepEqual(
+    rstreamDifferences("data verification failed byte 4095\n" + RSTREAM, {
+      size: 4096,
+      count: 200,
+      iters: 1,
+    }),
+    ["data verification failed byte 4095"],
+  );
 });

@@ -1,0 +1,44 @@
+import assert from "node:assert/strict";
+import { parsePerftest } from "../../harness/guest/cnuas_ib.ts";
+import { perftestFigures } from "../../harness/guest/roce_pair.ts";
+
+const LAT =
+  " #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    " +
+  "t_stdev[usec]   99% percentile[usec]   99.9% percentile[usec]\n" +
+  " 2       1000          4.90           11.80        5.03            5.08        0.32   5.63   11.80\n";
+
+const BW = " #bytes     #iterations    BW peak[MiB/sec]    BW average[MiB/sec]   MsgRate[Mpps]\n" +
+  " 65536      1000             36.17              35.76                0.000572\n";
+
+Deno.test("perftestFigures without flags names roce-e2e's keys: perftest.<prog>.<column>", () => {
+  assert.deepEqual(perftestFigures("ib_send_bw", "", parsePerftest(BW)!), [
+    { name: "perftest.ib_send_bw.BW_peak", value: 36.17, unit: "MiB/sec" },
+    { name: "perftest.ib_send_bw.BW_average", value: 35.76, unit: "MiB/sec" },
+    { name: "perftest.ib_send_bw.MsgRate", value: 0.000572, unit: "Mpps" },
+  ]);
+});
+
+Deno.test("perftestFigures with flags names roce-verbs' keys: the flags between prog and column", () => {
+  const names = (extra: string) =>
+    perftestFigures("ib_send_lat", extra, parsePerftest(LAT)!).map((f) => f.name);
+  assert.deepEqual(names("-c UD -s 4096"), [
+    "perftest.ib_send_lat.c_UD_s_4096.t_min",
+    "perftest.ib_send_lat.c_UD_s_4096.t_max",
+    "perftest.ib_send_lat.c_UD_s_4096.t_typical",
+    "perftest.ib_send_lat.c_UD_s_4096.t_avg",
+    "perftest.ib_send_lat.c_UD_s_4096.t_stdev",
+    "perftest.ib_send_lat.c_UD_s_4096.99%_percentile",
+    "perftest.ib_send_lat.c_UD_s_4096.99.9%_percentile",
+  ]);
+  assert.equal(names("--use-srq")[3], "perftest.ib_send_lat.use_srq.t_avg");
+});
+
+Deno.test("perftestFigures skips the # columns and keeps each column's unit", () => {
+  const f = perftestFigures("ib_send_lat", "", parsePerftest(LAT)!);
+  assert.ok(f.every((x) => !x.name.includes("#")));
+  assert.deepEqual(f.find((x) => x.name.endsWith(".t_avg")), {
+    name: "perftest.ib_send_lat.t_avg",
+    value: 5.08,
+    unit: "usec",
+  });
+});
