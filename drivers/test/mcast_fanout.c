@@ -95,21 +95,12 @@ static struct ibv_qp *ud_qp(struct ibv_pd *pd, struct ibv_cq *cq, int send_wr, i
 		.cap = { .max_send_wr = send_wr, .max_recv_wr = recv_wr, .max_send_sge = 1,
 			 .max_recv_sge = 1 },
 	};
-	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = MC_QKEY };
 	struct ibv_qp *qp = ibv_create_qp(pd, &init);
 
 	if (!qp)
 		DIE("create UD QP (%d send, %d receive WRs): %s", send_wr, recv_wr,
 		    strerror(errno));
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY))
-		DIE("UD QP to INIT: %s", strerror(errno));
-	a.qp_state = IBV_QPS_RTR;
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE))
-		DIE("UD QP to RTR: %s", strerror(errno));
-	a.qp_state = IBV_QPS_RTS;
-	a.sq_psn = 0;
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN))
-		DIE("UD QP to RTS: %s", strerror(errno));
+	ud_qp_to_rts(qp, MC_QKEY);
 	return qp;
 }
 

@@ -70,22 +70,11 @@ static struct ibv_qp *ud_qp(struct ibv_srq *with)
 		.cap = { .max_send_wr = 16, .max_recv_wr = with ? 0 : 1,
 			 .max_send_sge = 1, .max_recv_sge = with ? 0 : 1 },
 	};
-	struct ibv_qp_attr attr = { .qp_state = IBV_QPS_INIT, .pkey_index = 0,
-				    .port_num = 1, .qkey = QKEY };
 	struct ibv_qp *qp = ibv_create_qp(pd, &init);
 
 	if (!qp)
 		DIE("ibv_create_qp(UD): %s", strerror(errno));
-	if (ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-			  IBV_QP_PORT | IBV_QP_QKEY))
-		DIE("UD QP to INIT: %s", strerror(errno));
-	attr.qp_state = IBV_QPS_RTR;
-	if (ibv_modify_qp(qp, &attr, IBV_QP_STATE))
-		DIE("UD QP to RTR: %s", strerror(errno));
-	attr.qp_state = IBV_QPS_RTS;
-	attr.sq_psn = 0;
-	if (ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_SQ_PSN))
-		DIE("UD QP to RTS: %s", strerror(errno));
+	ud_qp_to_rts(qp, QKEY);
 	return qp;
 }
 
