@@ -29,6 +29,7 @@
 #include <stddef.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -747,10 +748,12 @@ static void child_dies(struct tc *t, int queue)
 		exit(1);
 	pid = fork();
 	if (!pid) {
-		int fd = open_node();
 		size_t len = caps.pinned_max < 8 * MIB ? caps.pinned_max : 8 * MIB;
 		uint32_t pin = 0;
+		int fd;
 
+		prctl(PR_SET_PDEATHSIG, SIGKILL);	/* not left behind if we are killed */
+		fd = open_node();
 		if ((features & CNUASGPU_CAP_PINNED) && xpin(fd, xmap_anon(len), len, &pin))
 			_exit(2);
 		if (queue) {
