@@ -146,6 +146,42 @@ struct cnuasgpu_export {
 	__u32 reserved;
 };
 
+/*
+ * CNUASGPU_IOC_CAPS: what this device offers, answered by both cnuasgpu.ko
+ * (/dev/cnuasgpuN) and cnuasgpu_host.ko (/dev/cnuasgpu_hostN), so one
+ * library can drive either.  In: @size = sizeof(struct cnuasgpu_caps), every
+ * other byte 0.  Out: the whole struct, @size unchanged, reserved 0.
+ * EINVAL: @size is not this struct's size, or another byte is not 0.
+ * A kernel without this command answers ENOTTY: treat that as a cnuasgpu.ko
+ * with CNUASGPU_CAP_ZEROCOPY | CNUASGPU_CAP_DMABUF | CNUASGPU_CAP_PEER_RDMA.
+ */
+#define CNUASGPU_CAPS_VERSION		1
+
+#define CNUASGPU_KIND_PCIE		1	/* cnuasgpu.ko, a PCI function */
+#define CNUASGPU_KIND_HOST		2	/* cnuasgpu_host.ko, host pages */
+/* 3 is kept for in-process (Soft-GPU) backends; no kernel answers it. */
+
+/* Capability bits; a feature without its bit answers EOPNOTSUPP. */
+#define CNUASGPU_CAP_ZEROCOPY		0x01u	/* mmap() of allocations */
+#define CNUASGPU_CAP_PINNED		0x02u	/* PIN / UNPIN of user memory */
+#define CNUASGPU_CAP_DMABUF		0x04u	/* EXPORT_DMABUF (host: and IMPORT) */
+#define CNUASGPU_CAP_ASYNC		0x08u	/* SUBMIT / POLL / WAIT, poll() */
+#define CNUASGPU_CAP_LINK		0x10u	/* LINK_SEND / LINK_RECV */
+#define CNUASGPU_CAP_PEER_RDMA		0x20u	/* exports take ibv_reg_dmabuf_mr */
+
+struct cnuasgpu_caps {
+	__u32 size;		/* in: sizeof(struct cnuasgpu_caps) */
+	__u32 version;		/* out: CNUASGPU_CAPS_VERSION */
+	__u32 kind;		/* out: CNUASGPU_KIND_* */
+	__u32 caps;		/* out: CNUASGPU_CAP_* */
+	__u64 devmem_size;	/* out: device memory, bytes */
+	__u64 pinned_max;	/* out: pinned ceiling, bytes (0 without CAP_PINNED) */
+	__u32 queue_depth;	/* out: ops per open queue (0 without CAP_ASYNC) */
+	__u32 batch_max;	/* out: ops per SUBMIT (0 without CAP_ASYNC) */
+	__u32 page_size;	/* out: alignment of allocations, mmap and PIN */
+	__u32 reserved[5];	/* in and out: 0 */
+};
+
 #define CNUASGPU_IOC_MAGIC	0xC7
 
 #define CNUASGPU_IOC_INFO	_IOR(CNUASGPU_IOC_MAGIC, 0x00, struct cnuasgpu_info)
@@ -156,5 +192,8 @@ struct cnuasgpu_export {
 #define CNUASGPU_IOC_LINK_SEND	_IOW(CNUASGPU_IOC_MAGIC, 0x05, struct cnuasgpu_link_send)
 #define CNUASGPU_IOC_LINK_RECV	_IOWR(CNUASGPU_IOC_MAGIC, 0x06, struct cnuasgpu_link_recv)
 #define CNUASGPU_IOC_EXPORT_DMABUF	_IOWR(CNUASGPU_IOC_MAGIC, 0x07, struct cnuasgpu_export)
+#define CNUASGPU_IOC_CAPS	_IOWR(CNUASGPU_IOC_MAGIC, 0x08, struct cnuasgpu_caps)
+
+/* 0x10 .. 0x1f: cnuasgpu_host.ko only, uapi/cnuasgpu_host.h. */
 
 #endif /* _UAPI_CNUASGPU_H */
