@@ -504,17 +504,25 @@ async function checkPollCq(ctx: RowContext, g: Guest, dev: CnuasIbDev): Promise<
  * outside the filter, that every receive flushes in order in the error
  * state, and one posted in the error state too. With `-x` it must die of
  * SIGSYS (the filter bites); with CNUAS_NO_RQ_RING=1 (the POST_RECV
- * command, no filter) it gives the figure to compare with.
+ * command, no filter) it gives the figure to compare with. The same for an
+ * SRQ's mapped ring with `-s`: its receives never flush, so a UD QP on the
+ * SRQ takes each of them, in order, for datagrams sent to the device's own
+ * GID (`gidIndex`).
  */
-async function checkPostRecv(ctx: RowContext, g: Guest, dev: CnuasIbDev): Promise<void> {
+async function checkPostRecv(
+  ctx: RowContext,
+  g: Guest,
+  dev: CnuasIbDev,
+  gidIndex: number,
+): Promise<void> {
+  const bench = `${GUEST_PATHS.bin}/post_recv_bench -d ${shq(dev.ibdev)}`;
+  const run = async (cmd: string) => {
+    const r = await g.run(`${cmd} 2>&1; echo "exit=$?"`, { timeoutSec: 300 });
+    const code = Number(/exit=(\d+)\s*$/.exec(r.stdout)?.[1] ?? -1);
+    const ns = Number(/post_recv_ns=([\d.]+)/.exec(r.stdout)?.[1] ?? NaN);
+    return { out: r.stdout, code, ns };
+  };
   await ctx.step("ibv_post_recv posts 4096 receives without a system call", async () => {
-    const bench = `${GUEST_PATHS.bin}/post_recv_bench -d ${shq(dev.ibdev)}`;
-    const run = async (cmd: string) => {
-      const r = await g.run(`${cmd} 2>&1; echo "exit=$?"`, { timeoutSec: 300 });
-      const code = Number(/exit=(\d+)\s*$/.exec(r.stdout)?.[1] ?? -1);
-      const ns = Number(/post_recv_ns=([\d.]+)/.exec(r.stdout)?.[1] ?? NaN);
-      return { out: r.stdout, code, ns };
-    };
     const x = await run(`${bench} -x -n 16`);
     ctx.expect(x.code === SIGSYS_EXIT, `post_recv_bench -x exited ${x.code}, want SIGSYS`);
     const fast = await run(bench);
@@ -528,6 +536,21 @@ async function checkPostRecv(ctx: RowContext, g: Guest, dev: CnuasIbDev): Promis
     ctx.expect(slow.code === 0, `post_recv_bench -S (POST_RECV command): ${slow.out.slice(-400)}`);
     ctx.measure("postRecv.ringNs", fast.ns, "ns");
     ctx.measure("postRecv.commandNs", slow.ns, "ns");
+  });
+  // the SRQ's receives are then taken over loopback, every one in order
+  const srq = `${bench} -s -g ${gidIndex}`;
+  await ctx.step("ibv_post_srq_recv posts 4096 receives without a system call", async () => {
+    const fast = await run(srq);
+    if (fast.code === SIGSYS_EXIT) {
+      throw new RowFailure(`ibv_post_srq_recv on ${dev.ibdev} made a system call (SIGSYS)`);
+    }
+    if (fast.code !== 0 || !/^PASS$/m.test(fast.out) || !/^queue=srq$/m.test(fast.out)) {
+      throw new RowFailure(`post_recv_bench -s: exit ${fast.code}: ${fast.out.slice(-800)}`);
+    }
+    const slow = await run(`CNUAS_NO_RQ_RING=1 ${srq} -S`);
+    ctx.expect(slow.code === 0, `post_recv_bench -s -S (POST_SRQ_RECV): ${slow.out.slice(-400)}`);
+    ctx.measure("postSrqRecv.ringNs", fast.ns, "ns");
+    ctx.measure("postSrqRecv.commandNs", slow.ns, "ns");
   });
 }
 
@@ -577,7 +600,7 @@ export const row: Row = {
     await checkTable(ctx, g, dev);
     const gidIndex = await checkPort(ctx, g, dev);
     await checkPollCq(ctx, g, dev);
-    await checkPostRecv(ctx, g, dev);
+    await checkPostRecv(ctx, g, dev, gidIndex);
     await checkHostileRing(ctx, g, dev, gidIndex);
     await checkModule(ctx, g, dev);
   },
