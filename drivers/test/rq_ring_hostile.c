@@ -42,27 +42,6 @@ static void post(struct ibv_qp *qp, uint64_t wr_id)
 		DIE("ibv_post_recv %llu", (unsigned long long)wr_id);
 }
 
-/* The one-page uverbs mapping that appeared since @before (NULL: none). */
-static struct cnuas_ib_rq_ring_hdr *find_ring(void)
-{
-	struct cnuas_ib_rq_ring_hdr *found = NULL;
-	unsigned long lo, hi;
-	char line[512];
-	FILE *f = fopen("/proc/self/maps", "r");
-
-	if (!f)
-		DIE("/proc/self/maps");
-	while (fgets(line, sizeof(line), f))
-		if (strstr(line, "/dev/infiniband/uverbs") &&
-		    sscanf(line, "%lx-%lx", &lo, &hi) == 2 && hi - lo == 4096) {
-			if (found)
-				DIE("two one-page uverbs mappings");
-			found = (void *)lo;
-		}
-	fclose(f);
-	return found;
-}
-
 static struct ibv_qp *new_qp(void)
 {
 	struct ibv_qp_init_attr init = {
@@ -126,7 +105,7 @@ int main(int argc, char **argv)
 
 	/* 1: a bogus producer index */
 	qp = new_qp();
-	hdr = find_ring();
+	hdr = one_page_uverbs_mapping();
 	if (!hdr)
 		DIE("no receive ring mapped (provider without the ring?)");
 	post(qp, 1);
@@ -149,7 +128,7 @@ int main(int argc, char **argv)
 
 	/* 2: a slot with 0xffffffff SGEs */
 	qp = new_qp();
-	hdr = find_ring();
+	hdr = one_page_uverbs_mapping();
 	if (!hdr)
 		DIE("no receive ring mapped");
 	post(qp, 11);

@@ -42,27 +42,6 @@ static struct ibv_srq *srq;
 static struct ibv_ah *ah;
 static char buf[4096];
 
-/* The one-page uverbs mapping: only the SRQ's ring exists when it is looked for. */
-static struct cnuas_ib_rq_ring_hdr *find_ring(void)
-{
-	struct cnuas_ib_rq_ring_hdr *found = NULL;
-	unsigned long lo, hi;
-	char line[512];
-	FILE *f = fopen("/proc/self/maps", "r");
-
-	if (!f)
-		DIE("/proc/self/maps");
-	while (fgets(line, sizeof(line), f))
-		if (strstr(line, "/dev/infiniband/uverbs") &&
-		    sscanf(line, "%lx-%lx", &lo, &hi) == 2 && hi - lo == 4096) {
-			if (found)
-				DIE("two one-page uverbs mappings");
-			found = (void *)lo;
-		}
-	fclose(f);
-	return found;
-}
-
 static struct ibv_qp *ud_qp(struct ibv_srq *with)
 {
 	struct ibv_qp_init_attr init = {
@@ -218,7 +197,7 @@ int main(int argc, char **argv)
 	srq = ibv_create_srq(pd, &sattr);
 	if (!srq)
 		DIE("ibv_create_srq: %s", strerror(errno));
-	hdr = find_ring();
+	hdr = one_page_uverbs_mapping();
 	if (!hdr)
 		DIE("no SRQ ring mapped (provider without the ring?)");
 	rx = ud_qp(srq);

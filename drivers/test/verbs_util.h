@@ -79,4 +79,30 @@ static inline void ud_qp_to_rts(struct ibv_qp *qp, uint32_t qkey)
 		DIE("UD QP 0x%x to RTS: %s", qp->qp_num, strerror(errno));
 }
 
+/*
+ * The one mapping of the uverbs device that is one page long, or NULL: a
+ * small receive ring (a QP's or an SRQ's) of cnuas_ib, for the programs
+ * that scribble on one.  CQ rings are larger; a second one-page mapping
+ * dies (the caller must look before it maps another).
+ */
+static inline void *one_page_uverbs_mapping(void)
+{
+	void *found = NULL;
+	unsigned long lo, hi;
+	char line[512];
+	FILE *f = fopen("/proc/self/maps", "r");
+
+	if (!f)
+		DIE("/proc/self/maps: %s", strerror(errno));
+	while (fgets(line, sizeof(line), f))
+		if (strstr(line, "/dev/infiniband/uverbs") &&
+		    sscanf(line, "%lx-%lx", &lo, &hi) == 2 && hi - lo == 4096) {
+			if (found)
+				DIE("two one-page uverbs mappings");
+			found = (void *)lo;
+		}
+	fclose(f);
+	return found;
+}
+
 #endif /* VERBS_UTIL_H */
