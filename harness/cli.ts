@@ -3,12 +3,14 @@
  * in config.ts; flags win over it).
  *
  *   setup                       host packages, pinned downloads
- *   build [--only T ...]        build stages (qemu, image, switch, modules, guestprogs)
+ *   build [--only T ...]        build stages (qemu, image, switch, modules, guestprogs,
+ *                               provider, cnuasdev, cnuasdev-host)
  *   matrix [--row ID ...] [--list] [--shard i/n]
  *       [--without-host-package P]  leave P out of the fresh-host row's package list
  *       [--loss-seed N]             replay roce-e2e's loss pattern (or CNUAS_HIL_LOSS_SEED)
  *   test                        Deno tests, then the matrix as a gate
- *   lab [--guests N] [--fabric eth|ib]  boot N guests (default 2) with our builds
+ *   lab [--guests N] [--fabric eth|ib] [--gpus G]  boot N guests (default 2), each with
+ *                               G cnuasgpu functions (default 0), with our builds
  *                               installed, print their SSH commands, hold until Ctrl-C
  *   bench [--fresh] [--only NAME ...]  measurements into reports/bench/<id>/bench.json
  *                               (--fresh adds an empty-cache build + boot row; --only runs
@@ -44,6 +46,8 @@ const BUILD_TARGETS: BuildTarget[] = [
   "modules",
   "guestprogs",
   "provider",
+  "cnuasdev",
+  "cnuasdev-host",
 ];
 
 function configFrom(values: Record<string, unknown>): Config {
@@ -189,6 +193,7 @@ async function main(argv: string[]): Promise<number> {
       "loss-seed": { type: "string" },
       guests: { type: "string" },
       fabric: { type: "string" },
+      gpus: { type: "string" },
       help: { type: "boolean", short: "h" },
     },
   });
@@ -251,7 +256,11 @@ async function main(argv: string[]): Promise<number> {
         throw new UsageError(`lab --fabric takes eth or ib, not ${fabric}`);
       }
       const { holdLab } = await import("./matrix/hold.ts");
-      await holdLab(config, { guests: Number(values.guests ?? "2"), fabric });
+      await holdLab(config, {
+        guests: Number(values.guests ?? "2"),
+        fabric,
+        gpus: Number(values.gpus ?? "0"),
+      });
       return 0;
     }
     case "bench": {

@@ -32,6 +32,8 @@ export const HOST_PACKAGES: Record<string, string[]> = {
     "qemu-system-data",
   ],
   switch: ["gcc", "make", "libc6-dev"],
+  /** libcnuasdev's host build (Soft-GPU and its no-device smoke); libc6-dev brings the uapi headers. */
+  lib: ["gcc", "make", "libc6-dev"],
 };
 
 /** Every host package of the given groups (all groups by default), each once. */

@@ -5,11 +5,12 @@
  * (`ensurePackages`) puts exactly the host package list; then, inside it,
  * every host command and firmware file the harness uses must be there,
  * QEMU's pinned source must extract and configure with our flags and
- * models, and the switch must build. Nothing of the machine running the
- * check is used but the kernel, debootstrap and the cache.
+ * models, the switch must build, and libcnuasdev must build and pass its
+ * no-device smoke. Nothing of the machine running the check is used but
+ * the kernel, debootstrap and the cache.
  */
 import { HilError } from "../errors.ts";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { cached, removeTree } from "../cache.ts";
 import type { Config } from "../config.ts";
 import { exec, type ExecOptions, shq } from "../exec.ts";
@@ -17,6 +18,7 @@ import { ensureHostPackages, ensurePackages, hostPackageList, type PackageHost }
 import { fetchSource, readPins } from "../pins.ts";
 import { progress } from "../progress.ts";
 import { inChroot } from "./chroot.ts";
+import { cnuasdevSources } from "./cnuasdev.ts";
 import { debootstrap } from "./guest_root.ts";
 import { addCnuasGlue, QEMU_CONFIGURE_FLAGS, QEMU_FIRMWARE_DIRS, syncModels } from "./qemu.ts";
 
@@ -142,6 +144,11 @@ export async function checkFreshHost(config: Config, opts: FreshHostOptions): Pr
       (log) => configureQemu(config, root, log),
     );
     await step("switch-make", "the switch builds", (log) => buildSwitchIn(config, root, log));
+    await step(
+      "lib-make",
+      "libcnuasdev builds and its no-device smoke passes",
+      (log) => buildLibIn(config, root, log),
+    );
   } finally {
     await removeTree(work);
   }
@@ -189,6 +196,16 @@ async function configureQemu(config: Config, root: string, log: string): Promise
 async function buildSwitchIn(config: Config, root: string, log: string): Promise<void> {
   await exec(["cp", "-a", join(config.repoRoot, "qemu", "switch"), join(root, "build", "switch")]);
   await inChroot(root, "make -C /build/switch O=/build/switch-out", { logPath: log });
+}
+
+async function buildLibIn(config: Config, root: string, log: string): Promise<void> {
+  for (const d of await cnuasdevSources(config.repoRoot)) {
+    await exec(["mkdir", "-p", dirname(join(root, "build", "cnuas", d))]);
+    await exec(["cp", "-a", join(config.repoRoot, d), join(root, "build", "cnuas", d)]);
+  }
+  await inChroot(root, "make -C /build/cnuas/drivers/lib O=/build/lib-out check", {
+    logPath: log,
+  });
 }
 
 /**

@@ -17,6 +17,8 @@ export interface HoldOptions {
   guests: number;
   /** Fabric mode, or none. */
   fabric?: FabricMode;
+  /** cnuasgpu functions per guest (0..4, default 0). */
+  gpus?: number;
 }
 
 /** Bring the world up, print how to reach it, wait for a signal, tear down. */
@@ -24,8 +26,13 @@ export async function holdLab(config: Config, opts: HoldOptions): Promise<void> 
   if (!Number.isInteger(opts.guests) || opts.guests < 1 || opts.guests > 4) {
     throw new UsageError(`lab --guests takes 1 to 4, not ${opts.guests}`);
   }
-  const needs = rdmaPairNeeds(opts.fabric ?? "eth", "guestprogs");
+  const gpus = opts.gpus ?? 0;
+  if (!Number.isInteger(gpus) || gpus < 0 || gpus > 4) {
+    throw new UsageError(`lab --gpus takes 0 to 4, not ${opts.gpus}`);
+  }
+  const needs = rdmaPairNeeds(opts.fabric ?? "eth", "guestprogs", "cnuasdev");
   needs.guests = opts.guests;
+  if (gpus) needs.devices = { ...needs.devices, gpu: gpus };
   const row: Row = { id: "lab", title: "interactive lab", needs, timeoutSec: 0 };
   const dir = join(config.reportsDir, `lab-${Date.now()}`);
   await Deno.mkdir(dir, { recursive: true });
@@ -38,7 +45,10 @@ export async function holdLab(config: Config, opts: HoldOptions): Promise<void> 
     );
   }
   if (setup.fabric) console.log(`fabric control socket: ${setup.fabric.socketPath}`);
-  console.log(`logs in ${dir}; modules in /opt/cnuas/modules (not loaded). Ctrl-C tears down.`);
+  console.log(
+    `logs in ${dir}; modules in /opt/cnuas/modules (not loaded), libcnuasdev installed. ` +
+      "Ctrl-C tears down.",
+  );
   await new Promise<void>((resolve) => {
     Deno.addSignalListener("SIGINT", resolve);
     Deno.addSignalListener("SIGTERM", resolve);

@@ -5,11 +5,13 @@
  */
 import { HilError } from "../errors.ts";
 import { join } from "node:path";
+import { buildCnuasdev, buildCnuasdevHost, CNUASDEV_LAYOUT } from "../build/cnuasdev.ts";
 import { buildImage, type GuestImage } from "../build/image.ts";
 import { buildGuestPrograms, buildModules } from "../build/modules.ts";
 import { buildProvider, PROVIDER_GUEST_PATHS } from "../build/provider.ts";
 import { buildQemu, type QemuBuild } from "../build/qemu.ts";
 import { type Accel, type Config, timeoutScale } from "../config.ts";
+import { shq } from "../exec.ts";
 import { Fabric } from "../fabric/switch.ts";
 import { progress } from "../progress.ts";
 import { type AccelChoice, chooseAccel } from "../vm/accel.ts";
@@ -138,6 +140,10 @@ export class Lab {
       }
       case "provider":
         return { provider: await buildProvider(this.config) };
+      case "cnuasdev":
+        return { cnuasdev: await buildCnuasdev(this.config) };
+      case "cnuasdev-host":
+        return { cnuasdevHost: await buildCnuasdevHost(this.config) };
     }
   }
 
@@ -284,6 +290,34 @@ export class Lab {
         0o644,
       );
     }
+    if (builds.cnuasdev) await installCnuasdev(g, builds.cnuasdev);
     await g.run("udevadm settle -t 30 || true", { timeoutSec: 60 });
   }
+}
+
+/**
+ * libcnuasdev into a guest: every file of the install tree to the same path
+ * (library, header, .pc where Debian puts them), its symbolic links made
+ * again, `ldconfig`; the programs to GUEST_PATHS.bin and the example sources
+ * to GUEST_PATHS.src.
+ */
+async function installCnuasdev(g: GuestVm, dir: string): Promise<void> {
+  const links: string[] = [];
+  const walk = async (from: string, to: string): Promise<void> => {
+    for await (const e of Deno.readDir(from)) {
+      const src = join(from, e.name);
+      const dst = `${to}/${e.name}`;
+      if (e.isDirectory) await walk(src, dst);
+      else if (e.isSymlink) links.push(`ln -sfn ${shq(await Deno.readLink(src))} ${shq(dst)}`);
+      else if (e.isFile) await g.putFile(dst, await Deno.readFile(src), 0o644);
+    }
+  };
+  await walk(join(dir, CNUASDEV_LAYOUT.root), "");
+  await walk(join(dir, CNUASDEV_LAYOUT.src), GUEST_PATHS.src);
+  for await (const e of Deno.readDir(join(dir, CNUASDEV_LAYOUT.bin))) {
+    const data = await Deno.readFile(join(dir, CNUASDEV_LAYOUT.bin, e.name));
+    await g.putFile(`${GUEST_PATHS.bin}/${e.name}`, data, 0o755);
+  }
+  const r = await g.run([...links, "ldconfig"].join(" && "), { timeoutSec: 60 });
+  if (r.code !== 0) throw new LabError(`${g.name}: installing libcnuasdev: ${r.stderr.trim()}`);
 }

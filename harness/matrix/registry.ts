@@ -26,6 +26,7 @@ export const ROW_IDS = [
   "gpu-smoke",
   "cnuaslink",
   "gpu-host",
+  "cnuasdev",
   "peermem",
 ] as const;
 

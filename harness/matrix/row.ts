@@ -18,7 +18,15 @@ export const MODULES = ["cnuas_net", "cnuas_ib", "cnuasgpu", "cnuasgpu_host"] as
 export type ModuleName = typeof MODULES[number];
 
 /** Build stages a row can ask for. */
-export type BuildTarget = "qemu" | "image" | "switch" | "modules" | "provider" | "guestprogs";
+export type BuildTarget =
+  | "qemu"
+  | "image"
+  | "switch"
+  | "modules"
+  | "provider"
+  | "guestprogs"
+  | "cnuasdev"
+  | "cnuasdev-host";
 
 /** What a row asks the runner for. */
 export interface RowNeeds {
@@ -76,10 +84,21 @@ export interface BuildOutputs {
   guestPrograms?: string;
   /** Directory holding the provider's install tree. */
   provider?: string;
+  /** libcnuasdev built in the build root (`CNUASDEV_LAYOUT`: install tree, programs, sources). */
+  cnuasdev?: string;
+  /** libcnuasdev and its programs built with the host's cc. */
+  cnuasdevHost?: string;
 }
 
 /** A failed expectation: the row's status becomes FAIL (anything else thrown is ERROR). */
 export class RowFailure extends HilError {}
+
+/**
+ * Something the row needs is not built yet (a module, a program): the row's
+ * status becomes MISS, naming it. Thrown after the row ran what it could,
+ * so a row that cannot prove everything never reports PASS.
+ */
+export class RowMiss extends HilError {}
 
 /** Handed to `Row.run`. */
 export interface RowContext {

@@ -16,7 +16,7 @@ import { BootTimeoutError, GuestDiedError } from "../vm/guest.ts";
 import type { Guest, RunOptions, RunResult } from "../vm/types.ts";
 import { dmesgViolations } from "./dmesg_guard.ts";
 import { type Lab, LabError } from "./lab.ts";
-import { type FabricHandle, type Row, type RowContext, RowFailure } from "./row.ts";
+import { type FabricHandle, type Row, type RowContext, RowFailure, RowMiss } from "./row.ts";
 
 /** The row exceeded its timeout. */
 export class RowTimeoutError extends HilError {}
@@ -120,6 +120,7 @@ export async function runRow(row: Row, lab: Lab, runDir: string): Promise<RowRes
 function classify(e: unknown): [Status, string] {
   const err = e as Error;
   if (e instanceof RowFailure) return ["FAIL", err.message];
+  if (e instanceof RowMiss) return ["MISS", err.message];
   if (e instanceof GuestDiedError) return ["ERROR", `guest died: ${err.message}`];
   if (e instanceof BootTimeoutError) return ["ERROR", err.message];
   if (e instanceof RowTimeoutError) return ["ERROR", err.message];

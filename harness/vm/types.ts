@@ -31,6 +31,8 @@ export const GUEST_PATHS = {
   modules: "/opt/cnuas/modules",
   /** Guest-side test programs and examples. */
   bin: "/opt/cnuas/bin",
+  /** Example sources to build in the guest (libcnuasdev's, with pkg-config). */
+  src: "/opt/cnuas/src",
 } as const;
 
 /** A booted guest. */
