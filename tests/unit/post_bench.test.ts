@@ -2,7 +2,6 @@
 import assert from "node:assert/strict";
 import { parsePostBench, type PostBenchFigures } from "../../harness/guest/post_bench.ts";
 import {
-  CNUAS_SYSCALLS_PER_CALL,
   postMeasurements,
   syscallClaimViolations,
   verbFigureName,
