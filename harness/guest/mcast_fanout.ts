@@ -14,6 +14,7 @@ import { RowFailure } from "../matrix/row.ts";
 import { type Guest, GUEST_PATHS } from "../vm/types.ts";
 import { runPair } from "./cnuas_ib.ts";
 import { shq } from "./shell.ts";
+import { passFigures } from "./pass_output.ts";
 
 /** The guest program. */
 export const MCAST_FANOUT = `${GUEST_PATHS.bin}/mcast_fanout`;
@@ -45,16 +46,9 @@ export interface McastFanoutFigures {
  * nothing). A PASS without a figure is a RowFailure.
  */
 export function parseMcastFanout(out: string): McastFanoutFigures | undefined {
-  if (!/^PASS$/m.test(out)) return undefined;
-  const kv = new Map<string, number>();
-  for (const m of out.matchAll(/(\w+)=([\d.]+)/g)) kv.set(m[1], Number(m[2]));
-  const need = (k: string): number => {
-    const v = kv.get(k);
-    if (v === undefined || !Number.isFinite(v)) {
-      throw new RowFailure(`mcast_fanout printed PASS without ${k}: ${out.slice(-800)}`);
-    }
-    return v;
-  };
+  const fig = passFigures("mcast_fanout", out);
+  if (fig === undefined) return undefined;
+  const need = fig.need;
   const members = need("members");
   const ks = Array.from({ length: members }, (_, k) => k);
   return {

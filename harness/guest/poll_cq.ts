@@ -9,6 +9,7 @@
 import { RowFailure } from "../matrix/row.ts";
 import { type Guest, GUEST_PATHS } from "../vm/types.ts";
 import { shq } from "./shell.ts";
+import { passFigures } from "./pass_output.ts";
 
 /** The guest program. */
 export const POLL_CQ_BENCH = `${GUEST_PATHS.bin}/poll_cq_bench`;
@@ -44,16 +45,9 @@ export interface PollCqFigures {
  * status tells, see {@link runPollCqBench}).
  */
 export function parsePollCqBench(out: string): PollCqFigures | undefined {
-  if (!/^PASS$/m.test(out)) return undefined;
-  const kv = new Map<string, number>();
-  for (const m of out.matchAll(/(\w+)=([\d.]+)/g)) kv.set(m[1], Number(m[2]));
-  const need = (k: string): number => {
-    const v = kv.get(k);
-    if (v === undefined || !Number.isFinite(v)) {
-      throw new RowFailure(`poll_cq_bench printed PASS without ${k}: ${out}`);
-    }
-    return v;
-  };
+  const fig = passFigures("poll_cq_bench", out);
+  if (fig === undefined) return undefined;
+  const need = fig.need;
   return {
     completions: need("completions"),
     batch: need("batch"),

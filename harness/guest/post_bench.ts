@@ -16,6 +16,7 @@
 import { RowFailure } from "../matrix/row.ts";
 import { type Guest, GUEST_PATHS } from "../vm/types.ts";
 import { shq } from "./shell.ts";
+import { passFigures } from "./pass_output.ts";
 
 /** The guest program. */
 export const POST_BENCH = `${GUEST_PATHS.bin}/post_bench`;
@@ -67,16 +68,9 @@ export interface PostBenchFigures {
  * self-test (N getppid() calls are N system calls), is a RowFailure.
  */
 export function parsePostBench(out: string): PostBenchFigures | undefined {
-  if (!/^PASS$/m.test(out)) return undefined;
-  const kv = new Map<string, string>();
-  for (const m of out.matchAll(/(\w+)=(\S+)/g)) kv.set(m[1], m[2]);
-  const need = (k: string): number => {
-    const v = Number(kv.get(k));
-    if (!kv.has(k) || !Number.isFinite(v)) {
-      throw new RowFailure(`post_bench printed PASS without ${k}: ${out.slice(-800)}`);
-    }
-    return v;
-  };
+  const fig = passFigures("post_bench", out);
+  if (fig === undefined) return undefined;
+  const need = fig.need;
   const selftest = [need("selftest_getppid_calls"), need("selftest_getppid_syscalls")];
   if (selftest[0] === 0 || selftest[0] !== selftest[1]) {
     throw new RowFailure(
@@ -96,7 +90,7 @@ export function parsePostBench(out: string): PostBenchFigures | undefined {
       calls,
       syscalls,
       syscallsPerCall: syscalls / calls,
-      syscallList: kv.get(`${k}_syscall_list`) ?? "?",
+      syscallList: fig.text(`${k}_syscall_list`) ?? "?",
     };
   }
   return { cases, getppidSyscallNs: need("getppid_syscall_ns") };
