@@ -6,6 +6,8 @@
  *   cnuasdev_suite [SPEC]            the cross-backend suite, one line a case
  *   cnuasdev_hostdev_fake_smoke      selection, capabilities and error paths
  *                                    with no device at all (Soft-GPU only)
+ *   cnuasdev_bench [SPEC [SECONDS]]  copy bandwidth and queue throughput,
+ *                                    every figure checked by a digest
  *
  * Each exits 0 when every check passed, 1 on a mismatch, 2 when it cannot
  * run where it is (usage, a device that is not idle, devices present).
