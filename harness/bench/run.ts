@@ -10,6 +10,7 @@ import { loadRows } from "../matrix/registry.ts";
 import { newRunId, projectDescribe } from "../matrix/run.ts";
 import { progress } from "../progress.ts";
 import type { Measurement } from "../report/schema.ts";
+import { benchCnuasdev } from "./cnuasdev.ts";
 import { benchGpu } from "./gpu.ts";
 import { benchNet } from "./net.ts";
 import { runBenchRow } from "./one_row.ts";
@@ -59,10 +60,14 @@ async function benchFresh(config: Config): Promise<Record<string, Measurement>> 
   }
 }
 
-/** The benches after boot: device oracles, switch, RDMA checker, NIC and RDMA figures. */
+/**
+ * The benches after boot: device oracles, GPU and libcnuasdev, switch, RDMA
+ * checker, NIC and RDMA figures.
+ */
 const BENCHES: Bench[] = [
   { name: "benchVnic", run: benchVnic },
   { name: "benchGpu", run: benchGpu },
+  { name: "benchCnuasdev", run: benchCnuasdev },
   { name: "benchSwitch", run: benchSwitch },
   { name: "benchRdmaChecker", run: benchRdmaChecker },
   { name: "benchNet", run: benchNet },

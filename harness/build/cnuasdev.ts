@@ -35,7 +35,11 @@ export async function cnuasdevSources(repoRoot: string): Promise<string[]> {
 }
 
 /** Test programs the Makefile builds beside the library (`drivers/lib/test`). */
-export const CNUASDEV_PROGRAMS = ["cnuasdev_suite", "cnuasdev_hostdev_fake_smoke"] as const;
+export const CNUASDEV_PROGRAMS = [
+  "cnuasdev_suite",
+  "cnuasdev_hostdev_fake_smoke",
+  "cnuasdev_bench",
+] as const;
 
 /** Where things are inside a `cnuasdev` entry. */
 export const CNUASDEV_LAYOUT = {
@@ -48,7 +52,7 @@ export const CNUASDEV_LAYOUT = {
 } as const;
 
 /** Bump when the recipe below changes in a way the sources do not show. */
-const RECIPE_VERSION = 1;
+const RECIPE_VERSION = 2;
 
 /**
  * Build libcnuasdev in the build root; returns the entry directory (see

@@ -11,12 +11,15 @@
  * ```
  */
 import { RowFailure } from "../matrix/row.ts";
+import type { Measurement } from "../report/schema.ts";
 import { type Guest, GUEST_PATHS } from "../vm/types.ts";
 import { shq } from "./shell.ts";
 
 /** The suite and the no-device smoke, as the lab installs them in a guest. */
 export const CNUASDEV_SUITE = `${GUEST_PATHS.bin}/cnuasdev_suite`;
 export const CNUASDEV_FAKE_SMOKE = `${GUEST_PATHS.bin}/cnuasdev_hostdev_fake_smoke`;
+/** The bandwidth and queue bench (`drivers/lib/test/cnuasdev_bench.c`). */
+export const CNUASDEV_BENCH = `${GUEST_PATHS.bin}/cnuasdev_bench`;
 /** The example's source in a guest, built there with pkg-config. */
 export const CNUASDEV_LIST_SRC = `${GUEST_PATHS.src}/cnuasdev_list.c`;
 
@@ -161,4 +164,86 @@ export function differential(runs: SuiteRun[]): Differential {
     }
   }
   return out;
+}
+
+/** What one run of `cnuasdev_bench` said. */
+export interface DevBenchRun {
+  /** `info backend=` (pcie, host, soft), or "?" when the bench never said. */
+  backend: string;
+  /** The `info` line's key=value pairs. */
+  info: Record<string, string>;
+  /** Checked figures by the bench's name (`copyToDev.64k`, `async.b32`), in the order printed. */
+  figures: Map<string, Measurement>;
+  /** Mode (`zerocopy`, `pinned`, `async`) → the capabilities it needed and the device lacked. */
+  skips: Map<string, string>;
+  /** The bench printed its closing `PASS` (every check passed). */
+  passed: boolean;
+}
+
+/** The units `cnuasdev_bench` prints, as they end a figure's name in bench.json. */
+const UNIT_SUFFIX: Record<string, string> = { "MiB/s": "MiBps", "ops/s": "opsPerSec" };
+
+/**
+ * Parse `cnuasdev_bench`'s stdout: `info`, `bench NAME VALUE UNIT ...`,
+ * `skip MODE needs=...` and `PASS` lines; anything else (a malformed figure,
+ * a unit it does not print) is ignored, so it shows as a missing figure.
+ */
+export function parseDevBench(text: string): DevBenchRun {
+  const run: DevBenchRun = {
+    backend: "?",
+    info: {},
+    figures: new Map(),
+    skips: new Map(),
+    passed: false,
+  };
+  for (const raw of text.split("\n")) {
+    const line = raw.trim();
+    const b = /^bench ([a-z][A-Za-z0-9]*\.[A-Za-z0-9]+) ([0-9]+(?:\.[0-9]+)?) (\S+)(?: |$)/
+      .exec(line);
+    if (b && UNIT_SUFFIX[b[3]] !== undefined) {
+      run.figures.set(b[1], { value: Number(b[2]), unit: b[3] });
+      continue;
+    }
+    const m = /^(info|skip)\s+(\S+)\s*(.*)$/.exec(line);
+    if (m?.[1] === "info") Object.assign(run.info, lineValues(`${m[2]} ${m[3]}`));
+    else if (m?.[1] === "skip") run.skips.set(m[2], lineValues(m[3]).needs ?? m[3]);
+    else if (line === "PASS") run.passed = true;
+  }
+  run.backend = run.info.backend ?? "?";
+  return run;
+}
+
+/**
+ * A figure's name in bench.json: backend, the bench's name, the unit —
+ * `pcie.copyToDev.64k.MiBps`, `host.async.b32.opsPerSec`.
+ */
+export function devBenchName(backend: string, name: string, unit: string): string {
+  return `${backend}.${name}.${UNIT_SUFFIX[unit] ?? unit.replace(/\W/g, "")}`;
+}
+
+/** Transfer sizes of `cnuasdev_bench`'s copy points, as they appear in its names. */
+export const DEV_BENCH_SIZES = ["4k", "64k", "1M"] as const;
+/** Its copy modes; every one but `copy` is skipped on a device without its capabilities. */
+export const DEV_BENCH_MODES = ["copy", "zerocopy", "pinned"] as const;
+
+/**
+ * The figures a run should have printed and did not: every copy mode that
+ * was not skipped at every size in both directions, and, unless `async` was
+ * skipped, `async.b1` and `async.b<batch_max>`.
+ */
+export function missingDevBenchFigures(run: DevBenchRun): string[] {
+  const want: string[] = [];
+  for (const mode of DEV_BENCH_MODES) {
+    if (run.skips.has(mode)) continue;
+    for (const size of DEV_BENCH_SIZES) {
+      for (const dir of ["ToDev", "FromDev"]) want.push(`${mode}${dir}.${size}`);
+    }
+  }
+  if (!run.skips.has("async")) {
+    const bm = Number(run.info.batch_max);
+    want.push("async.b1");
+    if (!(bm > 0)) want.push("async.b<batch_max>");
+    else if (bm > 1) want.push(`async.b${bm}`);
+  }
+  return want.filter((n) => !run.figures.has(n));
 }

@@ -44,3 +44,15 @@ export function rdmaPairNeeds(fabric: FabricMode, ...extra: BuildTarget[]): RowN
     devices: { vnic: 1 },
   };
 }
+
+/**
+ * One guest with one cnuasgpu function and libcnuasdev installed (row
+ * cnuasdev, bench cnuasdev); `extra` builds come after the library.
+ */
+export function cnuasdevGuestNeeds(...extra: BuildTarget[]): RowNeeds {
+  return {
+    guests: 1,
+    builds: ["qemu", "image", "modules", "cnuasdev", ...extra],
+    devices: { gpu: 1 },
+  };
+}

@@ -30,6 +30,7 @@ import {
   type SuiteRun,
 } from "../../harness/guest/cnuasdev.ts";
 import { shq } from "../../harness/guest/shell.ts";
+import { cnuasdevGuestNeeds } from "../../harness/matrix/needs.ts";
 import { type Row, type RowContext, RowMiss } from "../../harness/matrix/row.ts";
 import type { Guest } from "../../harness/vm/types.ts";
 
@@ -216,11 +217,7 @@ async function run(ctx: RowContext): Promise<void> {
 export const row: Row = {
   id: "cnuasdev",
   title: "libcnuasdev: suite on pcie, host and soft, cross-backend differential, no-device smoke",
-  needs: {
-    guests: 1,
-    builds: ["qemu", "image", "modules", "cnuasdev", "cnuasdev-host"],
-    devices: { gpu: 1 },
-  },
+  needs: cnuasdevGuestNeeds("cnuasdev-host"),
   timeoutSec: 600,
   modules: ["cnuasgpu", "cnuasgpu_host"],
   run,
