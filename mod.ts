@@ -93,6 +93,8 @@ export {
   type FabricHandle,
   type FabricMode,
   type GuestDevices,
+  LIBRARIES,
+  type LibraryName,
   type ModuleName,
   MODULES,
   type Row,
@@ -129,7 +131,16 @@ export {
   type StepResult,
 } from "./harness/report/schema.ts";
 /** JUnit, Markdown, HTML and compat renderings. */
-export { type CompatJson, toCompat, toHtml, toJunit, toMarkdown } from "./harness/report/render.ts";
+export {
+  type CompatEntry,
+  type CompatJson,
+  LIBRARY_VERSIONS,
+  MODULE_VERSIONS,
+  toCompat,
+  toHtml,
+  toJunit,
+  toMarkdown,
+} from "./harness/report/render.ts";
 /** Writing and merging report directories. */
 export { writeReport } from "./harness/report/write.ts";
 /** Merging shard reports into one. */

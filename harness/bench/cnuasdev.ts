@@ -93,6 +93,7 @@ export const cnuasdevBenchRow: Row = {
   needs: cnuasdevGuestNeeds(),
   timeoutSec: 900,
   modules: ["cnuasgpu", "cnuasgpu_host"],
+  libraries: ["libcnuasdev"],
   run,
 };
 

@@ -5,7 +5,7 @@
 import { UserError } from "../errors.ts";
 import { join } from "node:path";
 import { REPO_ROOT } from "../config.ts";
-import type { ModuleName, Row } from "./row.ts";
+import type { LibraryName, ModuleName, Row } from "./row.ts";
 
 /** Every row id, in report order (ARCHITECTURE.md's table, with fresh-host first). */
 export const ROW_IDS = [
@@ -63,6 +63,13 @@ export async function loadRows(ids: string[] = []): Promise<Row[]> {
 export async function moduleCredits(): Promise<Record<string, ModuleName[]>> {
   const out: Record<string, ModuleName[]> = {};
   for (const r of await loadRows()) out[r.id] = r.modules ?? [];
+  return out;
+}
+
+/** Each row's declared libraries (`Row.libraries`), by row id: what compat.json credits. */
+export async function libraryCredits(): Promise<Record<string, LibraryName[]>> {
+  const out: Record<string, LibraryName[]> = {};
+  for (const r of await loadRows()) out[r.id] = r.libraries ?? [];
   return out;
 }
 

@@ -17,6 +17,12 @@ export const MODULES = ["cnuas_net", "cnuas_ib", "cnuasgpu", "cnuasgpu_host"] as
 /** One of our kernel modules. */
 export type ModuleName = typeof MODULES[number];
 
+/** Our user-space libraries, as compat.json names them. */
+export const LIBRARIES = ["libcnuasdev"] as const;
+
+/** One of our user-space libraries. */
+export type LibraryName = typeof LIBRARIES[number];
+
 /** Build stages a row can ask for. */
 export type BuildTarget =
   | "qemu"
@@ -145,6 +151,11 @@ export interface Row {
    * with this row's status. Absent for rows that load none.
    */
   modules?: ModuleName[];
+  /**
+   * Our user-space libraries the row exercises: compat.json credits each
+   * with this row's status, as it does modules. Absent for rows that use none.
+   */
+  libraries?: LibraryName[];
   /** The row body; absent for a row not implemented yet. */
   run?: (ctx: RowContext) => Promise<void>;
   /** Why the row reports MISS (required when `run` is absent). */

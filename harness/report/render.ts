@@ -2,7 +2,7 @@
  * Renderings of a matrix.json: JUnit XML, Markdown, a self-contained HTML
  * page, and compat.json. Pure functions of the report.
  */
-import { type ModuleName, MODULES } from "../matrix/row.ts";
+import { LIBRARIES, type LibraryName, type ModuleName, MODULES } from "../matrix/row.ts";
 import type { MatrixJson, RowResult } from "./schema.ts";
 import { rollUp } from "./schema.ts";
 
@@ -112,17 +112,34 @@ export function toHtml(m: MatrixJson): string {
     `<table><tr><th>row</th><th>status</th><th>s</th><th>measurements</th><th>reason / steps</th><th>artifacts</th></tr>\n${rows}\n</table></body></html>\n`;
 }
 
-/** Module versions of ours validated against a kernel (from the rows that loaded them). */
+/** One module or library in compat.json. */
+export interface CompatEntry {
+  /** `cnuasgpu_host`, `libcnuasdev`. */
+  name: string;
+  /** Its version: a module's MODULE_VERSION, a library's release (`.so` and pkg-config). */
+  version: string;
+  /** The rows that declare it, as `id:STATUS`. */
+  rows: string[];
+  /** Their roll-up; SKIP when no row of the run declares it. */
+  status: string;
+}
+
+/** Module and library versions of ours validated against a kernel (from the rows that ran them). */
 export interface CompatJson {
   /** The guest kernel release the modules ran on. */
   guestKernel?: string;
   /** The run this comes from. */
   runId: string;
-  /** Per module: its version, the rows that ran it (`id:STATUS`) and their roll-up. */
-  modules: { name: string; version: string; rows: string[]; status: string }[];
+  /** Per kernel module (`Row.modules`). */
+  modules: CompatEntry[];
+  /** Per user-space library (`Row.libraries`). */
+  libraries: CompatEntry[];
 }
 
-/** Module versions, from the datasheet. */
+/**
+ * Module versions: each module's MODULE_VERSION in drivers/ (a unit test
+ * holds the two together).
+ */
 export const MODULE_VERSIONS: Record<ModuleName, string> = {
   cnuas_net: "0.1.0",
   cnuas_ib: "0.2.0",
@@ -131,27 +148,45 @@ export const MODULE_VERSIONS: Record<ModuleName, string> = {
 };
 
 /**
- * compat.json: which module versions were validated against which kernel.
- * `rowModules` maps a row id to the modules it declares (`Row.modules`,
- * see `moduleCredits`): a module is credited with exactly the rows that
- * declare it.
+ * Library versions: libcnuasdev's release, `VERSION` of drivers/lib/Makefile
+ * (the `.so.1.0.0` and the pkg-config Version; a unit test holds them together).
+ */
+export const LIBRARY_VERSIONS: Record<LibraryName, string> = {
+  libcnuasdev: "1.0.0",
+};
+
+/** One compat.json entry: `name` credited with the rows of `m` whose declared list holds it. */
+function credit<N extends string>(
+  m: MatrixJson,
+  name: N,
+  version: string,
+  declared: Record<string, readonly N[]>,
+): CompatEntry {
+  const ran = m.rows.filter((r) => declared[r.id]?.includes(name));
+  return {
+    name,
+    version,
+    rows: ran.map((r) => `${r.id}:${r.status}`),
+    status: ran.length ? rollUp(ran.map((r) => r.status)) : "SKIP",
+  };
+}
+
+/**
+ * compat.json: which module and library versions were validated against
+ * which kernel. `rowModules` and `rowLibraries` map a row id to the modules
+ * and libraries it declares (`Row.modules`, `Row.libraries`; see
+ * `moduleCredits`, `libraryCredits`): each is credited with exactly the rows
+ * that declare it.
  */
 export function toCompat(
   m: MatrixJson,
   rowModules: Record<string, readonly ModuleName[]>,
+  rowLibraries: Record<string, readonly LibraryName[]>,
 ): CompatJson {
   return {
     guestKernel: m.provenance.guestKernel,
     runId: m.provenance.runId,
-    modules: MODULES.map((name) => {
-      const version = MODULE_VERSIONS[name];
-      const ran = m.rows.filter((r) => rowModules[r.id]?.includes(name));
-      return {
-        name,
-        version,
-        rows: ran.map((r) => `${r.id}:${r.status}`),
-        status: ran.length ? rollUp(ran.map((r) => r.status)) : "SKIP",
-      };
-    }),
+    modules: MODULES.map((name) => credit(m, name, MODULE_VERSIONS[name], rowModules)),
+    libraries: LIBRARIES.map((name) => credit(m, name, LIBRARY_VERSIONS[name], rowLibraries)),
   };
 }

@@ -2,7 +2,7 @@
  * Writing a run's report directory and the `reports/latest` link.
  */
 import { join, relative } from "node:path";
-import { moduleCredits } from "../matrix/registry.ts";
+import { libraryCredits, moduleCredits } from "../matrix/registry.ts";
 import { toCompat, toHtml, toJunit, toMarkdown } from "./render.ts";
 import type { MatrixJson } from "./schema.ts";
 
@@ -13,8 +13,8 @@ export async function writeReport(dir: string, m: MatrixJson, reportsDir?: strin
   await Deno.writeTextFile(join(dir, "junit.xml"), toJunit(m));
   await Deno.writeTextFile(join(dir, "matrix.md"), toMarkdown(m));
   await Deno.writeTextFile(join(dir, "index.html"), toHtml(m));
-  // compat.json credits each module with the rows that declare it
-  const compat = toCompat(m, await moduleCredits());
+  // compat.json credits each module and library with the rows that declare it
+  const compat = toCompat(m, await moduleCredits(), await libraryCredits());
   await Deno.writeTextFile(join(dir, "compat.json"), JSON.stringify(compat, null, 2) + "\n");
   if (reportsDir) {
     const link = join(reportsDir, "latest");

@@ -32,6 +32,7 @@ import {
 import { shq } from "../../harness/guest/shell.ts";
 import { cnuasdevGuestNeeds } from "../../harness/matrix/needs.ts";
 import { type Row, type RowContext, RowMiss } from "../../harness/matrix/row.ts";
+import { LIBRARY_VERSIONS } from "../../harness/report/render.ts";
 import type { Guest } from "../../harness/vm/types.ts";
 
 /** Cases each backend must at least run (of 26: pcie has no pins or queue, soft no DMA-BUF or link). */
@@ -125,7 +126,10 @@ async function run(ctx: RowContext): Promise<void> {
     );
     ctx.expect(r.code === 0, `building against the installed library failed: ${r.stderr}`);
     const [version, flags] = r.stdout.split("\n");
-    ctx.expect(version === "1.0.0", `pkg-config --modversion cnuasdev: ${version}`);
+    ctx.expect(
+      version === LIBRARY_VERSIONS.libcnuasdev,
+      `pkg-config --modversion cnuasdev: ${version}, expected ${LIBRARY_VERSIONS.libcnuasdev}`,
+    );
     ctx.expect(/-lcnuasdev\b/.test(flags), `pkg-config --libs cnuasdev: ${flags}`);
     ctx.expect(
       /libcnuasdev\.so\.1 => (\/usr)?\/lib\/x86_64-linux-gnu\/libcnuasdev\.so\.1 /.test(r.stdout),
@@ -220,5 +224,6 @@ export const row: Row = {
   needs: cnuasdevGuestNeeds("cnuasdev-host"),
   timeoutSec: 600,
   modules: ["cnuasgpu", "cnuasgpu_host"],
+  libraries: ["libcnuasdev"],
   run,
 };

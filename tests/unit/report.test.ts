@@ -1,7 +1,17 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { toCompat, toHtml, toJunit, toMarkdown } from "../../harness/report/render.ts";
-import { moduleCredits } from "../../harness/matrix/registry.ts";
+import {
+  type CompatJson,
+  LIBRARY_VERSIONS,
+  MODULE_VERSIONS,
+  toCompat,
+  toHtml,
+  toJunit,
+  toMarkdown,
+} from "../../harness/report/render.ts";
+import { libraryCredits, loadRows, moduleCredits } from "../../harness/matrix/registry.ts";
+import { REPO_ROOT } from "../../harness/config.ts";
+import { MODULES } from "../../harness/matrix/row.ts";
 import {
   type MatrixJson,
   parseMatrixJson,
@@ -51,6 +61,10 @@ Deno.test("matrix.json written to disk parses back to the same report", async ()
   await writeReport(join(dir, "r1"), m, dir);
   const back = parseMatrixJson(await Deno.readTextFile(join(dir, "latest", "matrix.json")));
   assert.deepEqual(back, m);
+  const compat = JSON.parse(
+    await Deno.readTextFile(join(dir, "latest", "compat.json")),
+  ) as CompatJson;
+  assert.deepEqual(compat.libraries.map((l) => l.name), ["libcnuasdev"]);
   await Deno.remove(dir, { recursive: true });
 });
 
@@ -77,7 +91,7 @@ Deno.test("markdown and html show every row, its status and its measurements", (
 });
 
 Deno.test("compat.json lists module versions with the rows that validated them", async () => {
-  const c = toCompat(sample("r1", ["driver-load"]), await moduleCredits());
+  const c = toCompat(sample("r1", ["driver-load"]), await moduleCredits(), await libraryCredits());
   const net = c.modules.find((m) => m.name === "cnuas_net")!;
   assert.equal(net.version, "0.1.0");
   assert.deepEqual(net.rows, ["driver-load:PASS"]);
@@ -88,12 +102,69 @@ Deno.test("compat.json lists module versions with the rows that validated them",
 Deno.test("compat.json credits peermem to the modules the row declares, not cnuasgpu_host", async () => {
   const credits = await moduleCredits();
   assert.deepEqual([...credits["peermem"]].sort(), ["cnuas_ib", "cnuas_net", "cnuasgpu"]);
-  const c = toCompat(sample("r1", ["peermem", "gpu-host"]), credits);
+  const c = toCompat(sample("r1", ["peermem", "gpu-host"]), credits, await libraryCredits());
   const rows = (name: string) => c.modules.find((m) => m.name === name)!.rows;
   for (const name of ["cnuasgpu", "cnuas_net", "cnuas_ib"]) {
     assert.deepEqual(rows(name), ["peermem:PASS"], name);
   }
   assert.deepEqual(rows("cnuasgpu_host"), ["gpu-host:FAIL"]);
+});
+
+Deno.test("compat.json credits cnuasgpu_host and libcnuasdev with the rows that ran them", async () => {
+  const c = toCompat(
+    sample("r1", ["gpu-host", "cnuasdev", "gpu-smoke", "boot"]),
+    await moduleCredits(),
+    await libraryCredits(),
+  );
+  const mod = (name: string) => c.modules.find((m) => m.name === name)!;
+  assert.deepEqual(mod("cnuasgpu_host"), {
+    name: "cnuasgpu_host",
+    version: "0.1.0",
+    rows: ["gpu-host:PASS", "cnuasdev:FAIL"],
+    status: "FAIL",
+  });
+  assert.deepEqual(mod("cnuasgpu").rows, ["cnuasdev:FAIL", "gpu-smoke:MISS"]);
+  assert.deepEqual(c.libraries, [
+    { name: "libcnuasdev", version: "1.0.0", rows: ["cnuasdev:FAIL"], status: "FAIL" },
+  ]);
+  // a run without the library's row: listed, not validated
+  const none = toCompat(sample("r2", ["boot"]), await moduleCredits(), await libraryCredits());
+  assert.deepEqual(none.libraries, [
+    { name: "libcnuasdev", version: "1.0.0", rows: [], status: "SKIP" },
+  ]);
+});
+
+Deno.test("a row declares libcnuasdev exactly when it has the library installed", async () => {
+  for (const r of await loadRows()) {
+    const installs = r.needs.builds.includes("cnuasdev");
+    assert.equal(r.libraries?.includes("libcnuasdev") ?? false, installs, r.id);
+  }
+  assert.deepEqual((await libraryCredits())["cnuasdev"], ["libcnuasdev"]);
+});
+
+/** `#define NAME "x"` of `name` in a C text, or undefined. */
+function cDefine(text: string, name: string): string | undefined {
+  return new RegExp(`^#define\\s+${name}\\s+"([^"]+)"`, "m").exec(text)?.[1];
+}
+
+Deno.test("compat.json's versions are the sources': MODULE_VERSION, the library's VERSION", async () => {
+  const read = (p: string) => Deno.readTextFile(join(REPO_ROOT, p));
+  for (const name of MODULES) {
+    const dir = name.startsWith("cnuasgpu") ? "drivers/gpu" : "drivers/nic";
+    const main = await read(`${dir}/${name}_main.c`);
+    const arg = /^MODULE_VERSION\((.+)\);/m.exec(main)?.[1];
+    assert.ok(arg, `${name}: no MODULE_VERSION in ${dir}/${name}_main.c`);
+    const header = await read(`${dir}/${name}.h`).catch(() => "");
+    const version = arg.startsWith('"') ? arg.slice(1, -1) : cDefine(`${main}\n${header}`, arg);
+    assert.equal(MODULE_VERSIONS[name], version, name);
+  }
+  const lib = LIBRARY_VERSIONS.libcnuasdev;
+  assert.equal(/^VERSION\s*:=\s*(\S+)$/m.exec(await read("drivers/lib/Makefile"))?.[1], lib);
+  assert.equal(cDefine(await read("drivers/lib/cnuasdev_priv.h"), "CNUASDEV_VERSION_STRING"), lib);
+  const h = await read("drivers/lib/include/cnuasdev.h");
+  const part = (p: string) =>
+    new RegExp(`^#define\\s+CNUASDEV_VERSION_${p}\\s+(\\d+)`, "m").exec(h)?.[1];
+  assert.equal(`${part("MAJOR")}.${part("MINOR")}.${part("PATCH")}`, lib);
 });
 
 Deno.test("every row that loads one of our modules declares it", async () => {
