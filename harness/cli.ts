@@ -206,6 +206,13 @@ async function main(argv: string[]): Promise<number> {
     );
     return cmd ? 0 : 2;
   }
+  // only report and wirecheck take words after the command
+  if (rest.length > 0 && cmd !== "report" && cmd !== "wirecheck") {
+    throw new UsageError(
+      `${cmd}: unexpected ${rest.map((w) => `'${w}'`).join(" ")}` +
+        " (several values of an option are given as --only a --only b)",
+    );
+  }
   const config = configFrom(values);
   switch (cmd) {
     case "setup": {
