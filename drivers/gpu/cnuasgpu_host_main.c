@@ -207,6 +207,32 @@ static long cgh_ioctl(struct file *filp, unsigned int cmd, unsigned long arg)
 	}
 }
 
+/*
+ * The last reference to a file's state: the file is closed and no worker
+ * runs its queue.  This may run on the worker itself, so the module goes
+ * last: cgh_exit()'s destroy_workqueue() waits for the worker to return.
+ */
+static void cgh_file_free(struct kref *ref)
+{
+	struct cgh_file *cf = container_of(ref, struct cgh_file, ref);
+	struct cgh_dev *cdev = cf->cdev;
+
+	cgh_queue_free(cf);
+	kfree(cf);
+	put_device(&cdev->dev);
+	module_put(THIS_MODULE);
+}
+
+void cgh_file_get(struct cgh_file *cf)
+{
+	kref_get(&cf->ref);
+}
+
+void cgh_file_put(struct cgh_file *cf)
+{
+	kref_put(&cf->ref, cgh_file_free);
+}
+
 static int cgh_open(struct inode *inode, struct file *filp)
 {
 	struct cgh_dev *cdev = container_of(inode->i_cdev, struct cgh_dev,
@@ -217,6 +243,7 @@ static int cgh_open(struct inode *inode, struct file *filp)
 	cf = kzalloc(sizeof(*cf), GFP_KERNEL);
 	if (!cf)
 		return -ENOMEM;
+	kref_init(&cf->ref);
 	cf->cdev = cdev;
 	xa_init_flags(&cf->objs, XA_FLAGS_ALLOC1);
 	ret = cgh_queue_init(cf);
@@ -225,20 +252,24 @@ static int cgh_open(struct inode *inode, struct file *filp)
 		return ret;
 	}
 	get_device(&cdev->dev);
+	/* the file holds the module (fops.owner); its state may outlive it */
+	__module_get(THIS_MODULE);
 	filp->private_data = cf;
 	return nonseekable_open(inode, filp);
 }
 
-/* Stop the queue first (its ops hold allocations and pins), then let go of every handle. */
+/*
+ * Close: stop the queue (what has not started is cancelled, the running op
+ * stops at its next chunk), let go of every handle (what an op still uses
+ * stays until it completes), and return without waiting for the worker.
+ */
 static int cgh_release(struct inode *inode, struct file *filp)
 {
 	struct cgh_file *cf = filp->private_data;
-	struct cgh_dev *cdev = cf->cdev;
 
 	cgh_queue_release(cf);
 	cgh_file_drop_objs(cf);
-	kfree(cf);
-	put_device(&cdev->dev);
+	cgh_file_put(cf);
 	return 0;
 }
 

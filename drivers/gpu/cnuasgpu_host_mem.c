@@ -248,7 +248,10 @@ int cgh_ioc_free(struct cgh_file *cf, void __user *uarg)
 	return ret;
 }
 
-/* Close: every handle of the file lets go (its queue is already drained). */
+/*
+ * Close: every handle of the file lets go; what the queue's ops still use
+ * (they hold users counts) stays until they complete or are let go.
+ */
 void cgh_file_drop_objs(struct cgh_file *cf)
 {
 	struct cgh_dev *cdev = cf->cdev;
