@@ -306,14 +306,15 @@ static void cgh_dev_release(struct device *dev)
 	kfree(cdev);
 }
 
-static int __init cgh_node_add(int index)
+/* A node with its arena, not in /dev yet: everything of it that can fail. */
+static struct cgh_dev *__init cgh_node_new(int index)
 {
 	struct cgh_dev *cdev;
 	int ret;
 
 	cdev = kzalloc(sizeof(*cdev), GFP_KERNEL);
 	if (!cdev)
-		return -ENOMEM;
+		return ERR_PTR(-ENOMEM);
 	cdev->index = index;
 	mutex_init(&cdev->lock);
 	INIT_LIST_HEAD(&cdev->allocs);
@@ -335,26 +336,27 @@ static int __init cgh_node_add(int index)
 	}
 	cdev_init(&cdev->cdev, &cgh_fops);
 	cdev->cdev.owner = THIS_MODULE;
-	ret = cdev_device_add(&cdev->cdev, &cdev->dev);
-	if (ret)
-		goto err_put;
-	cgh_nodes[index] = cdev;
-	return 0;
+	return cdev;
 
 err_put:
 	put_device(&cdev->dev);
-	return ret;
+	return ERR_PTR(ret);
 }
 
-/* Files, mappings and DMA-BUFs hold the module: nothing of a node is in use here. */
-static void cgh_nodes_del(void)
+/*
+ * Let go of the nodes, the first @added of which are in /dev.  Files,
+ * mappings and DMA-BUFs hold the module: at unload nothing of a node is in
+ * use here.
+ */
+static void cgh_nodes_del(unsigned int added)
 {
-	int i;
+	unsigned int i;
 
-	for (i = CGH_MAX_DEVICES - 1; i >= 0; i--) {
+	for (i = CGH_MAX_DEVICES; i-- > 0;) {
 		if (!cgh_nodes[i])
 			continue;
-		cdev_device_del(&cgh_nodes[i]->cdev, &cgh_nodes[i]->dev);
+		if (i < added)
+			cdev_device_del(&cgh_nodes[i]->cdev, &cgh_nodes[i]->dev);
 		put_device(&cgh_nodes[i]->dev);
 		cgh_nodes[i] = NULL;
 	}
@@ -362,7 +364,8 @@ static void cgh_nodes_del(void)
 
 static int __init cgh_init(void)
 {
-	unsigned int i;
+	unsigned int i, added = 0;
+	struct cgh_dev *cdev;
 	int ret;
 
 	ret = cgh_check_params();
@@ -377,8 +380,21 @@ static int __init cgh_init(void)
 	ret = class_register(&cgh_class);
 	if (ret)
 		goto err_region;
+	/*
+	 * Every arena first: once a node is in /dev a file may be open on it,
+	 * so nothing may fail after the first one is added but adding the rest.
+	 */
 	for (i = 0; i < devices; i++) {
-		ret = cgh_node_add(i);
+		cdev = cgh_node_new(i);
+		if (IS_ERR(cdev)) {
+			ret = PTR_ERR(cdev);
+			goto err_nodes;
+		}
+		cgh_nodes[i] = cdev;
+	}
+	for (added = 0; added < devices; added++) {
+		cdev = cgh_nodes[added];
+		ret = cdev_device_add(&cdev->cdev, &cdev->dev);
 		if (ret)
 			goto err_nodes;
 	}
@@ -387,7 +403,7 @@ static int __init cgh_init(void)
 	return 0;
 
 err_nodes:
-	cgh_nodes_del();
+	cgh_nodes_del(added);
 	class_unregister(&cgh_class);
 err_region:
 	unregister_chrdev_region(cgh_devt, devices);
@@ -398,7 +414,7 @@ err_wq:
 
 static void __exit cgh_exit(void)
 {
-	cgh_nodes_del();
+	cgh_nodes_del(devices);
 	class_unregister(&cgh_class);
 	unregister_chrdev_region(cgh_devt, devices);
 	destroy_workqueue(cgh_wq);
