@@ -359,16 +359,36 @@ static void cgh_vm_close(struct vm_area_struct *vma)
 	mutex_unlock(&cdev->lock);
 }
 
+/*
+ * A page of a mapping: the arena page's frame, as a raw PFN (a special PTE,
+ * no reference to the page), so get_user_pages never finds a page here.
+ */
+static vm_fault_t cgh_vm_fault(struct vm_fault *vmf)
+{
+	struct cgh_mem *a = vmf->vma->vm_private_data;
+	u64 off = (u64)vmf->pgoff << PAGE_SHIFT;
+
+	/* cgh_mmap() checked the range and VM_DONTEXPAND keeps it there */
+	if (off < a->offset || off - a->offset >= a->size)
+		return VM_FAULT_SIGBUS;
+	return vmf_insert_pfn(vmf->vma, vmf->address,
+			      page_to_pfn(a->cdev->pages[vmf->pgoff]));
+}
+
 static const struct vm_operations_struct cgh_vm_ops = {
 	.open = cgh_vm_open,
 	.close = cgh_vm_close,
+	.fault = cgh_vm_fault,
 };
 
 /*
  * Zerocopy: the arena pages of one allocation (or import) of this file go
  * into the VMA as they are, cacheable, so the mapping, the copy ioctls and
- * the queue's ops all see the same bytes.  VM_IO keeps get_user_pages off
- * the mapping: a pin of arena pages would outlive the allocation.
+ * the queue's ops all see the same bytes.  They go in at fault time as raw
+ * page frames (VM_PFNMAP): get_user_pages of any kind, long-term (PIN,
+ * ibv_reg_mr) or short-term (O_DIRECT, vmsplice), refuses the range, as a
+ * pin of arena pages would outlive the allocation.  The node's lock is held
+ * only to find the allocation and count the mapping.
  */
 int cgh_mmap(struct file *filp, struct vm_area_struct *vma)
 {
@@ -379,7 +399,6 @@ int cgh_mmap(struct file *filp, struct vm_area_struct *vma)
 	struct cgh_obj *obj;
 	unsigned long idx;
 	u64 off;
-	int ret;
 
 	if (!cgh_has(CNUASGPU_CAP_ZEROCOPY))
 		return -EOPNOTSUPP;
@@ -395,21 +414,15 @@ int cgh_mmap(struct file *filp, struct vm_area_struct *vma)
 		if (a && off >= a->offset && off - a->offset < a->size &&
 		    len <= a->size - (off - a->offset)) {
 			found = a;
+			found->maps++;
 			break;
 		}
 	}
-	if (!found) {
-		ret = -EINVAL;
-		goto out;
-	}
-	vm_flags_set(vma, VM_IO | VM_DONTEXPAND | VM_DONTDUMP);
-	ret = vm_map_pages(vma, cdev->pages, cdev->npages);
-	if (ret)
-		goto out;
+	mutex_unlock(&cdev->lock);
+	if (!found)
+		return -EINVAL;
+	vm_flags_set(vma, VM_PFNMAP | VM_IO | VM_DONTEXPAND | VM_DONTDUMP);
 	vma->vm_private_data = found;
 	vma->vm_ops = &cgh_vm_ops;
-	found->maps++;
-out:
-	mutex_unlock(&cdev->lock);
-	return ret;
+	return 0;
 }

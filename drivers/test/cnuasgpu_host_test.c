@@ -32,6 +32,7 @@
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <linux/userfaultfd.h>
@@ -622,6 +623,18 @@ static void case_mmap_errors(int fd)
 	T(m != MAP_FAILED, "mmap: %s", strerror(errno));
 	if (m != MAP_FAILED && (features & CNUASGPU_CAP_PINNED))
 		T(ERR(xpin(fd, m, PG, NULL), EFAULT), "PIN of a zerocopy mapping");
+	if (m != MAP_FAILED) {
+		/* a short-term pin (a pipe's page reference) is refused too */
+		struct iovec iov = { .iov_base = m, .iov_len = PG };
+		int pp[2];
+
+		memset(m, 0x5a, PG);	/* touched: its PTEs are in */
+		T(pipe(pp) == 0, "pipe");
+		T(ERR(syscall(SYS_vmsplice, pp[1], &iov, 1, 0), EFAULT),
+		  "vmsplice of a zerocopy mapping");
+		close(pp[0]);
+		close(pp[1]);
+	}
 	if (m != MAP_FAILED)
 		munmap(m, 2 * PG);
 	T(xfree(fd, a.handle) == 0, "FREE");
