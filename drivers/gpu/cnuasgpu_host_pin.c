@@ -137,12 +137,17 @@ int cgh_ioc_pin(struct cgh_file *cf, void __user *uarg)
 		ret = -ENOMEM;
 		goto err_free;
 	}
+	/*
+	 * Whatever stops the pin (no page there or not writable, a page that
+	 * cannot be migrated for a long-term pin, a signal) is EFAULT: ENOMEM
+	 * means the ceiling only.  The pages pinned before it are let go.
+	 */
 	got = pin_user_pages_fast(req.user_ptr, npages,
 				  FOLL_WRITE | FOLL_LONGTERM, pin->pages);
 	if (got != (long)npages) {
 		if (got > 0)
 			unpin_user_pages(pin->pages, got);
-		ret = got < 0 ? got : -EFAULT;
+		ret = -EFAULT;
 		goto err_free;
 	}
 	pin->obj.type = CGH_OBJ_PIN;
