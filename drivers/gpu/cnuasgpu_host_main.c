@@ -240,12 +240,12 @@ static int cgh_open(struct inode *inode, struct file *filp)
 	struct cgh_file *cf;
 	int ret;
 
-	cf = kzalloc(sizeof(*cf), GFP_KERNEL);
+	cf = kzalloc(sizeof(*cf), GFP_KERNEL_ACCOUNT);
 	if (!cf)
 		return -ENOMEM;
 	kref_init(&cf->ref);
 	cf->cdev = cdev;
-	xa_init_flags(&cf->objs, XA_FLAGS_ALLOC1);
+	xa_init_flags(&cf->objs, XA_FLAGS_ALLOC1 | XA_FLAGS_ACCOUNT);
 	ret = cgh_queue_init(cf);
 	if (ret) {
 		kfree(cf);

@@ -138,7 +138,7 @@ static struct cgh_mem *cgh_mem_reserve(struct cgh_file *cf, u64 size, u64 align)
 	struct cgh_mem *a, *last;
 	u64 top, offset;
 
-	a = kzalloc(sizeof(*a), GFP_KERNEL);
+	a = kzalloc(sizeof(*a), GFP_KERNEL_ACCOUNT);
 	if (!a)
 		return ERR_PTR(-ENOMEM);
 	mutex_lock(&cdev->lock);

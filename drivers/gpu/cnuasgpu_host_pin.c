@@ -127,12 +127,13 @@ int cgh_ioc_pin(struct cgh_file *cf, void __user *uarg)
 
 	/* below the ceiling (at most 64 GiB), so npages fits an int */
 	npages = req.length >> PAGE_SHIFT;
-	pin = kzalloc(sizeof(*pin), GFP_KERNEL);
+	pin = kzalloc(sizeof(*pin), GFP_KERNEL_ACCOUNT);
 	if (!pin) {
 		ret = -ENOMEM;
 		goto err_unaccount;
 	}
-	pin->pages = kvmalloc_array(npages, sizeof(*pin->pages), GFP_KERNEL);
+	pin->pages = kvmalloc_array(npages, sizeof(*pin->pages),
+				    GFP_KERNEL_ACCOUNT);
 	if (!pin->pages) {
 		ret = -ENOMEM;
 		goto err_free;

@@ -38,9 +38,10 @@ int cgh_queue_init(struct cgh_file *cf)
 	INIT_WORK(&cf->work, cgh_queue_work);
 	if (!cgh_has(CNUASGPU_CAP_ASYNC))
 		return 0;
-	cf->ops = kvcalloc(cgh_params.queue_depth, sizeof(*cf->ops), GFP_KERNEL);
+	cf->ops = kvcalloc(cgh_params.queue_depth, sizeof(*cf->ops),
+			   GFP_KERNEL_ACCOUNT);
 	cf->comps = kvcalloc(cgh_params.queue_depth, sizeof(*cf->comps),
-			     GFP_KERNEL);
+			     GFP_KERNEL_ACCOUNT);
 	if (!cf->ops || !cf->comps) {
 		kvfree(cf->ops);
 		kvfree(cf->comps);
