@@ -166,6 +166,24 @@ static struct cgh_mem *cgh_mem_reserve(struct cgh_file *cf, u64 size, u64 align)
 	return a;
 }
 
+/*
+ * Zero a new allocation 64 KiB at a time (up to 4 GiB: not in one go); a
+ * fatal signal stops it, EINTR.
+ */
+static int cgh_mem_zero(struct cgh_mem *a)
+{
+	u8 *p = a->cdev->vaddr + a->offset;
+	u64 done;
+
+	for (done = 0; done < a->size; done += CGH_CHUNK) {
+		if (fatal_signal_pending(current))
+			return -EINTR;
+		memset(p + done, 0, min_t(u64, a->size - done, CGH_CHUNK));
+		cond_resched();
+	}
+	return 0;
+}
+
 int cgh_ioc_alloc(struct cgh_file *cf, void __user *uarg)
 {
 	struct cgh_dev *cdev = cf->cdev;
@@ -190,7 +208,9 @@ int cgh_ioc_alloc(struct cgh_file *cf, void __user *uarg)
 	if (IS_ERR(a))
 		return PTR_ERR(a);
 	/* no handle names it yet: nobody else sees the bytes before they are zero */
-	memset(cdev->vaddr + a->offset, 0, size);
+	ret = cgh_mem_zero(a);
+	if (ret)
+		goto err_release;
 	ret = cgh_handle_reserve(cf, &handle);
 	if (ret)
 		goto err_release;
