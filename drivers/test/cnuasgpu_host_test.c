@@ -1155,7 +1155,7 @@ static void case_async_ops(int fd)
 	if ((features & CNUASGPU_CAP_PINNED) && !xpin(fd, pdst, len, &pin))
 		ops[n++] = op_copy(0, a.handle, 0, 0, len, pin, 103);
 	T(submit_split(fd, ops, n, &seq) == 0, "SUBMIT: %s", strerror(errno));
-	got = xreap(fd, seq + n - 1, 30000, c, 8, &r) ? -1 : (int)r.count;
+	got = xreap(fd, seq + n - 1, 30000, c, n, &r) ? -1 : (int)r.count;
 	T(got == (int)n, "WAIT took %d of %u", got, n);
 	T(r.submitted == seq + n - 1 && r.completed == r.submitted && r.reaped == r.submitted,
 	  "submitted %llu completed %llu reaped %llu", (unsigned long long)r.submitted,
