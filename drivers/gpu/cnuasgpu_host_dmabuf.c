@@ -115,7 +115,7 @@ static struct dma_buf *cgh_export_new(struct cgh_dev *cdev, struct cgh_mem *a)
 	struct dma_buf *dmabuf;
 
 	lockdep_assert_held(&cdev->lock);
-	x = kzalloc(sizeof(*x), GFP_KERNEL);
+	x = kzalloc(sizeof(*x), GFP_KERNEL_ACCOUNT);
 	if (!x)
 		return ERR_PTR(-ENOMEM);
 	x->cdev = cdev;
@@ -219,7 +219,7 @@ int cgh_ioc_import(struct cgh_file *cf, void __user *uarg)
 		ret = -EXDEV;
 		goto err_put;
 	}
-	imp = kzalloc(sizeof(*imp), GFP_KERNEL);
+	imp = kzalloc(sizeof(*imp), GFP_KERNEL_ACCOUNT);
 	if (!imp) {
 		ret = -ENOMEM;
 		goto err_put;

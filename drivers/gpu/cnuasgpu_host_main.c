@@ -207,6 +207,32 @@ static long cgh_ioctl(struct file *filp, unsigned int cmd, unsigned long arg)
 	}
 }
 
+/*
+ * The last reference to a file's state: the file is closed and no worker
+ * runs its queue.  This may run on the worker itself, so the module goes
+ * last: cgh_exit()'s destroy_workqueue() waits for the worker to return.
+ */
+static void cgh_file_free(struct kref *ref)
+{
+	struct cgh_file *cf = container_of(ref, struct cgh_file, ref);
+	struct cgh_dev *cdev = cf->cdev;
+
+	cgh_queue_free(cf);
+	kfree(cf);
+	put_device(&cdev->dev);
+	module_put(THIS_MODULE);
+}
+
+void cgh_file_get(struct cgh_file *cf)
+{
+	kref_get(&cf->ref);
+}
+
+void cgh_file_put(struct cgh_file *cf)
+{
+	kref_put(&cf->ref, cgh_file_free);
+}
+
 static int cgh_open(struct inode *inode, struct file *filp)
 {
 	struct cgh_dev *cdev = container_of(inode->i_cdev, struct cgh_dev,
@@ -214,31 +240,36 @@ static int cgh_open(struct inode *inode, struct file *filp)
 	struct cgh_file *cf;
 	int ret;
 
-	cf = kzalloc(sizeof(*cf), GFP_KERNEL);
+	cf = kzalloc(sizeof(*cf), GFP_KERNEL_ACCOUNT);
 	if (!cf)
 		return -ENOMEM;
+	kref_init(&cf->ref);
 	cf->cdev = cdev;
-	xa_init_flags(&cf->objs, XA_FLAGS_ALLOC1);
+	xa_init_flags(&cf->objs, XA_FLAGS_ALLOC1 | XA_FLAGS_ACCOUNT);
 	ret = cgh_queue_init(cf);
 	if (ret) {
 		kfree(cf);
 		return ret;
 	}
 	get_device(&cdev->dev);
+	/* the file holds the module (fops.owner); its state may outlive it */
+	__module_get(THIS_MODULE);
 	filp->private_data = cf;
 	return nonseekable_open(inode, filp);
 }
 
-/* Stop the queue first (its ops hold allocations and pins), then let go of every handle. */
+/*
+ * Close: stop the queue (what has not started is cancelled, the running op
+ * stops at its next chunk), let go of every handle (what an op still uses
+ * stays until it completes), and return without waiting for the worker.
+ */
 static int cgh_release(struct inode *inode, struct file *filp)
 {
 	struct cgh_file *cf = filp->private_data;
-	struct cgh_dev *cdev = cf->cdev;
 
 	cgh_queue_release(cf);
 	cgh_file_drop_objs(cf);
-	kfree(cf);
-	put_device(&cdev->dev);
+	cgh_file_put(cf);
 	return 0;
 }
 
@@ -275,14 +306,15 @@ static void cgh_dev_release(struct device *dev)
 	kfree(cdev);
 }
 
-static int __init cgh_node_add(int index)
+/* A node with its arena, not in /dev yet: everything of it that can fail. */
+static struct cgh_dev *__init cgh_node_new(int index)
 {
 	struct cgh_dev *cdev;
 	int ret;
 
 	cdev = kzalloc(sizeof(*cdev), GFP_KERNEL);
 	if (!cdev)
-		return -ENOMEM;
+		return ERR_PTR(-ENOMEM);
 	cdev->index = index;
 	mutex_init(&cdev->lock);
 	INIT_LIST_HEAD(&cdev->allocs);
@@ -304,26 +336,27 @@ static int __init cgh_node_add(int index)
 	}
 	cdev_init(&cdev->cdev, &cgh_fops);
 	cdev->cdev.owner = THIS_MODULE;
-	ret = cdev_device_add(&cdev->cdev, &cdev->dev);
-	if (ret)
-		goto err_put;
-	cgh_nodes[index] = cdev;
-	return 0;
+	return cdev;
 
 err_put:
 	put_device(&cdev->dev);
-	return ret;
+	return ERR_PTR(ret);
 }
 
-/* Files, mappings and DMA-BUFs hold the module: nothing of a node is in use here. */
-static void cgh_nodes_del(void)
+/*
+ * Let go of the nodes, the first @added of which are in /dev.  Files,
+ * mappings and DMA-BUFs hold the module: at unload nothing of a node is in
+ * use here.
+ */
+static void cgh_nodes_del(unsigned int added)
 {
-	int i;
+	unsigned int i;
 
-	for (i = CGH_MAX_DEVICES - 1; i >= 0; i--) {
+	for (i = CGH_MAX_DEVICES; i-- > 0;) {
 		if (!cgh_nodes[i])
 			continue;
-		cdev_device_del(&cgh_nodes[i]->cdev, &cgh_nodes[i]->dev);
+		if (i < added)
+			cdev_device_del(&cgh_nodes[i]->cdev, &cgh_nodes[i]->dev);
 		put_device(&cgh_nodes[i]->dev);
 		cgh_nodes[i] = NULL;
 	}
@@ -331,7 +364,8 @@ static void cgh_nodes_del(void)
 
 static int __init cgh_init(void)
 {
-	unsigned int i;
+	unsigned int i, added = 0;
+	struct cgh_dev *cdev;
 	int ret;
 
 	ret = cgh_check_params();
@@ -346,8 +380,21 @@ static int __init cgh_init(void)
 	ret = class_register(&cgh_class);
 	if (ret)
 		goto err_region;
+	/*
+	 * Every arena first: once a node is in /dev a file may be open on it,
+	 * so nothing may fail after the first one is added but adding the rest.
+	 */
 	for (i = 0; i < devices; i++) {
-		ret = cgh_node_add(i);
+		cdev = cgh_node_new(i);
+		if (IS_ERR(cdev)) {
+			ret = PTR_ERR(cdev);
+			goto err_nodes;
+		}
+		cgh_nodes[i] = cdev;
+	}
+	for (added = 0; added < devices; added++) {
+		cdev = cgh_nodes[added];
+		ret = cdev_device_add(&cdev->cdev, &cdev->dev);
 		if (ret)
 			goto err_nodes;
 	}
@@ -356,7 +403,7 @@ static int __init cgh_init(void)
 	return 0;
 
 err_nodes:
-	cgh_nodes_del();
+	cgh_nodes_del(added);
 	class_unregister(&cgh_class);
 err_region:
 	unregister_chrdev_region(cgh_devt, devices);
@@ -367,7 +414,7 @@ err_wq:
 
 static void __exit cgh_exit(void)
 {
-	cgh_nodes_del();
+	cgh_nodes_del(devices);
 	class_unregister(&cgh_class);
 	unregister_chrdev_region(cgh_devt, devices);
 	destroy_workqueue(cgh_wq);

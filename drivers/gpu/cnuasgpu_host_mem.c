@@ -138,7 +138,7 @@ static struct cgh_mem *cgh_mem_reserve(struct cgh_file *cf, u64 size, u64 align)
 	struct cgh_mem *a, *last;
 	u64 top, offset;
 
-	a = kzalloc(sizeof(*a), GFP_KERNEL);
+	a = kzalloc(sizeof(*a), GFP_KERNEL_ACCOUNT);
 	if (!a)
 		return ERR_PTR(-ENOMEM);
 	mutex_lock(&cdev->lock);
@@ -166,6 +166,24 @@ static struct cgh_mem *cgh_mem_reserve(struct cgh_file *cf, u64 size, u64 align)
 	return a;
 }
 
+/*
+ * Zero a new allocation 64 KiB at a time (up to 4 GiB: not in one go); a
+ * fatal signal stops it, EINTR.
+ */
+static int cgh_mem_zero(struct cgh_mem *a)
+{
+	u8 *p = a->cdev->vaddr + a->offset;
+	u64 done;
+
+	for (done = 0; done < a->size; done += CGH_CHUNK) {
+		if (fatal_signal_pending(current))
+			return -EINTR;
+		memset(p + done, 0, min_t(u64, a->size - done, CGH_CHUNK));
+		cond_resched();
+	}
+	return 0;
+}
+
 int cgh_ioc_alloc(struct cgh_file *cf, void __user *uarg)
 {
 	struct cgh_dev *cdev = cf->cdev;
@@ -190,7 +208,9 @@ int cgh_ioc_alloc(struct cgh_file *cf, void __user *uarg)
 	if (IS_ERR(a))
 		return PTR_ERR(a);
 	/* no handle names it yet: nobody else sees the bytes before they are zero */
-	memset(cdev->vaddr + a->offset, 0, size);
+	ret = cgh_mem_zero(a);
+	if (ret)
+		goto err_release;
 	ret = cgh_handle_reserve(cf, &handle);
 	if (ret)
 		goto err_release;
@@ -248,7 +268,10 @@ int cgh_ioc_free(struct cgh_file *cf, void __user *uarg)
 	return ret;
 }
 
-/* Close: every handle of the file lets go (its queue is already drained). */
+/*
+ * Close: every handle of the file lets go; what the queue's ops still use
+ * (they hold users counts) stays until they complete or are let go.
+ */
 void cgh_file_drop_objs(struct cgh_file *cf)
 {
 	struct cgh_dev *cdev = cf->cdev;
@@ -356,16 +379,36 @@ static void cgh_vm_close(struct vm_area_struct *vma)
 	mutex_unlock(&cdev->lock);
 }
 
+/*
+ * A page of a mapping: the arena page's frame, as a raw PFN (a special PTE,
+ * no reference to the page), so get_user_pages never finds a page here.
+ */
+static vm_fault_t cgh_vm_fault(struct vm_fault *vmf)
+{
+	struct cgh_mem *a = vmf->vma->vm_private_data;
+	u64 off = (u64)vmf->pgoff << PAGE_SHIFT;
+
+	/* cgh_mmap() checked the range and VM_DONTEXPAND keeps it there */
+	if (off < a->offset || off - a->offset >= a->size)
+		return VM_FAULT_SIGBUS;
+	return vmf_insert_pfn(vmf->vma, vmf->address,
+			      page_to_pfn(a->cdev->pages[vmf->pgoff]));
+}
+
 static const struct vm_operations_struct cgh_vm_ops = {
 	.open = cgh_vm_open,
 	.close = cgh_vm_close,
+	.fault = cgh_vm_fault,
 };
 
 /*
  * Zerocopy: the arena pages of one allocation (or import) of this file go
  * into the VMA as they are, cacheable, so the mapping, the copy ioctls and
- * the queue's ops all see the same bytes.  VM_IO keeps get_user_pages off
- * the mapping: a pin of arena pages would outlive the allocation.
+ * the queue's ops all see the same bytes.  They go in at fault time as raw
+ * page frames (VM_PFNMAP): get_user_pages of any kind, long-term (PIN,
+ * ibv_reg_mr) or short-term (O_DIRECT, vmsplice), refuses the range, as a
+ * pin of arena pages would outlive the allocation.  The node's lock is held
+ * only to find the allocation and count the mapping.
  */
 int cgh_mmap(struct file *filp, struct vm_area_struct *vma)
 {
@@ -376,7 +419,6 @@ int cgh_mmap(struct file *filp, struct vm_area_struct *vma)
 	struct cgh_obj *obj;
 	unsigned long idx;
 	u64 off;
-	int ret;
 
 	if (!cgh_has(CNUASGPU_CAP_ZEROCOPY))
 		return -EOPNOTSUPP;
@@ -392,21 +434,15 @@ int cgh_mmap(struct file *filp, struct vm_area_struct *vma)
 		if (a && off >= a->offset && off - a->offset < a->size &&
 		    len <= a->size - (off - a->offset)) {
 			found = a;
+			found->maps++;
 			break;
 		}
 	}
-	if (!found) {
-		ret = -EINVAL;
-		goto out;
-	}
-	vm_flags_set(vma, VM_IO | VM_DONTEXPAND | VM_DONTDUMP);
-	ret = vm_map_pages(vma, cdev->pages, cdev->npages);
-	if (ret)
-		goto out;
+	mutex_unlock(&cdev->lock);
+	if (!found)
+		return -EINVAL;
+	vm_flags_set(vma, VM_PFNMAP | VM_IO | VM_DONTEXPAND | VM_DONTDUMP);
 	vma->vm_private_data = found;
 	vma->vm_ops = &cgh_vm_ops;
-	found->maps++;
-out:
-	mutex_unlock(&cdev->lock);
-	return ret;
+	return 0;
 }

@@ -127,22 +127,28 @@ int cgh_ioc_pin(struct cgh_file *cf, void __user *uarg)
 
 	/* below the ceiling (at most 64 GiB), so npages fits an int */
 	npages = req.length >> PAGE_SHIFT;
-	pin = kzalloc(sizeof(*pin), GFP_KERNEL);
+	pin = kzalloc(sizeof(*pin), GFP_KERNEL_ACCOUNT);
 	if (!pin) {
 		ret = -ENOMEM;
 		goto err_unaccount;
 	}
-	pin->pages = kvmalloc_array(npages, sizeof(*pin->pages), GFP_KERNEL);
+	pin->pages = kvmalloc_array(npages, sizeof(*pin->pages),
+				    GFP_KERNEL_ACCOUNT);
 	if (!pin->pages) {
 		ret = -ENOMEM;
 		goto err_free;
 	}
+	/*
+	 * Whatever stops the pin (no page there or not writable, a page that
+	 * cannot be migrated for a long-term pin, a signal) is EFAULT: ENOMEM
+	 * means the ceiling only.  The pages pinned before it are let go.
+	 */
 	got = pin_user_pages_fast(req.user_ptr, npages,
 				  FOLL_WRITE | FOLL_LONGTERM, pin->pages);
 	if (got != (long)npages) {
 		if (got > 0)
 			unpin_user_pages(pin->pages, got);
-		ret = got < 0 ? got : -EFAULT;
+		ret = -EFAULT;
 		goto err_free;
 	}
 	pin->obj.type = CGH_OBJ_PIN;

@@ -30,6 +30,12 @@
  * pins.  A file's queue indices are under cgh_file.qlock (a spinlock);
  * SUBMIT callers are serialized by submit_lock and completion takers by
  * reap_lock.  User memory is never touched with either lock held.
+ *
+ * Lifetime: a cgh_file is referenced (cgh_file.ref) by the open file and by
+ * its queue's work while that is queued or running.  Closing the file never
+ * waits for the worker, whose op may be blocked in a page fault of the
+ * submitter's memory for as long as that fault takes; the last reference
+ * lets go of the queue, the node and the module.
  */
 #ifndef CNUASGPU_HOST_PRIV_H
 #define CNUASGPU_HOST_PRIV_H
@@ -38,6 +44,7 @@
 #include <linux/cdev.h>
 #include <linux/device.h>
 #include <linux/fs.h>
+#include <linux/kref.h>
 #include <linux/list.h>
 #include <linux/mm_types.h>
 #include <linux/mutex.h>
@@ -148,9 +155,10 @@ struct cgh_op {
 	struct mm_struct *mm;		/* mmgrab()ed, for a user host side */
 };
 
-/* Per open file. */
+/* Per open file; freed with its last reference (see the top of this file). */
 struct cgh_file {
-	struct cgh_dev *cdev;
+	struct kref ref;		/* the open file; the work, queued or running */
+	struct cgh_dev *cdev;		/* holds a reference to cdev->dev */
 	struct xarray objs;		/* handle -> struct cgh_obj */
 
 	/* The queue: a ring of queue_depth ops, indexed by (seq - 1) % depth. */
@@ -160,7 +168,7 @@ struct cgh_file {
 	u64 submitted;			/* last sequence number given */
 	u64 completed;			/* last op run */
 	u64 reaped;			/* last completion taken */
-	bool closing;			/* release: cancel what has not run */
+	bool closing;			/* closed: cancel what has not run */
 	struct mutex submit_lock;	/* one SUBMIT at a time */
 	struct mutex reap_lock;		/* one POLL/WAIT taker at a time */
 	struct work_struct work;
@@ -171,6 +179,10 @@ static inline struct cgh_dev *to_cgh_dev(struct device *dev)
 {
 	return container_of(dev, struct cgh_dev, dev);
 }
+
+/* cnuasgpu_host_main.c */
+void cgh_file_get(struct cgh_file *cf);
+void cgh_file_put(struct cgh_file *cf);
 
 /* cnuasgpu_host_mem.c */
 int cgh_arena_init(struct cgh_dev *cdev, u64 size);
@@ -199,6 +211,7 @@ int cgh_ioc_unpin(struct cgh_file *cf, void __user *uarg);
 /* cnuasgpu_host_queue.c */
 int cgh_queue_init(struct cgh_file *cf);
 void cgh_queue_release(struct cgh_file *cf);
+void cgh_queue_free(struct cgh_file *cf);
 int cgh_ioc_submit(struct cgh_file *cf, void __user *uarg);
 int cgh_ioc_reap(struct cgh_file *cf, void __user *uarg, bool wait);
 __poll_t cgh_poll(struct file *filp, poll_table *wait);

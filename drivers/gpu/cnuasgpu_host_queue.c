@@ -6,7 +6,9 @@
  * host side through the submitter's address space, a pinned one through
  * the pinned pages); POLL and WAIT take completions oldest first; a slot is
  * free again once its completion is taken.  Closing the file cancels what
- * has not run and stops the running op at its next chunk.
+ * has not run and stops the running op at its next chunk, without waiting
+ * for it: the work holds the file's state (cgh_file.ref) while it is queued
+ * or running.
  */
 #include <linux/kthread.h>
 #include <linux/math64.h>
@@ -36,9 +38,10 @@ int cgh_queue_init(struct cgh_file *cf)
 	INIT_WORK(&cf->work, cgh_queue_work);
 	if (!cgh_has(CNUASGPU_CAP_ASYNC))
 		return 0;
-	cf->ops = kvcalloc(cgh_params.queue_depth, sizeof(*cf->ops), GFP_KERNEL);
+	cf->ops = kvcalloc(cgh_params.queue_depth, sizeof(*cf->ops),
+			   GFP_KERNEL_ACCOUNT);
 	cf->comps = kvcalloc(cgh_params.queue_depth, sizeof(*cf->comps),
-			     GFP_KERNEL);
+			     GFP_KERNEL_ACCOUNT);
 	if (!cf->ops || !cf->comps) {
 		kvfree(cf->ops);
 		kvfree(cf->comps);
@@ -183,7 +186,9 @@ int cgh_ioc_submit(struct cgh_file *cf, void __user *uarg)
 	spin_lock(&cf->qlock);
 	cf->submitted = last + req.count;
 	spin_unlock(&cf->qlock);
-	queue_work(cgh_wq, &cf->work);
+	cgh_file_get(cf);		/* the work's, while queued */
+	if (!queue_work(cgh_wq, &cf->work))
+		cgh_file_put(cf);	/* already queued: that one holds one */
 	mutex_unlock(&cf->submit_lock);
 	goto out_free;
 
@@ -250,7 +255,10 @@ static int cgh_op_run(struct cgh_file *cf, struct cgh_op *op)
 	return ret;
 }
 
-/* Run (or, once the file is closing, cancel) every op submitted, in order. */
+/*
+ * Run (or, once the file is closed, cancel) every op submitted, in order;
+ * then drop the work's reference, maybe the last one.
+ */
 static void cgh_queue_work(struct work_struct *work)
 {
 	struct cgh_file *cf = container_of(work, struct cgh_file, work);
@@ -265,7 +273,7 @@ static void cgh_queue_work(struct work_struct *work)
 		spin_lock(&cf->qlock);
 		if (cf->completed == cf->submitted) {
 			spin_unlock(&cf->qlock);
-			return;
+			break;
 		}
 		seq = cf->completed + 1;
 		cancel = cf->closing;
@@ -286,9 +294,17 @@ static void cgh_queue_work(struct work_struct *work)
 		wake_up_interruptible(&cf->wq);
 		cond_resched();
 	}
+	cgh_file_put(cf);	/* @cf may be gone from here on */
 }
 
-/* Close: nothing more is submitted; cancel the rest and wait for the worker. */
+/*
+ * Close: nothing more is submitted.  Work not started yet is cancelled (its
+ * ops are let go with the last reference, cgh_queue_free()); a running
+ * worker cancels what follows its op itself.  Never waits for the worker:
+ * the running op may be blocked in a page fault of the submitter's memory
+ * (a FUSE server that does not answer, a userfaultfd range nobody serves)
+ * for as long as that fault takes.
+ */
 void cgh_queue_release(struct cgh_file *cf)
 {
 	if (!cf->ops)
@@ -296,9 +312,21 @@ void cgh_queue_release(struct cgh_file *cf)
 	spin_lock(&cf->qlock);
 	WRITE_ONCE(cf->closing, true);
 	spin_unlock(&cf->qlock);
-	/* every SUBMIT queued the work after its ops: one flush sees them all */
-	flush_work(&cf->work);
-	WARN_ON_ONCE(cf->completed != cf->submitted);
+	if (cancel_work(&cf->work))
+		cgh_file_put(cf);	/* the queued work's: the file still holds one */
+}
+
+/* The last reference: ops never run (their work was cancelled) let go. */
+void cgh_queue_free(struct cgh_file *cf)
+{
+	u64 seq;
+
+	if (!cf->ops)
+		return;
+	for (seq = cf->completed + 1; seq <= cf->submitted; seq++) {
+		cgh_op_drop(&cf->ops[cgh_slot(seq)]);
+		atomic_dec(&cf->cdev->inflight);
+	}
 	kvfree(cf->ops);
 	kvfree(cf->comps);
 }

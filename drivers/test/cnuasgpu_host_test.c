@@ -31,8 +31,11 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <time.h>
+#include <linux/userfaultfd.h>
 
 #include "cnuasgpu_host.h"
 #include "case_report.h"
@@ -152,6 +155,19 @@ static uint64_t sysfs_wait(const char *attr, uint64_t want, int ms)
 		usleep(10000);
 		v = sysfs_u64(attr);
 	}
+	return v;
+}
+
+/* References to the module (files, their state, DMA-BUFs), -1 unread. */
+static long module_refcnt(void)
+{
+	FILE *f = fopen("/sys/module/cnuasgpu_host/refcnt", "r");
+	long v = -1;
+
+	if (f && fscanf(f, "%ld", &v) != 1)
+		v = -1;
+	if (f)
+		fclose(f);
 	return v;
 }
 
@@ -607,6 +623,18 @@ static void case_mmap_errors(int fd)
 	T(m != MAP_FAILED, "mmap: %s", strerror(errno));
 	if (m != MAP_FAILED && (features & CNUASGPU_CAP_PINNED))
 		T(ERR(xpin(fd, m, PG, NULL), EFAULT), "PIN of a zerocopy mapping");
+	if (m != MAP_FAILED) {
+		/* a short-term pin (a pipe's page reference) is refused too */
+		struct iovec iov = { .iov_base = m, .iov_len = PG };
+		int pp[2];
+
+		memset(m, 0x5a, PG);	/* touched: its PTEs are in */
+		T(pipe(pp) == 0, "pipe");
+		T(ERR(syscall(SYS_vmsplice, pp[1], &iov, 1, 0), EFAULT),
+		  "vmsplice of a zerocopy mapping");
+		close(pp[0]);
+		close(pp[1]);
+	}
 	if (m != MAP_FAILED)
 		munmap(m, 2 * PG);
 	T(xfree(fd, a.handle) == 0, "FREE");
@@ -1127,7 +1155,7 @@ static void case_async_ops(int fd)
 	if ((features & CNUASGPU_CAP_PINNED) && !xpin(fd, pdst, len, &pin))
 		ops[n++] = op_copy(0, a.handle, 0, 0, len, pin, 103);
 	T(submit_split(fd, ops, n, &seq) == 0, "SUBMIT: %s", strerror(errno));
-	got = xreap(fd, seq + n - 1, 30000, c, 8, &r) ? -1 : (int)r.count;
+	got = xreap(fd, seq + n - 1, 30000, c, n, &r) ? -1 : (int)r.count;
 	T(got == (int)n, "WAIT took %d of %u", got, n);
 	T(r.submitted == seq + n - 1 && r.completed == r.submitted && r.reaped == r.submitted,
 	  "submitted %llu completed %llu reaped %llu", (unsigned long long)r.submitted,
@@ -1414,6 +1442,79 @@ static void case_async_close_inflight(void)
 	tc_end(t);
 }
 
+/*
+ * Close while the running op's user side is blocked in a page fault (a
+ * userfaultfd range nobody serves): close returns at once and lets go of
+ * the handles; the op keeps its allocation, its slot in inflight and the
+ * module until the fault returns (here the userfaultfd goes, as when its
+ * server exits), then everything goes.
+ */
+static void case_async_close_blocked_fault(void)
+{
+	struct tc t_ = { .name = "async_close_blocked_fault" }, *t = &t_;
+	uint64_t used0 = sysfs_u64("devmem_used");
+	struct uffdio_api api = { .api = UFFD_API };
+	struct uffdio_register reg = { .mode = UFFDIO_REGISTER_MODE_MISSING };
+	struct pollfd p = { .events = POLLIN };
+	struct timespec t0, t1;
+	struct cnuasgpu_alloc a;
+	struct cnuasgpu_op op;
+	struct uffd_msg msg;
+	uint8_t *buf = xmap_anon(PG), *host;
+	uint32_t pin = 0;
+	long ref0, ms;
+	int uffd, fd2;
+
+	uffd = syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+	T(uffd >= 0, "userfaultfd: %s (root, or vm.unprivileged_userfaultfd=1)",
+	  strerror(errno));
+	if (uffd < 0)
+		goto out;
+	host = mmap(NULL, 2 * PG, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	reg.range.start = (uintptr_t)host;
+	reg.range.len = 2 * PG;
+	if (host == MAP_FAILED || ioctl(uffd, UFFDIO_API, &api) ||
+	    ioctl(uffd, UFFDIO_REGISTER, &reg)) {
+		T(0, "userfaultfd set-up: %s", strerror(errno));
+		close(uffd);
+		goto out;
+	}
+	ref0 = module_refcnt();
+	fd2 = open_node();
+	T(xalloc(fd2, PG, &a) == 0, "ALLOC");
+	if (features & CNUASGPU_CAP_PINNED)
+		T(xpin(fd2, buf, PG, &pin) == 0, "PIN: %s", strerror(errno));
+	op = op_copy(1, a.handle, 0, (uintptr_t)host, PG, 0, 1);
+	T(xsubmit(fd2, &op, 1, NULL) == 0, "SUBMIT: %s", strerror(errno));
+	p.fd = uffd;
+	T(poll(&p, 1, 10000) == 1 && read(uffd, &msg, sizeof(msg)) == sizeof(msg) &&
+	  msg.event == UFFD_EVENT_PAGEFAULT && msg.arg.pagefault.address == (uintptr_t)host,
+	  "the worker's fault never reached the userfaultfd");
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	close(fd2);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	ms = (t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
+	T(ms < 1000, "close took %ld ms", ms);
+	T(sysfs_u64("inflight") == 1, "inflight %" PRIu64 " while the fault blocks",
+	  sysfs_u64("inflight"));
+	T(sysfs_u64("devmem_used") == used0 + PG, "the blocked op keeps its allocation");
+	T(sysfs_u64("pinned_used") == 0 && sysfs_u64("pins") == 0, "close unpins at once");
+	T(ref0 < 0 || module_refcnt() == ref0 + 1, "module refcnt %ld while blocked, %ld before",
+	  module_refcnt(), ref0);
+	close(uffd);	/* its server is gone: the fault goes on, the op completes */
+	T(sysfs_wait("inflight", 0, 10000) == 0, "inflight %" PRIu64 " after the fault",
+	  sysfs_u64("inflight"));
+	T(sysfs_wait("devmem_used", used0, 2000) == used0, "devmem_used after the fault");
+	for (int i = 0; i < 200 && module_refcnt() != ref0; i++)
+		usleep(10000);
+	T(module_refcnt() == ref0, "module refcnt %ld after the fault, %ld before",
+	  module_refcnt(), ref0);
+	munmap(host, 2 * PG);
+out:
+	munmap(buf, PG);
+	tc_end(t);
+}
+
 static void case_async_death(void)
 {
 	struct tc t_ = { .name = "async_killed_mid_queue" }, *t = &t_;
@@ -1589,6 +1690,7 @@ int main(int argc, char **argv)
 		case_async_poll(fd);
 		case_async_free_queued(fd);
 		case_async_close_inflight();
+		case_async_close_blocked_fault();
 		case_async_death();
 	} else {
 		case_async_off(fd);
