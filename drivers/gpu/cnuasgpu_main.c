@@ -2,7 +2,8 @@
 /*
  * cnuasgpu: driver for the cnuasgpu accelerator PCI function (1af4:10f1).
  * This file: PCI probe and remove, the character device and its ioctl
- * dispatch, INFO, module init.  What the driver offers: cnuasgpu_priv.h.
+ * dispatch, INFO and CAPS, module init.  What the driver offers:
+ * cnuasgpu_priv.h.
  */
 #include <linux/cdev.h>
 #include <linux/device.h>
@@ -15,6 +16,7 @@
 #include <linux/slab.h>
 #include <linux/uaccess.h>
 
+#include "cnuasgpu_caps.h"
 #include "cnuasgpu_priv.h"
 
 #define DRV_NAME		"cnuasgpu"
@@ -52,6 +54,21 @@ static int cnuasgpu_ioc_info(struct cnuasgpu_file *cf, void __user *uarg)
 	return copy_to_user(uarg, &info, sizeof(info)) ? -EFAULT : 0;
 }
 
+/* A PCI function has no pinned memory and no queues; the link needs 1 MiB of BAR1. */
+static int cnuasgpu_ioc_caps(struct cnuasgpu_file *cf, void __user *uarg)
+{
+	struct cnuasgpu_dev *gdev = cf->gdev;
+	struct cnuasgpu_caps caps = {
+		.kind = CNUASGPU_KIND_PCIE,
+		.caps = CNUASGPU_CAP_ZEROCOPY | CNUASGPU_CAP_DMABUF |
+			CNUASGPU_CAP_PEER_RDMA |
+			(gdev->link_capable ? CNUASGPU_CAP_LINK : 0),
+		.devmem_size = gdev->devmem_size,
+	};
+
+	return cnuasgpu_caps_reply(uarg, &caps);
+}
+
 static long cnuasgpu_ioctl(struct file *filp, unsigned int cmd,
 			   unsigned long arg)
 {
@@ -77,6 +94,8 @@ static long cnuasgpu_ioctl(struct file *filp, unsigned int cmd,
 		return cnuasgpu_ioc_link_recv(cf, uarg);
 	case CNUASGPU_IOC_EXPORT_DMABUF:
 		return cnuasgpu_ioc_export(cf, uarg);
+	case CNUASGPU_IOC_CAPS:
+		return cnuasgpu_ioc_caps(cf, uarg);
 	default:
 		return -ENOTTY;
 	}

@@ -128,7 +128,7 @@ static int is_cnuasgpu_cmd(unsigned int cmd)
 	       cmd == CNUASGPU_IOC_FREE || cmd == CNUASGPU_IOC_COPY_TO_DEV ||
 	       cmd == CNUASGPU_IOC_COPY_FROM_DEV ||
 	       cmd == CNUASGPU_IOC_LINK_SEND || cmd == CNUASGPU_IOC_LINK_RECV ||
-	       cmd == CNUASGPU_IOC_EXPORT_DMABUF;
+	       cmd == CNUASGPU_IOC_EXPORT_DMABUF || cmd == CNUASGPU_IOC_CAPS;
 }
 
 /*

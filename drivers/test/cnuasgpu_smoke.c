@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * cnuasgpu_smoke DEV: guest-side checks of /dev/cnuasgpuN for the gpu-smoke
- * row.  Info (printed as key=value lines), alloc, copy in/out with patterns
- * verified, mmap read/write, free, devmem_used bookkeeping and, on an idle
- * device, an allocation of the whole allocator region (alloc_full).
+ * row.  Info and caps (printed as key=value lines), alloc, copy in/out with
+ * patterns verified, mmap read/write, free, devmem_used bookkeeping and, on
+ * an idle device, an allocation of the whole allocator region (alloc_full).
  *
  * Exits 0 when every check passed, 1 on a mismatch, 2 on usage errors.
  */
@@ -44,6 +44,33 @@ static void smoke_full(int fd, const struct cnuasgpu_info *inf, uint8_t *src,
 	CHECK(free_handle(fd, full.handle) == 0, "FREE of the full allocation");
 }
 
+/*
+ * CAPS: a PCI function, zerocopy, DMA-BUF for peer RDMA, the link when BAR1
+ * has room for its buffers (alloc_limit below devmem_size), no pins, no
+ * queues.  Prints caps (hex).
+ */
+static void smoke_caps(int fd, const struct cnuasgpu_info *inf)
+{
+	uint32_t want = CNUASGPU_CAP_ZEROCOPY | CNUASGPU_CAP_DMABUF |
+			CNUASGPU_CAP_PEER_RDMA;
+	struct cnuasgpu_caps c = { .size = sizeof(c) };
+
+	if (inf->alloc_limit < inf->devmem_size)
+		want |= CNUASGPU_CAP_LINK;
+	CHECK(ioctl(fd, CNUASGPU_IOC_CAPS, &c) == 0, "CAPS: %s", strerror(errno));
+	printf("caps=0x%x\n", c.caps);
+	CHECK(c.size == sizeof(c) && c.version == CNUASGPU_CAPS_VERSION &&
+	      c.kind == CNUASGPU_KIND_PCIE, "CAPS size %u version %u kind %u",
+	      c.size, c.version, c.kind);
+	CHECK(c.caps == want, "CAPS bits 0x%x, expected 0x%x", c.caps, want);
+	CHECK(c.devmem_size == inf->devmem_size && !c.pinned_max &&
+	      !c.queue_depth && !c.batch_max && c.page_size == 4096,
+	      "CAPS sizes");
+	c = (struct cnuasgpu_caps){ .size = sizeof(c), .reserved[4] = 1 };
+	CHECK(ioctl(fd, CNUASGPU_IOC_CAPS, &c) == -1 && errno == EINVAL,
+	      "CAPS with reserved set: EINVAL");
+}
+
 static int smoke(const char *path)
 {
 	const size_t big = 1u << 20, small = 3 * 4096 + 1;
@@ -62,6 +89,7 @@ static int smoke(const char *path)
 	       (uint64_t)inf.devmem_size, (uint64_t)inf.devmem_used,
 	       (uint64_t)inf.alloc_limit, inf.link_up);
 	used0 = inf.devmem_used;
+	smoke_caps(fd, &inf);
 
 	CHECK(alloc(fd, big, 0, &a) == 0, "ALLOC 1 MiB: %s", strerror(errno));
 	CHECK(alloc(fd, small, 1u << 16, &b) == 0, "ALLOC small: %s",
