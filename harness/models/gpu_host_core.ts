@@ -241,6 +241,36 @@ export class GpuHostCore {
     return out;
   }
 
+  /**
+   * Answers read one after another (sysfs attributes) while ops complete:
+   * each must match a candidate state no earlier than the one before it
+   * matched. Returns the least state the last one allows, or null (with the
+   * index of the first answer no such state explains).
+   */
+  inOrder<T>(
+    cands: Candidate<T>[],
+    matches: ((v: T) => boolean)[],
+  ): { least: Candidate<T>[] } | { failed: number } {
+    let bound = new Map<FileState, bigint>();
+    let least: Candidate<T>[] = [];
+    for (const [i, match] of matches.entries()) {
+      const ok = cands.filter((c) =>
+        match(c.value) && [...c.points].every(([f, p]) => p >= (bound.get(f) ?? f.lower))
+      );
+      if (!ok.length) return { failed: i };
+      const next = new Map<FileState, bigint>();
+      for (const c of ok) {
+        for (const [f, p] of c.points) {
+          const cur = next.get(f);
+          if (cur === undefined || p < cur) next.set(f, p);
+        }
+      }
+      bound = next;
+      least = ok;
+    }
+    return { least };
+  }
+
   /** Advance every file to the least point among `matching` candidates. */
   settleTo<T>(matching: Candidate<T>[]): void {
     const least = new Map<FileState, bigint>();

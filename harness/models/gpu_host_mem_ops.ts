@@ -41,12 +41,19 @@ export const CAP = {
 
 type Op<K extends HostOp["op"]> = Extract<HostOp, { op: K }>;
 
-/** Checks every ioctl makes first: the command's size bits, then the feature, then the argument. */
+/**
+ * Checks every ioctl makes first: the command's size bits (another size than
+ * the struct's `size` bytes is another command), then the feature, then the
+ * argument.
+ */
 export function preamble(
   mods: Record<string, string> | undefined,
+  size: number,
   feature: boolean,
 ): Expect | null {
-  if (mods?.ioc_size !== undefined) return errno("ENOTTY");
+  if (mods?.ioc_size !== undefined && modNum(mods, "ioc_size") !== BigInt(size)) {
+    return errno("ENOTTY");
+  }
   if (!feature) return errno("EOPNOTSUPP");
   if (mods?.arg !== undefined) return errno("EFAULT");
   return null;
@@ -81,7 +88,7 @@ export function allocExpect(m: GpuHostCore, o: Op<"alloc">): Expect {
   onlyMods("alloc", o.mods, ["arg", "ioc_size", "flags"]);
   const f = m.file(o.f);
   if (!f) return SKIP;
-  const pre = preamble(o.mods, true);
+  const pre = preamble(o.mods, 32, true);
   if (pre) return pre;
   if (modOr(o.mods, "flags", 0n) !== 0n || o.size === 0n || !alignOk(o.align)) {
     return errno("EINVAL");
@@ -140,7 +147,7 @@ export function freeExpect(m: GpuHostCore, o: Op<"free">): Expect {
   if (!f) return SKIP;
   const r = m.resolve(f, o.h);
   if (r.skip) return SKIP;
-  const pre = preamble(o.mods, true);
+  const pre = preamble(o.mods, 8, true);
   if (pre) return pre;
   if (modOr(o.mods, "reserved", 0n) !== 0n) return errno("EINVAL");
   const obj = r.obj;
@@ -162,7 +169,7 @@ export function copyExpect(m: GpuHostCore, o: Op<"copy_to"> | Op<"copy_from">): 
   if (!f) return SKIP;
   const r = m.resolve(f, o.h);
   if (r.skip) return SKIP;
-  const pre = preamble(o.mods, true);
+  const pre = preamble(o.mods, 32, true);
   if (pre) return pre;
   if (modOr(o.mods, "reserved", 0n) !== 0n || o.len === 0n) return errno("EINVAL");
   const obj = r.obj;
@@ -278,7 +285,7 @@ export function infoExpect(m: GpuHostCore, o: Op<"info">): Expect {
   onlyMods("info", o.mods, ["arg", "ioc_size"]);
   const f = m.file(o.f);
   if (!f) return SKIP;
-  const pre = preamble(o.mods, true);
+  const pre = preamble(o.mods, 56, true);
   if (pre) return pre;
   const size = String(f.node.arena);
   const cands = countCandidates(m, f.node);
@@ -332,7 +339,7 @@ export function capsExpect(m: GpuHostCore, o: Op<"caps">): Expect {
   onlyMods("caps", o.mods, ["arg", "ioc_size", "size", ...CAPS_FIELDS]);
   const f = m.file(o.f);
   if (!f) return SKIP;
-  const pre = preamble(o.mods, true);
+  const pre = preamble(o.mods, 64, true);
   if (pre) return pre;
   if (modOr(o.mods, "size", 64n) !== 64n) return errno("EINVAL");
   if (CAPS_FIELDS.some((k) => (modNum(o.mods, k) ?? 0n) !== 0n)) return errno("EINVAL");

@@ -141,7 +141,7 @@ export function submitExpect(m: GpuHostCore, o: Op<"submit">): Expect {
     p: s.k === "pto" || s.k === "pfrom" ? m.resolve(f, s.p) : undefined,
   }));
   if (refs.some((r) => r.h.skip || r.p?.skip)) return SKIP;
-  const pre = preamble(o.mods, m.cfg.async);
+  const pre = preamble(o.mods, 40, m.cfg.async);
   if (pre) return pre;
   const count = modOr(o.mods, "count", BigInt(o.ops.length));
   if (
@@ -196,7 +196,7 @@ export function pollExpect(m: GpuHostCore, o: Op<"poll">): Expect {
   onlyMods("poll", o.mods, ["arg", "ioc_size", ...keys]);
   const f = m.file(o.f);
   if (!f) return SKIP;
-  const pre = preamble(o.mods, m.cfg.async);
+  const pre = preamble(o.mods, 64, m.cfg.async);
   if (pre) return pre;
   if (
     badReap(m, o.mods, o.max) || modOr(o.mods, "seq", 0n) !== 0n ||
@@ -213,7 +213,7 @@ export function waitExpect(m: GpuHostCore, o: Op<"wait">): Expect {
   onlyMods("wait", o.mods, ["arg", "ioc_size", ...keys]);
   const f = m.file(o.f);
   if (!f) return SKIP;
-  const pre = preamble(o.mods, m.cfg.async);
+  const pre = preamble(o.mods, 64, m.cfg.async);
   if (pre) return pre;
   const seq = o.seq === "last"
     ? f.submitted
@@ -322,7 +322,14 @@ export function eventsExpect(m: GpuHostCore, o: Op<"events">): Expect {
   });
 }
 
-/** The node's sysfs counters. */
+/** The node's sysfs counters, in the order the runner reads them. */
+const STAT_FIELDS = ["devmem_used", "allocations", "pinned_used", "pins"] as const;
+
+/**
+ * The node's sysfs counters. The runner reads them one after another, so
+ * ops may complete between two reads: each counter must match a candidate
+ * state no earlier than the previous counter's.
+ */
 export function statExpect(m: GpuHostCore, o: Op<"stat">): Expect {
   const node = m.nodes[o.node];
   if (!node) {
@@ -331,14 +338,15 @@ export function statExpect(m: GpuHostCore, o: Op<"stat">): Expect {
   const cands = countCandidates(m, node);
   if (!cands) m.unchecked++;
   const all = cands ?? [];
-  const key = (c: (typeof all)[number]) =>
-    `devmem_used=${c.value.devmemUsed} allocations=${c.value.allocations} ` +
-    `pinned_used=${c.value.pinnedUsed} pins=${c.value.pins}`;
-  const got = (a: Answer) =>
-    ["devmem_used", "allocations", "pinned_used", "pins"].map((k) => `${k}=${a.kv.get(k)}`).join(
-      " ",
-    );
-  const matching = (a: Answer) => all.filter((c) => key(c) === got(a));
+  const field = (v: (typeof all)[number]["value"], k: (typeof STAT_FIELDS)[number]) =>
+    ({
+      devmem_used: v.devmemUsed,
+      allocations: v.allocations,
+      pinned_used: v.pinnedUsed,
+      pins: v.pins,
+    })[k];
+  const order = (a: Answer) =>
+    m.inOrder(all, STAT_FIELDS.map((k) => (v) => String(field(v, k)) === a.kv.get(k)));
   const dmabufs = node.allocs.flatMap((a) => a.dmabufs);
   const expLo = dmabufs.filter((d) => d.fds > 0 || d.imports > 0).length;
   const expHi = expLo +
@@ -346,14 +354,19 @@ export function statExpect(m: GpuHostCore, o: Op<"stat">): Expect {
   const files = m.live.filter((f) => f.node === node);
   const inflightHi = files.reduce((s, f) => s + Number(f.submitted - f.lower), 0);
   const last = all[all.length - 1];
+  const show = (c: (typeof all)[number]) =>
+    STAT_FIELDS.map((k) => `${k}=${field(c.value, k)}`).join(" ");
   return {
     nominal: `ok ${
-      last ? key(last) : got({ kv: new Map() } as Answer)
+      last ? show(last) : STAT_FIELDS.map((k) => `${k}=0`).join(" ")
     } exports=${expLo} inflight=0`,
     check(a) {
       if (a.status !== "ok") return "want ok with the counters";
-      if (cands && matching(a).length === 0) {
-        return `want ${[...new Set(all.map(key))].join(" or ")}`;
+      const r = cands ? order(a) : { least: [] };
+      if ("failed" in r) {
+        const k = STAT_FIELDS[r.failed];
+        return `want ${k} ${[...new Set(all.map((c) => field(c.value, k)))].join(" or ")} ` +
+          `(states: ${[...new Set(all.map(show))].join(" | ")})`;
       }
       const ex = Number(a.kv.get("exports")), inf = Number(a.kv.get("inflight"));
       if (!(ex >= expLo && ex <= expHi)) return `want exports ${expLo}..${expHi}`;
@@ -361,7 +374,8 @@ export function statExpect(m: GpuHostCore, o: Op<"stat">): Expect {
       return a.kv.size === 6 ? null : "want exactly the six counters";
     },
     then(a) {
-      if (cands) m.settleTo(matching(a));
+      const r = cands ? order(a) : null;
+      if (r && "least" in r) m.settleTo(r.least);
     },
   };
 }

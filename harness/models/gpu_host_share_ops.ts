@@ -29,7 +29,7 @@ export function exportExpect(m: GpuHostCore, o: Op<"export">): Expect {
   if (!f) return SKIP;
   const r = m.resolve(f, o.h);
   if (r.skip) return SKIP;
-  const pre = preamble(o.mods, m.cfg.dmabuf);
+  const pre = preamble(o.mods, 16, m.cfg.dmabuf);
   if (pre) return pre;
   const flags = modOr(o.mods, "flags", 0n);
   if ((flags & ~1n) !== 0n || anySet(o.mods, ["reserved", "fd"])) return errno("EINVAL");
@@ -65,7 +65,7 @@ export function importExpect(m: GpuHostCore, o: Op<"import">): Expect {
   if (!f) return SKIP;
   const sym = o.fd.startsWith("#") ? m.fds.get(Number(o.fd.slice(1))) : undefined;
   if (o.fd.startsWith("#") && !sym?.open) return SKIP;
-  const pre = preamble(o.mods, m.cfg.dmabuf);
+  const pre = preamble(o.mods, 32, m.cfg.dmabuf);
   if (pre) return pre;
   if (
     modOr(o.mods, "size", 32n) !== 32n || anySet(o.mods, ["flags", "handle", "offset", "length"])
@@ -127,7 +127,7 @@ export function pinExpect(m: GpuHostCore, o: Op<"pin">): Expect {
   onlyMods("pin", o.mods, ["arg", "ioc_size", "size", "flags", "handle", "reserved"]);
   const f = m.file(o.f);
   if (!f) return SKIP;
-  const pre = preamble(o.mods, m.cfg.pinned);
+  const pre = preamble(o.mods, 32, m.cfg.pinned);
   if (pre) return pre;
   if (
     modOr(o.mods, "size", 32n) !== 32n || anySet(o.mods, ["flags", "handle", "reserved"]) ||
@@ -167,7 +167,7 @@ export function unpinExpect(m: GpuHostCore, o: Op<"unpin">): Expect {
   if (!f) return SKIP;
   const r = m.resolve(f, o.h);
   if (r.skip) return SKIP;
-  const pre = preamble(o.mods, m.cfg.pinned);
+  const pre = preamble(o.mods, 16, m.cfg.pinned);
   if (pre) return pre;
   if (modOr(o.mods, "size", 16n) !== 16n || anySet(o.mods, ["flags", "reserved"])) {
     return errno("EINVAL");

@@ -12,7 +12,7 @@ import {
   GpuHostModel,
 } from "../../harness/models/gpu_host.ts";
 import { fnv1a64, patternBytes } from "../../harness/models/gpu_host_bytes.ts";
-import type { HostOp } from "../../harness/models/gpu_host_ops.ts";
+import { type HostOp, parseAnswer } from "../../harness/models/gpu_host_ops.ts";
 
 /** Step `m` through [op, answer] pairs, failing on the first answer it refuses. */
 function run(m: GpuHostModel, steps: [HostOp, string][]): void {
@@ -391,5 +391,58 @@ Deno.test("a switched-off feature: no CAPS bit, EOPNOTSUPP for its calls, EPOLLE
     [{ op: "import", f: 0, fd: "badfd", out: 4 }, "err EOPNOTSUPP"],
     [{ op: "poll", f: 0, max: 100000 }, "err EOPNOTSUPP"],
     [{ op: "events", f: 0 }, "ok in=0 out=0 err=1"],
+  ]);
+});
+
+Deno.test("ioc_size: the struct's own size is the same command; another size is ENOTTY", () => {
+  const m = model();
+  run(m, [
+    [alloc(1, 1), "ok handle=1 offset=0 size=4096"],
+    [{ op: "free", f: 0, h: "$1", mods: { ioc_size: "16" } }, "err ENOTTY"],
+    [{ op: "free", f: 0, h: "$1", mods: { ioc_size: "8" } }, "ok"],
+  ]);
+});
+
+Deno.test("stat: counters read one after another may straddle a completion, never go back", () => {
+  const m = model();
+  run(m, [
+    [alloc(4096, 1), "ok handle=1 offset=0 size=4096"],
+    [alloc(12288, 2), "ok handle=2 offset=4096 size=12288"],
+    [
+      { op: "submit", f: 0, ops: [{ k: "fill", h: "$2", off: 0n, len: 1n, value: 1, ud: 0n }] },
+      "ok first=1",
+    ],
+    [{ op: "free", f: 0, h: "$2" }, "ok"],
+  ]);
+  const stat: HostOp = { op: "stat", node: 0 };
+  const line = (used: number, n: number) =>
+    `ok devmem_used=${used} allocations=${n} exports=0 pinned_used=0 pins=0 inflight=0`;
+  // devmem_used read before the op completed, allocations after: allowed
+  assert.equal(m.expect(stat).check(parseAnswer(line(16384, 1))), null);
+  // the other way round would have time go backwards
+  assert.notEqual(m.expect(stat).check(parseAnswer(line(4096, 2))), null);
+  run(m, [[stat, line(16384, 2)]]);
+});
+
+Deno.test("a copy that faults at its first user byte changes no device byte (sync and queued)", () => {
+  const m = model();
+  const pat = patternBytes(77, 8192);
+  run(m, [
+    [alloc(8192, 1), "ok handle=1 offset=0 size=8192"],
+    [{ op: "copy_to", f: 0, h: "$1", off: 0n, len: 8192n, seed: 77 }, "ok"],
+    [
+      { op: "copy_to", f: 0, h: "$1", off: 6484n, len: 334n, seed: 5, mods: { user_ptr: "null" } },
+      "err EFAULT",
+    ],
+    [{
+      op: "submit",
+      f: 0,
+      ops: [{ k: "to", h: "$1", off: 0n, len: 100n, hoff: 0n, ud: 1n, mods: { host: "bad" } }],
+    }, "ok first=1"],
+    [
+      { op: "wait", f: 0, seq: "last", max: 8, timeoutMs: 10000 },
+      "ok count=1 submitted=1 completed=1 reaped=1 c=1:-14:1:1",
+    ],
+    [{ op: "copy_from", f: 0, h: "$1", off: 0n, len: 8192n }, `ok digest=${fnv1a64(pat)}`],
   ]);
 });
