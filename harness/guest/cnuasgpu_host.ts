@@ -1,26 +1,26 @@
 /**
  * Guest-side helpers of the `gpu-host` row: loading and unloading
- * cnuasgpu_host.ko with given parameters, its sysfs attributes, what they must
- * say for a load, a load that must be refused (and the kernel message naming
+ * cnuasgpu_host.ko with given parameters, its sysfs attributes, a load that
+ * must be refused (and the kernel message naming
  * the parameter), and the script that kills a process holding pins with ops
  * in flight.
  *
  * @example
  * ```ts
- * await loadHost(g, cfg, "");            // insmod with the module's defaults
+ * await loadHost(g, 1, "");              // insmod with the module's defaults
  * const kv = await hostSysfs(g, 0);      // devmem_used, pinned_used, inflight, ...
  * ```
  */
 import { RowFailure } from "../matrix/row.ts";
-import { CAP } from "../models/gpu_host_mem_ops.ts";
-import type { GpuHostConfig } from "../models/gpu_host_state.ts";
 import { type Guest, GUEST_PATHS } from "../vm/types.ts";
 import { parseKeyValues } from "./cnuasgpu.ts";
 import { shq } from "./shell.ts";
 
 /** The module inside the guest. */
 export const CNUASGPU_HOST_KO = `${GUEST_PATHS.modules}/cnuasgpu_host.ko`;
-/** The module helper's own checks (drivers/test/cnuasgpu_host_test.c). */
+/** The op runner (drivers/test/cnuasgpu_host_ops.c). */
+export const HOST_OPS_BIN = `${GUEST_PATHS.bin}/cnuasgpu_host_ops`;
+/** The module's own checks (drivers/test/cnuasgpu_host_test.c). */
 export const CNUASGPU_HOST_TEST = `${GUEST_PATHS.bin}/cnuasgpu_host_test`;
 
 /** sysfs attributes of /sys/class/cnuasgpu_host/cnuasgpu_hostN (docs/devices.md). */
@@ -60,42 +60,18 @@ export async function hostSysfs(g: Guest, n: number): Promise<Record<string, str
   return parseKeyValues((await g.run(cmd, { check: true })).stdout);
 }
 
-/** What node `n`'s configuration attributes must say for `cfg`. */
-export function expectedHostSysfs(cfg: GpuHostConfig): Record<string, string> {
-  const caps = (cfg.zerocopy ? CAP.ZEROCOPY : 0) | (cfg.pinned ? CAP.PINNED : 0) |
-    (cfg.dmabuf ? CAP.DMABUF | CAP.PEER_RDMA : 0) | (cfg.async ? CAP.ASYNC : 0);
-  const features = (["zerocopy", "pinned", "dmabuf", "async"] as const).filter((f) => cfg[f]);
-  return {
-    devmem_size: String(cfg.devmemMb * 2 ** 20),
-    pinned_max: String(cfg.pinned ? cfg.pinnedMaxMb * 2 ** 20 : 0),
-    queue_depth: String(cfg.async ? cfg.queueDepth : 0),
-    batch_max: String(cfg.async ? cfg.batchMax : 0),
-    caps: String(caps),
-    features: features.join(" "),
-  };
-}
-
-/** Lines naming what in `got` (sysfs of a node) differs from `cfg`'s expectations. */
-export function hostSysfsMismatches(got: Record<string, string>, cfg: GpuHostConfig): string[] {
-  const want = expectedHostSysfs(cfg);
-  const norm: Record<string, string> = { ...got, caps: String(parseInt(got.caps ?? "", 16)) };
-  return Object.entries(want).filter(([k, v]) => norm[k] !== v).map(([k, v]) =>
-    `${k} is ${got[k] ?? "(missing)"}, want ${k === "caps" ? `0x${Number(v).toString(16)}` : v}`
-  );
-}
-
 /** Whether cnuasgpu_host is loaded. */
 export async function hostLoaded(g: Guest): Promise<boolean> {
   return (await g.run("grep -q '^cnuasgpu_host ' /proc/modules")).code === 0;
 }
 
-/** insmod cnuasgpu_host with `params` (empty: its defaults); wait for `cfg.devices` nodes. */
-export async function loadHost(g: Guest, cfg: GpuHostConfig, params: string): Promise<void> {
+/** insmod cnuasgpu_host with `params` (empty: its defaults); wait for its `devices` nodes. */
+export async function loadHost(g: Guest, devices: number, params: string): Promise<void> {
   const r = await g.run(
     [
       `insmod ${shq(CNUASGPU_HOST_KO)} ${params} || exit 3`,
       "for i in $(seq 50); do",
-      `  [ "$(ls /dev/cnuasgpu_host* 2>/dev/null | wc -l)" -ge ${cfg.devices} ] && break`,
+      `  [ "$(ls /dev/cnuasgpu_host* 2>/dev/null | wc -l)" -ge ${devices} ] && break`,
       "  sleep 0.1",
       "done",
       "ls /dev/ | grep '^cnuasgpu_host'",
@@ -106,7 +82,7 @@ export async function loadHost(g: Guest, cfg: GpuHostConfig, params: string): Pr
     throw new RowFailure(`insmod cnuasgpu_host ${params} failed (exit ${r.code}): ${r.stderr}`);
   }
   const nodes = r.stdout.split(/\s+/).filter((n) => /^cnuasgpu_host\d+$/.test(n)).sort();
-  const want = Array.from({ length: cfg.devices }, (_, i) => `cnuasgpu_host${i}`);
+  const want = Array.from({ length: devices }, (_, i) => `cnuasgpu_host${i}`);
   if (nodes.join(" ") !== want.join(" ")) {
     throw new RowFailure(`after insmod: /dev has ${nodes.join(", ") || "none"}, want ${want}`);
   }

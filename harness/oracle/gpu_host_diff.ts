@@ -7,22 +7,20 @@
  *
  * @example
  * ```ts
- * const run = await fuzzHostLoad(guestRunner(g), cfg, 7, 2000);
+ * const run = await fuzzHostLoad(exec, cfg, 7, 2000); // exec: ops in, the runner's answers out
  * if (run.divergence) console.log(formatHostFailure(cfg, run));
  * ```
  */
 import { GpuHostModel } from "../models/gpu_host.ts";
+import { CAP } from "../models/gpu_host_mem_ops.ts";
 import { GpuHostModelUsageError } from "../models/gpu_host_mods.ts";
 import { formatOp, type HostOp } from "../models/gpu_host_ops.ts";
 import { type GpuHostConfig, moduleParams } from "../models/gpu_host_state.ts";
-import { shq } from "../guest/shell.ts";
-import type { Guest } from "../vm/types.ts";
-import { GUEST_PATHS } from "../vm/types.ts";
 import { generateHostOps } from "./gpu_host_gen.ts";
 import { shrinkOps } from "./shrink.ts";
 
-/** The op runner inside the guest. */
-export const HOST_OPS_BIN = `${GUEST_PATHS.bin}/cnuasgpu_host_ops`;
+export { GPU_HOST_DEFAULTS, type GpuHostConfig, moduleParams } from "../models/gpu_host_state.ts";
+export { formatOp, type HostOp } from "../models/gpu_host_ops.ts";
 
 /** Runs op lines on the device and returns the answer lines. */
 export type HostOpsExec = (ops: HostOp[]) => Promise<string[]>;
@@ -79,20 +77,6 @@ export function compareHostRun(cfg: GpuHostConfig, ops: HostOp[], answers: strin
     };
   }
   return { divergence: null, compared: ops.length, unchecked: m.unchecked };
-}
-
-/** Run ops with the guest's op runner (node prefix /dev/cnuasgpu_host, `seed` for its bad handles). */
-export function guestRunner(g: Guest, seed: number, timeoutSec = 900): HostOpsExec {
-  return async (ops) => {
-    const r = await g.run(`${shq(HOST_OPS_BIN)} -s ${seed}`, {
-      stdin: ops.map(formatOp).join("\n") + "\n",
-      timeoutSec,
-    });
-    if (r.code !== 0) {
-      throw new Error(`cnuasgpu_host_ops exited ${r.code}: ${r.stderr.trim().slice(-800)}`);
-    }
-    return r.stdout.split("\n").filter((l) => l.trim() !== "");
-  };
 }
 
 /** One fuzz run against one load. */
@@ -176,4 +160,28 @@ export function formatHostFailure(cfg: GpuHostConfig, run: HostFuzzRun): string 
     lines.push("  (not shrunk: no shorter sequence disagreed again)");
   }
   return lines.join("\n");
+}
+
+/** What a node's configuration attributes in sysfs must say for a load with `cfg`. */
+export function expectedHostSysfs(cfg: GpuHostConfig): Record<string, string> {
+  const caps = (cfg.zerocopy ? CAP.ZEROCOPY : 0) | (cfg.pinned ? CAP.PINNED : 0) |
+    (cfg.dmabuf ? CAP.DMABUF | CAP.PEER_RDMA : 0) | (cfg.async ? CAP.ASYNC : 0);
+  const features = (["zerocopy", "pinned", "dmabuf", "async"] as const).filter((f) => cfg[f]);
+  return {
+    devmem_size: String(cfg.devmemMb * 2 ** 20),
+    pinned_max: String(cfg.pinned ? cfg.pinnedMaxMb * 2 ** 20 : 0),
+    queue_depth: String(cfg.async ? cfg.queueDepth : 0),
+    batch_max: String(cfg.async ? cfg.batchMax : 0),
+    caps: String(caps),
+    features: features.join(" "),
+  };
+}
+
+/** Lines naming what in `got` (a node's sysfs, `caps` in hex) differs from `cfg`'s expectations. */
+export function hostSysfsMismatches(got: Record<string, string>, cfg: GpuHostConfig): string[] {
+  const want = expectedHostSysfs(cfg);
+  const norm: Record<string, string> = { ...got, caps: String(parseInt(got.caps ?? "", 16)) };
+  return Object.entries(want).filter(([k, v]) => norm[k] !== v).map(([k, v]) =>
+    `${k} is ${got[k] ?? "(missing)"}, want ${k === "caps" ? `0x${Number(v).toString(16)}` : v}`
+  );
 }

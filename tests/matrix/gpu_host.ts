@@ -22,9 +22,9 @@ import {
   CNUASGPU_HOST_KO,
   CNUASGPU_HOST_TEST,
   HOST_IDLE_COUNTERS,
+  HOST_OPS_BIN,
   hostLoaded,
   hostSysfs,
-  hostSysfsMismatches,
   killMidQueueScript,
   loadHost,
   tryBadLoad,
@@ -33,17 +33,33 @@ import {
 import { configureRoceAddress, loadCnuasIb } from "../../harness/guest/cnuas_ib.ts";
 import { waitCarrier } from "../../harness/guest/cnuas_net.ts";
 import { shq } from "../../harness/guest/shell.ts";
-import { GPU_HOST_DEFAULTS, type GpuHostConfig } from "../../harness/models/gpu_host.ts";
-import { formatOp, type HostOp } from "../../harness/models/gpu_host_ops.ts";
-import { moduleParams } from "../../harness/models/gpu_host_state.ts";
 import {
   compareHostRun,
   formatHostFailure,
+  formatOp,
   fuzzHostLoad,
-  guestRunner,
-  HOST_OPS_BIN,
+  GPU_HOST_DEFAULTS,
+  type GpuHostConfig,
+  type HostOp,
+  type HostOpsExec,
+  hostSysfsMismatches,
+  moduleParams,
 } from "../../harness/oracle/gpu_host_diff.ts";
 import { MODULE_VERSIONS } from "../../harness/report/render.ts";
+
+/** Ops into the guest's op runner (`seed` picks its bad handles), its answer lines out. */
+function guestRunner(g: RowContext["guests"][number], seed: number): HostOpsExec {
+  return async (ops) => {
+    const r = await g.run(`${shq(HOST_OPS_BIN)} -s ${seed}`, {
+      stdin: ops.map(formatOp).join("\n") + "\n",
+      timeoutSec: 900,
+    });
+    if (r.code !== 0) {
+      throw new RowFailure(`cnuasgpu_host_ops exited ${r.code}: ${r.stderr.trim().slice(-800)}`);
+    }
+    return r.stdout.split("\n").filter((l) => l.trim() !== "");
+  };
+}
 
 /** One load of the module. */
 export interface HostLoad {
@@ -142,7 +158,7 @@ async function fuzzLoads(ctx: RowContext, hasTest: boolean): Promise<void> {
     await ctx.step(
       `${l.name}: insmod cnuasgpu_host ${l.params || "(defaults)"}; sysfs`,
       async () => {
-        await loadHost(g, l.cfg, l.params);
+        await loadHost(g, l.cfg.devices, l.params);
         for (let n = 0; n < l.cfg.devices; n++) {
           const bad = hostSysfsMismatches(await hostSysfs(g, n), l.cfg);
           ctx.expect(bad.length === 0, `cnuasgpu_host${n}: ${bad.join("; ")}`);
@@ -231,7 +247,7 @@ async function devnodeMode(ctx: RowContext, hasTest: boolean): Promise<void> {
   for (const mode of ["0600", "0666"]) {
     await ctx.step(`devnode_mode=${mode}: /dev/cnuasgpu_host0 mode, and ${user}`, async () => {
       const cfg = GPU_HOST_DEFAULTS;
-      await loadHost(g, cfg, mode === "0600" ? "" : `devnode_mode=${mode}`);
+      await loadHost(g, 1, mode === "0600" ? "" : `devnode_mode=${mode}`);
       const st = (await g.run("stat -c %a /dev/cnuasgpu_host0", { check: true })).stdout.trim();
       ctx.expect(st === mode.slice(1), `/dev/cnuasgpu_host0 has mode ${st}, want ${mode}`);
       const ops = mode === "0600" ? SMALL_RUN.slice(0, 1) : SMALL_RUN;
@@ -270,7 +286,7 @@ async function bothModules(ctx: RowContext): Promise<void> {
       `cnuasgpu.ko and cnuasgpu_host.ko together; ${first} unloaded first`,
       async () => {
         await g.run(`insmod ${shq(CNUASGPU_KO)}`, { check: true });
-        await loadHost(g, GPU_HOST_DEFAULTS, "");
+        await loadHost(g, 1, "");
         await works("both loaded");
         await g.run(`rmmod ${first}`, { check: true });
         const left = await mods();
@@ -305,7 +321,7 @@ async function killMidQueue(ctx: RowContext): Promise<void> {
     "a process killed holding pins, with 64 ops in flight, leaves nothing",
     async () => {
       const g = ctx.guests[0];
-      await loadHost(g, GPU_HOST_DEFAULTS, "");
+      await loadHost(g, 1, "");
       const r = await g.run(killMidQueueScript(HOST_OPS_BIN, batch), { timeoutSec: 180 });
       ctx.log(r.stdout.trim());
       const kv: Record<string, string> = {};
@@ -341,7 +357,7 @@ async function dmabufIb(ctx: RowContext, hasTest: boolean): Promise<void> {
   const gid = await configureRoceAddress(g, dev, "10.78.0.1/24");
   ctx.expect(await waitCarrier(g, dev.iface, true), `${dev.iface}: no carrier`);
   await ctx.step(`an export registered with ibv_reg_dmabuf_mr on ${dev.ibdev}`, async () => {
-    await loadHost(g, GPU_HOST_DEFAULTS, "");
+    await loadHost(g, 1, "");
     const out = await moduleTest(ctx, ["-i", `${dev.ibdev}:${gid}`]);
     ctx.expect(/^dmabuf_ib_mr: ok$/m.test(out), "dmabuf_ib_mr did not say ok");
     await unloadHost(g);
