@@ -129,7 +129,9 @@ export async function fuzzHostLoad(
   const c = compareHostRun(cfg, ops, answers);
   const run: HostFuzzRun = { seed, ops, answers, ...c };
   if (!c.divergence || shrinkRuns <= 0) return run;
-  const prefix = ops.slice(0, c.divergence.opIndex + 1);
+  // An op the runner skipped did nothing on either side: it can go before shrinking starts.
+  const at = c.divergence.opIndex;
+  const prefix = ops.slice(0, at + 1).filter((_, i) => i === at || answers[i] !== "skip");
   let last: { ops: HostOp[]; answers: string[]; divergence: HostDivergence } | undefined;
   const res = await shrinkOps(prefix, async (cand) => {
     const r = await replay(exec, cfg, cand);
