@@ -122,7 +122,7 @@ export async function fuzzHostLoad(
   cfg: GpuHostConfig,
   seed: number,
   count: number,
-  shrinkRuns = 60,
+  shrinkRuns = 120,
 ): Promise<HostFuzzRun> {
   const ops = generateHostOps(cfg, seed, count);
   const answers = await exec(ops);
@@ -139,6 +139,18 @@ export async function fuzzHostLoad(
     return r.divergence !== null;
   }, { maxRuns: shrinkRuns, budgetMs: 600_000 });
   if (last && last.ops.length === res.ops.length) run.shrunk = { ...last, runs: res.runs };
+  // What the last failing replay skipped did nothing: try once without it.
+  const s = run.shrunk;
+  if (s) {
+    const end = s.divergence.opIndex;
+    const lean = s.ops.filter((_, i) => i === end || (i < end && s.answers[i] !== "skip"));
+    if (lean.length < s.ops.length) {
+      const r = await replay(exec, cfg, lean);
+      if (r.divergence) {
+        run.shrunk = { ops: lean, answers: r.answers, divergence: r.divergence, runs: s.runs + 1 };
+      }
+    }
+  }
   return run;
 }
 
