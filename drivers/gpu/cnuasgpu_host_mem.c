@@ -343,7 +343,7 @@ int cgh_ioc_copy(struct cgh_file *cf, void __user *uarg, bool to_dev)
 			break;
 		}
 		if (to_dev)
-			left = copy_from_user(dev + done, uptr + done, len);
+			left = cgh_copy_from_user(dev + done, uptr + done, len);
 		else
 			left = copy_to_user(uptr + done, dev + done, len);
 		if (left) {

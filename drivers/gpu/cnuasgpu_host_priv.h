@@ -52,6 +52,7 @@
 #include <linux/sizes.h>
 #include <linux/spinlock.h>
 #include <linux/types.h>
+#include <linux/uaccess.h>
 #include <linux/wait.h>
 #include <linux/workqueue.h>
 #include <linux/xarray.h>
@@ -223,5 +224,20 @@ void cgh_import_drop(struct cgh_import *imp);
 
 /* cnuasgpu_host_sysfs.c */
 extern const struct attribute_group *cgh_groups[];
+
+/*
+ * Copy @len bytes of user memory at @src into the arena at @dst; returns
+ * the bytes not copied.  copy_from_user() zero-fills the part it could not
+ * copy, which here would write zeros over device memory past a fault; the
+ * contract leaves every byte from the fault on as it was, so the
+ * non-padding __copy_from_user(), after the access_ok() it needs.
+ */
+static inline unsigned long cgh_copy_from_user(u8 *dst, const u8 __user *src,
+					       size_t len)
+{
+	if (!access_ok(src, len))
+		return len;
+	return __copy_from_user(dst, src, len);
+}
 
 #endif /* CNUASGPU_HOST_PRIV_H */

@@ -209,7 +209,7 @@ static int cgh_op_copy_user(struct cgh_op *op, u8 *dev, u64 done, size_t len)
 	unsigned long left;
 
 	if (op->uop.opcode == CNUASGPU_OP_COPY_TO_DEV)
-		left = copy_from_user(dev + done, uptr, len);
+		left = cgh_copy_from_user(dev + done, uptr, len);
 	else
 		left = copy_to_user(uptr, dev + done, len);
 	return left ? -EFAULT : 0;
