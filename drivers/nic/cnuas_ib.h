@@ -127,6 +127,46 @@ enum cnuas_ib_stat {
 };
 
 /**
+ * struct cnuas_ib_port - the port's native-InfiniBand state (link_layer=ib)
+ *
+ * What the subnet manager sets through the SMA (cnuas_ib_mad.c, PortInfo
+ * Set) and the link reports; docs/devices.md, "cnuas_ib in native
+ * InfiniBand mode".  Unused in RoCE mode.  Readers in the data path take
+ * @lock or use cnuas_ib_port_lid()/cnuas_ib_port_active().
+ * @lock: protects everything below
+ * @lid: the port's LID, 0 until the SM assigns one
+ * @sm_lid, @sm_sl: where the master SM is
+ * @lmc: LID mask control (we take only 0)
+ * @state: enum ib_port_state (DOWN, INIT, ARMED, ACTIVE)
+ * @phys_state: IB_PORT_PHYS_STATE_* (POLLING while the link is down)
+ * @subnet_prefix: GID prefix, big-endian as on the wire
+ * @subnet_timeout, @neighbor_mtu, @init_type_reply: PortInfo fields kept
+ * @mkey, @mkey_lease, @mkey_prot: the management key and its protection
+ * @cap_mask: PortInfo CapabilityMask (IB_PORT_* bits), modify_port edits it
+ * @mkey_violations, @pkey_violations, @qkey_violations: PortInfo counters
+ */
+struct cnuas_ib_port {
+	spinlock_t lock;	/* see above */
+	u16 lid;
+	u16 sm_lid;
+	u8 sm_sl;
+	u8 lmc;
+	u8 state;
+	u8 phys_state;
+	__be64 subnet_prefix;
+	u8 subnet_timeout;
+	u8 neighbor_mtu;
+	u8 init_type_reply;
+	u64 mkey;
+	u16 mkey_lease;
+	u8 mkey_prot;
+	u32 cap_mask;
+	u16 mkey_violations;
+	u16 pkey_violations;
+	u16 qkey_violations;
+};
+
+/**
  * struct cnuas_ib_dev - one RDMA device on one cnuas-vnic function
  * @ibdev: the ib_core device (first: ib_alloc_device)
  * @nadev: the auxiliary device of cnuas_net
@@ -156,6 +196,7 @@ enum cnuas_ib_stat {
  * @mcast_lock: protects changes to @mcast_groups and @n_mcast_grp
  * @mcast_groups: struct cnuas_ib_mcg list (cnuas_ib_mcast.c), RCU readers
  * @n_mcast_grp: groups in @mcast_groups
+ * @port: native-InfiniBand port state (link_layer=ib only)
  */
 struct cnuas_ib_dev {
 	struct ib_device ibdev;
@@ -184,11 +225,30 @@ struct cnuas_ib_dev {
 	spinlock_t mcast_lock;	/* see above */
 	struct list_head mcast_groups;
 	u32 n_mcast_grp;
+	struct cnuas_ib_port port;
 };
 
 static inline struct cnuas_ib_dev *to_cdev(struct ib_device *ibdev)
 {
 	return container_of(ibdev, struct cnuas_ib_dev, ibdev);
+}
+
+/* Is the port native InfiniBand (link_layer=ib) rather than RoCEv2? */
+static inline bool cnuas_ib_is_ib(const struct cnuas_ib_dev *dev)
+{
+	return dev->layer == CNUAS_LL_IB;
+}
+
+/* IB mode: the port's LID now (0: none assigned yet). */
+static inline u16 cnuas_ib_port_lid(struct cnuas_ib_dev *dev)
+{
+	return READ_ONCE(dev->port.lid);
+}
+
+/* IB mode: may data (anything but QP0) go out?  IBA: only when ACTIVE. */
+static inline bool cnuas_ib_port_active(struct cnuas_ib_dev *dev)
+{
+	return READ_ONCE(dev->port.state) == IB_PORT_ACTIVE;
 }
 
 static inline void cnuas_stat_inc(struct cnuas_ib_dev *dev,
@@ -715,6 +775,16 @@ void cnuas_ib_txwait_del(struct cnuas_ib_qp *qp);
 void cnuas_ib_rx_drop_init(struct cnuas_ib_dev *dev);
 bool cnuas_ib_pkt_from_peer(struct cnuas_ib_qp *qp, struct sk_buff *skb);
 void cnuas_ib_loop_work(struct work_struct *work);
+
+/* cnuas_ib_mad.c: the SMA and PMA of native-IB mode, the port state */
+void cnuas_ib_port_init(struct cnuas_ib_dev *dev);
+void cnuas_ib_port_link_change(struct cnuas_ib_dev *dev, bool up);
+int cnuas_ib_process_mad(struct ib_device *ibdev, int mad_flags, u32 port,
+			 const struct ib_wc *in_wc, const struct ib_grh *in_grh,
+			 const struct ib_mad *in, struct ib_mad *out,
+			 size_t *out_mad_size, u16 *out_mad_pkey_index);
+int cnuas_ib_modify_port(struct ib_device *ibdev, u32 port, int mask,
+			 struct ib_port_modify *props);
 
 /* cnuas_ib_mcast.c */
 int cnuas_ib_attach_mcast(struct ib_qp *ibqp, union ib_gid *mgid, u16 mlid);
