@@ -70,6 +70,8 @@
 #define CNUAS_IB_MAX_MCAST_QP_ATTACH	256
 #define CNUAS_IB_GID_TBL_ROCE		1024
 #define CNUAS_IB_GID_TBL_IB		1
+/* Native IB: the GID prefix until the SM sets one (IBA: link-local). */
+#define CNUAS_IB_DEFAULT_SUBNET_PREFIX	0xfe80000000000000ULL
 #define CNUAS_IB_MAX_MTU		IB_MTU_4096
 #define CNUAS_IB_MAX_MSG_SZ		0x7fffffffU	/* 2 GiB - 1 */
 #define CNUAS_IB_ACTIVE_SPEED		IB_SPEED_EDR
@@ -197,6 +199,7 @@ struct cnuas_ib_port {
  * @mcast_groups: struct cnuas_ib_mcg list (cnuas_ib_mcast.c), RCU readers
  * @n_mcast_grp: groups in @mcast_groups
  * @port: native-InfiniBand port state (link_layer=ib only)
+ * @pma_base: the counters' values when a PMA Set last cleared them
  */
 struct cnuas_ib_dev {
 	struct ib_device ibdev;
@@ -226,6 +229,7 @@ struct cnuas_ib_dev {
 	struct list_head mcast_groups;
 	u32 n_mcast_grp;
 	struct cnuas_ib_port port;
+	struct cnuas_net_rdma_counters pma_base;
 };
 
 static inline struct cnuas_ib_dev *to_cdev(struct ib_device *ibdev)
@@ -785,6 +789,7 @@ int cnuas_ib_process_mad(struct ib_device *ibdev, int mad_flags, u32 port,
 			 size_t *out_mad_size, u16 *out_mad_pkey_index);
 int cnuas_ib_modify_port(struct ib_device *ibdev, u32 port, int mask,
 			 struct ib_port_modify *props);
+extern const struct ib_device_ops cnuas_ib_ib_mode_ops;
 
 /* cnuas_ib_mcast.c */
 int cnuas_ib_attach_mcast(struct ib_qp *ibqp, union ib_gid *mgid, u16 mlid);

@@ -6,6 +6,7 @@
  */
 #include <linux/etherdevice.h>
 #include <linux/module.h>
+#include <linux/utsname.h>
 #include <net/addrconf.h>
 #include <rdma/ib_addr.h>
 #include <rdma/ib_mad.h>
@@ -15,7 +16,7 @@
 static char *link_layer = "eth";
 module_param(link_layer, charp, 0444);
 MODULE_PARM_DESC(link_layer,
-		 "Link layer of the port: eth (RoCEv2); ib is not built yet");
+		 "Link layer of the port: eth (RoCEv2, default) or ib (native InfiniBand, LIDs from the subnet manager)");
 
 /* The port's MTU as the netdev's MTU allows it (RoCEv2 headers taken off). */
 static enum ib_mtu cnuas_ib_active_mtu(struct cnuas_ib_dev *dev)
@@ -73,6 +74,36 @@ int cnuas_ib_query_device(struct ib_device *ibdev, struct ib_device_attr *a,
 	return 0;
 }
 
+/* Native IB: what the SM made of the port (cnuas_ib_mad.c). */
+static void cnuas_ib_query_port_ib(struct cnuas_ib_dev *dev,
+				   struct ib_port_attr *a)
+{
+	struct cnuas_ib_port *p = &dev->port;
+
+	spin_lock_irq(&p->lock);
+	a->state = p->state;
+	a->phys_state = p->phys_state;
+	a->lid = p->lid;
+	a->sm_lid = p->sm_lid;
+	a->sm_sl = p->sm_sl;
+	a->lmc = p->lmc;
+	a->subnet_timeout = p->subnet_timeout;
+	a->init_type_reply = p->init_type_reply;
+	a->port_cap_flags = p->cap_mask;
+	a->bad_pkey_cntr = p->pkey_violations;
+	a->qkey_viol_cntr = p->qkey_violations;
+	a->active_mtu = min_t(enum ib_mtu, p->neighbor_mtu, CNUAS_IB_MAX_MTU);
+	spin_unlock_irq(&p->lock);
+	a->max_mtu = CNUAS_IB_MAX_MTU;
+	a->phys_mtu = ib_mtu_enum_to_int(CNUAS_IB_MAX_MTU);
+	a->gid_tbl_len = CNUAS_IB_GID_TBL_IB;
+	a->max_msg_sz = CNUAS_IB_MAX_MSG_SZ;
+	a->pkey_tbl_len = CNUAS_IB_MAX_PKEYS;
+	a->max_vl_num = 1;
+	a->active_width = CNUAS_IB_ACTIVE_WIDTH;
+	a->active_speed = CNUAS_IB_ACTIVE_SPEED;
+}
+
 int cnuas_ib_query_port(struct ib_device *ibdev, u32 port,
 			struct ib_port_attr *a)
 {
@@ -81,6 +112,10 @@ int cnuas_ib_query_port(struct ib_device *ibdev, u32 port,
 
 	if (port != 1)
 		return -EINVAL;
+	if (cnuas_ib_is_ib(dev)) {
+		cnuas_ib_query_port_ib(dev, a);
+		return 0;
+	}
 	a->state = up ? IB_PORT_ACTIVE : IB_PORT_DOWN;
 	a->phys_state = up ? IB_PORT_PHYS_STATE_LINK_UP :
 			     IB_PORT_PHYS_STATE_DISABLED;
@@ -109,7 +144,9 @@ int cnuas_ib_get_port_immutable(struct ib_device *ibdev, u32 port,
 		return err;
 	im->pkey_tbl_len = attr.pkey_tbl_len;
 	im->gid_tbl_len = attr.gid_tbl_len;
-	im->core_cap_flags = RDMA_CORE_PORT_IBA_ROCE_UDP_ENCAP;
+	im->core_cap_flags = cnuas_ib_is_ib(to_cdev(ibdev)) ?
+			     RDMA_CORE_PORT_IBA_IB :
+			     RDMA_CORE_PORT_IBA_ROCE_UDP_ENCAP;
 	im->max_mad_size = IB_MGMT_MAD_SIZE;
 	return 0;
 }
@@ -117,7 +154,8 @@ int cnuas_ib_get_port_immutable(struct ib_device *ibdev, u32 port,
 enum rdma_link_layer cnuas_ib_get_link_layer(struct ib_device *ibdev,
 					     u32 port)
 {
-	return IB_LINK_LAYER_ETHERNET;
+	return cnuas_ib_is_ib(to_cdev(ibdev)) ? IB_LINK_LAYER_INFINIBAND :
+						 IB_LINK_LAYER_ETHERNET;
 }
 
 /* 0x000100: one byte each of major, minor and sub-minor. */
@@ -172,9 +210,18 @@ static void cnuas_ib_port_event(struct cnuas_ib_dev *dev, bool up)
 	ib_dispatch_event(&ev);
 }
 
+/*
+ * RoCE: the port is ACTIVE whenever the link is up.  Native IB: the link
+ * only takes it to INIT; the SM does the rest (cnuas_ib_mad.c).
+ */
 static void cnuas_ib_link_change(void *ctx, bool up)
 {
-	cnuas_ib_port_event(ctx, up);
+	struct cnuas_ib_dev *dev = ctx;
+
+	if (cnuas_ib_is_ib(dev))
+		cnuas_ib_port_link_change(dev, up);
+	else
+		cnuas_ib_port_event(dev, up);
 }
 
 static const struct cnuas_net_rdma_ops cnuas_ib_net_ops = {
@@ -188,15 +235,19 @@ static int cnuas_ib_probe(struct auxiliary_device *adev,
 {
 	struct cnuas_net_adev *nadev = to_cnuas_net_adev(adev);
 	struct cnuas_ib_dev *dev;
+	enum cnuas_link_layer layer;
 	struct ib_device *ibdev;
 	u8 guid[8];
 	int err;
 
-	if (strcmp(link_layer, "eth")) {
-		dev_err(&adev->dev,
-			"link_layer=%s: only eth (RoCEv2) is built so far\n",
+	if (!strcmp(link_layer, "eth")) {
+		layer = CNUAS_LL_ETH;
+	} else if (!strcmp(link_layer, "ib")) {
+		layer = CNUAS_LL_IB;
+	} else {
+		dev_err(&adev->dev, "link_layer=%s: takes eth or ib\n",
 			link_layer);
-		return -EOPNOTSUPP;
+		return -EINVAL;
 	}
 
 	dev = ib_alloc_device(cnuas_ib_dev, ibdev);
@@ -206,7 +257,7 @@ static int cnuas_ib_probe(struct auxiliary_device *adev,
 	dev->nadev = nadev;
 	dev->net = nadev->net;
 	dev->netdev = nadev->netdev;
-	dev->layer = CNUAS_LL_ETH;
+	dev->layer = layer;
 	xa_init_flags(&dev->qps, XA_FLAGS_ALLOC);
 	xa_init_flags(&dev->mrs, XA_FLAGS_ALLOC1);
 	dev->next_qpn = 16;
@@ -243,36 +294,55 @@ static int cnuas_ib_probe(struct auxiliary_device *adev,
 				  BIT_ULL(IB_USER_VERBS_CMD_POST_RECV) |
 				  BIT_ULL(IB_USER_VERBS_CMD_POST_SRQ_RECV) |
 				  BIT_ULL(IB_USER_VERBS_CMD_REQ_NOTIFY_CQ);
-	strscpy(ibdev->node_desc, "cnuas_ib RoCEv2", sizeof(ibdev->node_desc));
 	ib_set_device_ops(ibdev, &cnuas_ib_dev_ops);
+	if (layer == CNUAS_LL_IB) {
+		/* what the SM reads in NodeDescription: host and device */
+		snprintf(ibdev->node_desc, sizeof(ibdev->node_desc),
+			 "%s cnuas_ib InfiniBand", utsname()->nodename);
+		ib_set_device_ops(ibdev, &cnuas_ib_ib_mode_ops);
+	} else {
+		strscpy(ibdev->node_desc, "cnuas_ib RoCEv2",
+			sizeof(ibdev->node_desc));
+	}
 	/*
 	 * The datasheet names the device cnuas_ib<n>; without this rdma-core's
 	 * udev rule (rdma_rename NAME_FALLBACK) renames it rocep<bus>s<slot>.
 	 */
 	ib_mark_name_assigned_by_user(ibdev);
 
-	err = ib_device_set_netdev(ibdev, dev->netdev, 1);
-	if (err)
-		goto err_wq;
+	/*
+	 * RoCE: ib_core builds the GID table from the netdev's addresses.
+	 * Native IB has no netdev (IPoIB makes its own); the one GID is ours.
+	 */
+	if (layer == CNUAS_LL_ETH) {
+		err = ib_device_set_netdev(ibdev, dev->netdev, 1);
+		if (err)
+			goto err_wq;
+	}
 
-	err = cnuas_net_register_rdma(dev->net, &cnuas_ib_net_ops, dev,
-				      CNUAS_LL_ETH);
+	cnuas_ib_port_init(dev);	/* RoCE mode keeps it at its defaults */
+	err = cnuas_net_register_rdma(dev->net, &cnuas_ib_net_ops, dev, layer);
 	if (err)
 		goto err_netdev;
+	/* the carrier now: read after registering, so no change is lost */
+	if (layer == CNUAS_LL_IB)
+		cnuas_ib_port_link_change(dev, cnuas_net_link_up(dev->net));
 
 	err = ib_register_device(ibdev, "cnuas_ib%d", NULL);
 	if (err)
 		goto err_unreg_net;
 
 	auxiliary_set_drvdata(adev, dev);
-	dev_info(&adev->dev, "%s on %s (RoCEv2)\n", dev_name(&ibdev->dev),
-		 netdev_name(dev->netdev));
+	dev_info(&adev->dev, "%s on %s (%s)\n", dev_name(&ibdev->dev),
+		 netdev_name(dev->netdev),
+		 layer == CNUAS_LL_IB ? "native InfiniBand" : "RoCEv2");
 	return 0;
 
 err_unreg_net:
 	cnuas_net_unregister_rdma(dev->net);
 err_netdev:
-	ib_device_set_netdev(ibdev, NULL, 1);
+	if (layer == CNUAS_LL_ETH)
+		ib_device_set_netdev(ibdev, NULL, 1);
 err_wq:
 	destroy_workqueue(dev->wq);
 err_dealloc:
@@ -326,7 +396,7 @@ module_init(cnuas_ib_init);
 module_exit(cnuas_ib_exit);
 
 MODULE_AUTHOR("Cnuas HIL");
-MODULE_DESCRIPTION("cnuas_ib: RoCEv2 RDMA transport on cnuas-vnic");
+MODULE_DESCRIPTION("cnuas_ib: RDMA transport on cnuas-vnic, RoCEv2 or native InfiniBand");
 MODULE_LICENSE("Dual MIT/GPL");
 MODULE_IMPORT_NS(DMA_BUF);
 MODULE_VERSION(CNUAS_IB_DRV_VERSION);

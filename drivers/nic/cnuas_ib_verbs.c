@@ -135,16 +135,20 @@ static int cnuas_ib_query_pkey(struct ib_device *ibdev, u32 port, u16 index,
 
 /*
  * ib_core keeps a RoCE port's GID table itself, from the netdev's
- * addresses; this answers for the one GID a native IB port has (the seam
- * for the IB link layer): the default subnet prefix and the port GUID.
+ * addresses; this answers for the one GID a native IB port has: the
+ * subnet prefix the SM set (fe80:: until then) and the port GUID.
  */
 static int cnuas_ib_query_gid(struct ib_device *ibdev, u32 port, int index,
 			      union ib_gid *gid)
 {
+	struct cnuas_ib_dev *dev = to_cdev(ibdev);
+
 	if (port != 1 || index != 0)
 		return -EINVAL;
-	gid->global.subnet_prefix = cpu_to_be64(0xfe80000000000000ULL);
-	gid->global.interface_id = to_cdev(ibdev)->node_guid;
+	spin_lock_irq(&dev->port.lock);
+	gid->global.subnet_prefix = dev->port.subnet_prefix;
+	spin_unlock_irq(&dev->port.lock);
+	gid->global.interface_id = dev->node_guid;
 	return 0;
 }
 

@@ -167,4 +167,20 @@ bool cnuas_net_link_up(struct cnuas_net *net);
 /* The link layer currently registered (CNUAS_LL_NONE when none). */
 enum cnuas_link_layer cnuas_net_link_layer(struct cnuas_net *net);
 
+/**
+ * struct cnuas_net_rdma_counters - the consumer's frames on the wire
+ * @rx_packets, @rx_bytes: frames handed to ops->rx, and their bytes
+ * @tx_packets, @tx_bytes: frames of cnuas_net_xmit() the device sent
+ */
+struct cnuas_net_rdma_counters {
+	u64 rx_packets;
+	u64 rx_bytes;
+	u64 tx_packets;
+	u64 tx_bytes;
+};
+
+/* What the RDMA consumer's frames add up to since the device probed. */
+void cnuas_net_rdma_counters(struct cnuas_net *net,
+			     struct cnuas_net_rdma_counters *c);
+
 #endif /* CNUAS_NET_H */

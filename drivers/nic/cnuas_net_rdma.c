@@ -90,6 +90,20 @@ enum cnuas_link_layer cnuas_net_link_layer(struct cnuas_net *net)
 }
 EXPORT_SYMBOL_GPL(cnuas_net_link_layer);
 
+void cnuas_net_rdma_counters(struct cnuas_net *net,
+			     struct cnuas_net_rdma_counters *c)
+{
+	u64 rx[CNUAS_RX_STAT_COUNT], tx[CNUAS_TX_STAT_COUNT];
+	u64 misc[CNUAS_MISC_STAT_COUNT];
+
+	cnuas_net_read_stats(net, rx, tx, misc);
+	c->rx_packets = rx[CNUAS_RX_RDMA_PACKETS];
+	c->rx_bytes = rx[CNUAS_RX_RDMA_BYTES];
+	c->tx_packets = tx[CNUAS_TX_RDMA_PACKETS];
+	c->tx_bytes = tx[CNUAS_TX_RDMA_BYTES];
+}
+EXPORT_SYMBOL_GPL(cnuas_net_rdma_counters);
+
 /* ---- auxiliary device ---- */
 
 static void cnuas_adev_release(struct device *dev)
