@@ -24,7 +24,11 @@ export type RuleId =
   | "management"
   | "deth"
   | "qp-service"
-  | "multicast";
+  | "multicast"
+  | "mad-pairing"
+  | "smp-semantics"
+  | "sa-semantics"
+  | "pma-semantics";
 
 /** One broken rule. */
 export interface Violation {

@@ -26,11 +26,16 @@
  *   violation, and multicast (DestQP 0xFFFFFF) must agree with the
  *   destination address, its group MAC and the UD service.
  *
+ * - MADs (IBA vol. 1 ch. 13-16) are paired request with response over the
+ *   whole capture, and SMP, SA and PMA answers judged (`check_mad.ts`: rules
+ *   `mad-pairing`, `smp-semantics`, `sa-semantics`, `pma-semantics`); requests
+ *   left unanswered are counted in `unanswered`, not reported.
+ *
  * Non-RDMA frames (ARP, TCP, plain UDP, raw IB) are counted, not judged.
  *
  * This module is the checker's public face and routes each frame; the rules
  * live in `check_frame.ts` (per frame), `check_multicast.ts` (multicast),
- * `check_ud.ts` (DETH), `check_service.ts` (one service per QP),
+ * `check_ud.ts` (DETH), `check_mad.ts` (management), `check_service.ts` (one service per QP),
  * `check_flow.ts` (request flows), `check_response.ts` (response pairing) and
  * `check_copies.ts` (interface copies), all reporting through `check_log.ts`.
  */
@@ -48,6 +53,7 @@ import { CopyFilter } from "./check_copies.ts";
 import { checkMulticast } from "./check_multicast.ts";
 import { QpServiceIndex } from "./check_service.ts";
 import { checkDeth } from "./check_ud.ts";
+import { MadChecker } from "./check_mad.ts";
 import { ResponsePairing } from "./check_response.ts";
 import { type CaptureFrame, decodeFrame, type Packet } from "./frame.ts";
 import { ipv6ToString } from "./ip.ts";
@@ -102,6 +108,16 @@ export interface CheckResult {
   violationCount: number;
   /** Violation counts by rule. */
   byRule: Partial<Record<RuleId, number>>;
+  /** MAD requests of answerable methods (Get, Set, GetTable, Delete, …) seen. */
+  madRequests: number;
+  /** MAD responses seen. */
+  madResponses: number;
+  /**
+   * MAD transactions (TID, class, attribute, endpoints) requested and never
+   * answered by the end of the capture: a count, not a violation (an SM
+   * probing a port whose driver is not up yet retries into silence).
+   */
+  unanswered: number;
 }
 
 /** Streaming checker: `push` every frame in capture order, then `finish`. */
@@ -117,6 +133,8 @@ export class CaptureChecker {
   private duplicateCopies = 0;
   private readonly flows = new FlowIndex();
   private readonly services: QpServiceIndex;
+  private readonly mads: MadChecker;
+  private unanswered = 0;
   private readonly flowList: RequestFlow[] = [];
   private readonly flowsByPair = new Map<string, RequestFlow[]>();
   private readonly ipv6Ids = new Map<string, number>();
@@ -141,6 +159,7 @@ export class CaptureChecker {
     };
     this.log = new ViolationLog(this.opts.maxViolations);
     this.services = new QpServiceIndex(this.log);
+    this.mads = new MadChecker(this.log);
     const pairing = new ResponsePairing(this.log, this.flowsByPair);
     this.pairing = pairing;
     this.flowContext = {
@@ -171,6 +190,7 @@ export class CaptureChecker {
       checkMulticast(this.log, p, p.op, index);
       this.endpointIds(p);
       this.services.onPacket(p, p.op, index, this.srcId, this.dstId);
+      this.mads.onPacket(frame.data, p, index);
       this.checkFlows(p, p.op, index);
     }
   }
@@ -183,6 +203,7 @@ export class CaptureChecker {
         f.finishMessage();
         this.pairing.finishFlow(f);
       }
+      this.unanswered = this.mads.finish();
     }
     return {
       framesChecked: this.framesChecked,
@@ -193,6 +214,9 @@ export class CaptureChecker {
       violations: this.log.violations,
       violationCount: this.log.count,
       byRule: { ...this.log.byRule },
+      madRequests: this.mads.requests,
+      madResponses: this.mads.responses,
+      unanswered: this.unanswered,
     };
   }
 

@@ -34,6 +34,15 @@ export const MAD_METHOD = {
   TRAP: 0x05,
   GET_RESP: 0x81,
   TRAP_REPRESS: 0x07,
+  REPORT: 0x06,
+  REPORT_RESP: 0x86,
+  GET_TABLE: 0x12,
+  GET_TABLE_RESP: 0x92,
+  GET_TRACE_TABLE: 0x13,
+  GET_MULTI: 0x14,
+  GET_MULTI_RESP: 0x94,
+  DELETE: 0x15,
+  DELETE_RESP: 0x95,
 } as const;
 
 /** Subnet management attribute IDs. */
@@ -43,6 +52,7 @@ export const SMP_ATTR = {
   GUID_INFO: 0x0014,
   PORT_INFO: 0x0015,
   PKEY_TABLE: 0x0016,
+  SM_INFO: 0x0020,
 } as const;
 
 /** PortInfo.PortState values. */

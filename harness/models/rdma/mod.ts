@@ -190,6 +190,32 @@ export {
   SMP_ATTR,
   SMP_DATA_BYTES,
 } from "./mad.ts";
+/** SA and PMA MADs: the SA header, PathRecord, MCMemberRecord, SMInfo. */
+export {
+  decodeMcMemberRecord,
+  decodePathRecord,
+  decodeSaMad,
+  decodeSmInfo,
+  encodeMcMemberRecord,
+  encodePathRecord,
+  encodeSaMad,
+  MC_MEMBER_RECORD_BYTES,
+  MCM_COMP,
+  type McMemberRecord,
+  PATH_COMP,
+  PATH_RECORD_BYTES,
+  type PathRecord,
+  PMA_ATTR,
+  PMA_DATA_OFFSET,
+  SA_ATTR,
+  SA_DATA_BYTES,
+  SA_DATA_OFFSET,
+  SA_STATUS,
+  type SaMad,
+  type SmInfo,
+} from "./sa.ts";
+/** MAD pairing and management semantics. */
+export { MadChecker, madStatusProblems } from "./check_mad.ts";
 /** Multicast addressing: the multicast QP, multicast IPs, GIDs and LIDs, and their group MACs. */
 export {
   ipv4MulticastMac,
