@@ -54,6 +54,14 @@ async function checkMode(
         `deliveries compared, ${r.linkCycles} cable pulls, ${r.seconds.toFixed(2)} s`,
     );
     ctx.expect(r.injected > 0, `${mode}: the seeded run injected no frame`);
+    if (mode === "ib") {
+      ctx.expect(
+        stats.drops.bad_vcrc > 0 && stats.drops.bad_lrh > 0,
+        `ib: the run must exercise both bad_vcrc (${stats.drops.bad_vcrc}) and bad_lrh ` +
+          `(${stats.drops.bad_lrh})`,
+      );
+      ctx.log(`ib: ${stats.drops.bad_vcrc} bad_vcrc, ${stats.drops.bad_lrh} bad_lrh drops`);
+    }
     const cap = readPcapng(await Deno.readFile(capture));
     ctx.expect(
       cap.packets.length === packets,
