@@ -87,6 +87,71 @@ export interface MacEntry {
   ageMs: number;
 }
 
+/** A port's state as the subnet manager sees it (docs/switch.md, "Sequence per end port"). */
+export type SmPortState = "active" | "armed" | "init" | "probing" | "unresponsive" | "down";
+
+/** One port in the `sm` reply. */
+export interface SmPort {
+  /** Switch port (from 1). */
+  port: number;
+  /** Where the SM's sequence stands for this port. */
+  state: SmPortState;
+  /** The end node's port GUID (16 lowercase hex digits), once discovered. */
+  guid?: string;
+  /** The LID the SM gave that GUID, once discovered. */
+  lid?: number;
+  /** The node's NodeDescription text, once read. */
+  nodeDesc?: string;
+}
+
+/** One SA multicast group in the `sm` reply. */
+export interface SmGroup {
+  /** MGID, eight groups of four hex digits. */
+  mgid: string;
+  /** Its multicast LID (0xC000..0xFFFE). */
+  mlid: number;
+  /** The group's Q_Key. */
+  qkey: number;
+  /** Member switch ports, ascending. */
+  ports: number[];
+}
+
+/** MAD counters of the SM and SA. */
+export interface SmMadCounters {
+  /** MADs sent: SMPs, SA answers, TrapRepresses. */
+  sent: number;
+  /** Frames handed to the SM. */
+  received: number;
+  /** SMP timeouts (every expiry). */
+  timeouts: number;
+  /** SMP resends. */
+  retries: number;
+  /** Frames the SM could not use (truncated, garbage, unmatched answers). */
+  bad: number;
+  /** SA requests answered. */
+  saRequests: number;
+  /** SA answers with a non-zero status. */
+  saErrors: number;
+}
+
+/** The subnet manager's state (`sm` op, ib mode). */
+export interface SmStatus {
+  /** False when the daemon runs with `--no-sm` (everything else is then empty). */
+  enabled: boolean;
+  /** The SM's own LID. */
+  lid: number;
+  /** Subnet prefix, `fe80:0000:0000:0000` form. */
+  subnetPrefix: string;
+  /** Periodic sweep passes so far. */
+  sweeps: number;
+  /** Connected ports and ports where a node was ever discovered, ascending. */
+  ports: SmPort[];
+  /** SA multicast groups (the IPoIB broadcast group first). */
+  groups: SmGroup[];
+  /** MAD counters. */
+  mads: SmMadCounters;
+}
+
 /**
  * The typed control operations of a running switch: what a row gets to
  * drive its fabric with. Every operation throws {@link FabricControlError}
@@ -123,6 +188,8 @@ export interface FabricOps {
   stopCapture(): Promise<{ path: string; packets: number }>;
   /** Wait until `n` ports are up (devices connect asynchronously). */
   waitForPorts(n: number, timeoutMs?: number): Promise<PortStatus[]>;
+  /** The subnet manager's state (ib mode): LIDs, port states, groups, MAD counters. */
+  sm(): Promise<SmStatus>;
 }
 
 function num(v: unknown): number {
@@ -264,6 +331,40 @@ export abstract class FabricClient implements FabricOps {
   async stopCapture(): Promise<{ path: string; packets: number }> {
     const r = await this.request({ op: "capture_stop" });
     return { path: String(r.path), packets: num(r.packets) };
+  }
+
+  /** The subnet manager's state (ib mode): LIDs, port states, groups, MAD counters. */
+  async sm(): Promise<SmStatus> {
+    const r = await this.request({ op: "sm" });
+    const m = (r.mads ?? {}) as Record<string, unknown>;
+    return {
+      enabled: r.enabled === true,
+      lid: num(r.lid),
+      subnetPrefix: String(r.subnet_prefix ?? ""),
+      sweeps: num(r.sweeps),
+      ports: ((r.ports ?? []) as Record<string, unknown>[]).map((p) => ({
+        port: num(p.port),
+        state: p.state as SmPortState,
+        guid: typeof p.guid === "string" ? p.guid : undefined,
+        lid: typeof p.lid === "number" ? p.lid : undefined,
+        nodeDesc: typeof p.node_desc === "string" ? p.node_desc : undefined,
+      })),
+      groups: ((r.groups ?? []) as Record<string, unknown>[]).map((g) => ({
+        mgid: String(g.mgid),
+        mlid: num(g.mlid),
+        qkey: num(g.qkey),
+        ports: (g.ports ?? []) as number[],
+      })),
+      mads: {
+        sent: num(m.sent),
+        received: num(m.received),
+        timeouts: num(m.timeouts),
+        retries: num(m.retries),
+        bad: num(m.bad),
+        saRequests: num(m.sa_requests),
+        saErrors: num(m.sa_errors),
+      },
+    };
   }
 
   /** Wait until `n` ports are up (devices connect asynchronously). */

@@ -32,6 +32,14 @@ export interface FabricOptions {
   queueDepth?: number;
   /** MAC aging in seconds (0 = never); default 300. */
   agingSec?: number;
+  /** ib: run without the subnet manager (`--no-sm`): frames for the switch drop as `no_sm`. */
+  noSm?: boolean;
+  /** ib: the SM's own LID (`--sm-lid-start`, default 1); end ports get the LIDs after it. */
+  smLidStart?: number;
+  /** ib: the SM's sweep period in ms (`--sm-sweep-ms`, default 500). */
+  smSweepMs?: number;
+  /** ib: the subnet prefix, `fe80:0000:0000:0000` form (`--subnet-prefix`). */
+  subnetPrefix?: string;
   /** Daemon log; default inside the private socket directory (removed on close). */
   logPath?: string;
   /** Stop the daemon when this aborts. */
@@ -68,6 +76,10 @@ async function spawnDaemon(
   if (opts.maxPorts !== undefined) args.push("--max-ports", String(opts.maxPorts));
   if (opts.queueDepth !== undefined) args.push("--queue-depth", String(opts.queueDepth));
   if (opts.agingSec !== undefined) args.push("--aging-sec", String(opts.agingSec));
+  if (opts.noSm) args.push("--no-sm");
+  if (opts.smLidStart !== undefined) args.push("--sm-lid-start", String(opts.smLidStart));
+  if (opts.smSweepMs !== undefined) args.push("--sm-sweep-ms", String(opts.smSweepMs));
+  if (opts.subnetPrefix !== undefined) args.push("--subnet-prefix", opts.subnetPrefix);
   const child = new Deno.Command(opts.binary, {
     args,
     stdin: "null",

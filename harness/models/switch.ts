@@ -15,7 +15,14 @@
  * const a = m.connect()!, b = m.connect()!;
  * m.ingress(a, frame); // { egress: [b] } — unknown destination floods
  * ```
+ *
+ * In ib mode frames are checked for a sane LRH (`bad_lrh`) and VCRC
+ * (`bad_vcrc`) before the DLID decides; frames for the switch itself go to its
+ * subnet manager (taken, no drop) unless the model is built with `sm: false`
+ * (the daemon's `--no-sm`), when they drop as `no_sm`. {@link SmLidPlan} is
+ * the SM's LID plan (docs/switch.md, "LID plan").
  */
+import { ibVcrc, readVcrc } from "./rdma/icrc.ts";
 
 /** The mode a switch runs in. */
 export type SwitchMode = "eth" | "ib" | "link";
@@ -26,6 +33,8 @@ export const DROP_REASONS = [
   "oversize",
   "filtered",
   "bad_dlid",
+  "bad_vcrc",
+  "bad_lrh",
   "no_port",
   "loopback",
   "no_sm",
@@ -87,6 +96,69 @@ export interface SwitchModelOptions {
   maxPorts?: number;
   /** MAC aging in seconds, 0 = never; default 300. */
   agingSec?: number;
+  /** ib: a subnet manager takes frames for the switch (default true; false = `--no-sm`). */
+  sm?: boolean;
+}
+
+/**
+ * docs/switch.md ("Forwarding", ib step 1): is the LRH of `f` acceptable?
+ * LVer 0, LNH 0b10 or 0b11, PktLen × 4 + 2 = length, no VL 15 with a GRH,
+ * SLID neither 0 nor multicast. `f` holds at least the 8-byte LRH.
+ */
+export function lrhValid(f: Uint8Array): boolean {
+  const vl = f[0] >> 4, lver = f[0] & 0xf, lnh = f[1] & 3;
+  const pktLen = ((f[4] << 8) | f[5]) & 0x7ff;
+  const slid = (f[6] << 8) | f[7];
+  if (lver !== 0 || lnh < 2) return false;
+  if (pktLen * 4 + 2 !== f.length) return false;
+  if (vl === 15 && lnh === 3) return false;
+  return slid !== 0 && !(slid >= MLID_FIRST && slid <= MLID_LAST);
+}
+
+/** docs/switch.md ("Forwarding", ib step 2): the last two bytes are the VCRC of the rest. */
+export function vcrcValid(f: Uint8Array): boolean {
+  return ibVcrc(f, f.length - 2) === readVcrc(f, f.length - 2);
+}
+
+/**
+ * The subnet manager's LID plan (docs/switch.md, "LID plan"): the SM has
+ * `start`; each port GUID gets the next LID at its first successful
+ * discovery and keeps it for the daemon's lifetime, wherever it reconnects.
+ */
+export class SmLidPlan {
+  /** The SM's own LID. */
+  readonly smLid: number;
+  #next: number;
+  #byGuid = new Map<bigint, number>();
+  #port = new Map<number, number>();
+
+  /** A plan starting at `start` (the daemon's `--sm-lid-start`, default 1). */
+  constructor(start = 1) {
+    this.smLid = start;
+    this.#next = start + 1;
+  }
+
+  /** The node with `guid` was discovered on `port`: its LID (new or remembered). */
+  discovered(guid: bigint, port: number): number | null {
+    let lid = this.#byGuid.get(guid);
+    if (lid === undefined) {
+      if (this.#next >= MLID_FIRST) return null;
+      lid = this.#next++;
+      this.#byGuid.set(guid, lid);
+    }
+    this.#port.set(lid, port);
+    return lid;
+  }
+
+  /** The LID of `guid`, if it was ever discovered. */
+  lidOf(guid: bigint): number | undefined {
+    return this.#byGuid.get(guid);
+  }
+
+  /** The LFT the SM programs: SM LID -> 0, each end LID -> the port it was last seen on. */
+  lft(): Map<number, number> {
+    return new Map([[this.smLid, 0], ...this.#port]);
+  }
 }
 
 interface Learned {
@@ -120,6 +192,8 @@ export class SwitchModel {
   readonly maxPorts: number;
   /** MAC aging time in nanoseconds, 0 = never. */
   readonly agingNs: bigint;
+  /** ib: frames for the switch are taken by its subnet manager. */
+  readonly sm: boolean;
   #now = 0n;
   #state: PortState[];
   #counters: PortCounters[];
@@ -134,6 +208,7 @@ export class SwitchModel {
     this.mode = opts.mode;
     this.maxPorts = opts.maxPorts ?? 64;
     this.agingNs = BigInt(opts.agingSec ?? 300) * 1_000_000_000n;
+    this.sm = opts.sm ?? true;
     this.#state = Array.from({ length: this.maxPorts + 1 }, () => "free" as PortState);
     this.#counters = Array.from({ length: this.maxPorts + 1 }, zeroCounters);
   }
@@ -303,10 +378,13 @@ export class SwitchModel {
   }
 
   #ib(port: number, f: Uint8Array): Decision {
+    if (!lrhValid(f)) return { egress: [], drop: "bad_lrh" };
+    if (!vcrcValid(f)) return { egress: [], drop: "bad_vcrc" };
     const dlid = (f[2] << 8) | f[3];
     if (dlid === 0) return { egress: [], drop: "bad_dlid" };
-    // No subnet manager yet: frames for the switch itself are dropped.
-    if (dlid === PERMISSIVE_LID) return { egress: [], drop: "no_sm" };
+    // For the switch itself: its SM takes it, or with no SM it is dropped.
+    const toSwitch: Decision = this.sm ? { egress: [] } : { egress: [], drop: "no_sm" };
+    if (dlid === PERMISSIVE_LID) return toSwitch;
     if (dlid >= MLID_FIRST) {
       const members = this.#mcast.get(dlid);
       if (!members) return { egress: [], drop: "bad_dlid" };
@@ -318,7 +396,7 @@ export class SwitchModel {
     }
     const out = this.#lft.get(dlid);
     if (out === undefined) return { egress: [], drop: "bad_dlid" };
-    if (out === 0) return { egress: [], drop: "no_sm" };
+    if (out === 0) return toSwitch;
     if (out === port) return { egress: [], drop: "loopback" };
     if (this.#state[out] !== "up") return { egress: [], drop: "no_port" };
     return { egress: [out] };

@@ -90,6 +90,7 @@ static const struct {
 	{ "capture_start", op_capture_start },
 	{ "capture_stop", op_capture_stop },
 	{ "advance_time", op_advance_time },
+	{ "sm", op_sm },
 };
 
 /*

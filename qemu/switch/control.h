@@ -39,5 +39,6 @@ bool op_inject(struct req *r);
 bool op_capture_start(struct req *r);
 bool op_capture_stop(struct req *r);
 bool op_advance_time(struct req *r);
+bool op_sm(struct req *r);
 
 #endif

@@ -19,11 +19,13 @@
  *   inject    {port, direction: "ingress"|"egress", hex|base64}
  *   capture_start {path} / capture_stop
  *   advance_time {seconds}        move the switch clock (MAC aging) forward
+ *   sm                            (ib) the subnet manager: LIDs, port states, groups, MADs
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "control.h"
+#include "sm.h"
 #include "switch.h"
 
 /*
@@ -39,6 +41,8 @@ const char *const drop_names[DROP__COUNT] = {
 	[DROP_OVERSIZE] = "oversize",
 	[DROP_FILTERED] = "filtered",
 	[DROP_BAD_DLID] = "bad_dlid",
+	[DROP_BAD_VCRC] = "bad_vcrc",
+	[DROP_BAD_LRH] = "bad_lrh",
 	[DROP_NO_PORT] = "no_port",
 	[DROP_LOOPBACK] = "loopback",
 	[DROP_NO_SM] = "no_sm",
@@ -658,5 +662,14 @@ bool op_advance_time(struct req *r)
 	r->sw->clock_offset_ns += s * 1000000000ll;
 	jb_key(r->body, "uptime_ms");
 	jb_u64(r->body, (sw_now(r->sw) - r->sw->started_ns) / 1000000);
+	return true;
+}
+
+/* The subnet manager's view (docs/switch.md, "The `sm` op"); ib mode only. */
+bool op_sm(struct req *r)
+{
+	if (!need_mode(r, MODE_IB, "sm"))
+		return false;
+	sm_report(r->sw, r->body);
 	return true;
 }

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ibwire.h"
 #include "sm.h"
 #include "switch.h"
 
@@ -144,10 +145,10 @@ bool mcast_set(struct sw *sw, unsigned int mlid, unsigned int port, bool member)
 	return true;
 }
 
-/* A frame for the switch itself goes to the subnet-manager seam (sm.h). */
+/* A frame for the switch itself goes to the subnet manager (sm.h); none with --no-sm. */
 static void to_switch(struct sw *sw, unsigned int in, const uint8_t *data, size_t len)
 {
-	if (!sm_receive(sw, in, data, len))
+	if (!sw->sm || !sm_receive(sw, in, data, len))
 		drop(sw, in, DROP_NO_SM);
 }
 
@@ -165,6 +166,15 @@ static void fwd_ib(struct sw *sw, unsigned int in, const uint8_t *data, size_t l
 	unsigned int dlid = (unsigned int)data[2] << 8 | data[3];
 	unsigned int out;
 
+	/* docs/switch.md ("Forwarding", ib): the LRH, then the VCRC, then the DLID. */
+	if (!ib_lrh_ok(data, len)) {
+		drop(sw, in, DROP_BAD_LRH);
+		return;
+	}
+	if (!ib_vcrc_ok(data, len)) {
+		drop(sw, in, DROP_BAD_VCRC);
+		return;
+	}
 	if (dlid == 0) {
 		drop(sw, in, DROP_BAD_DLID);
 		return;

@@ -5,6 +5,7 @@
  *   cnuas-switch --mode eth|ib|link --socket PATH --control PATH
  *                [--max-ports N] [--queue-depth N] [--aging-sec N]
  *                [--log PATH] [--exit-with PID]
+ *                [--no-sm] [--sm-lid-start N] [--sm-sweep-ms N] [--subnet-prefix P]
  *
  * --exit-with makes the daemon exit when that process does (a pidfd in the
  * epoll set), so a crashed harness never leaves a fabric running.
@@ -44,7 +45,9 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: cnuas-switch --mode eth|ib|link --socket PATH --control PATH\n"
 		"                    [--max-ports N (64, max %d)] [--queue-depth N (256)]\n"
-		"                    [--aging-sec N (300, 0 = never)] [--log PATH] [--exit-with PID]\n",
+		"                    [--aging-sec N (300, 0 = never)] [--log PATH] [--exit-with PID]\n"
+		"                    [--no-sm] [--sm-lid-start N (1)] [--sm-sweep-ms N (500)]\n"
+		"                    [--subnet-prefix P (fe80:0000:0000:0000)]\n",
 		SW_PORTS_LIMIT);
 }
 
@@ -65,6 +68,41 @@ static bool parse_uint(const char *s, unsigned long min, unsigned long max, unsi
 	v = strtoul(s, &end, 10);
 	if (errno || *end || v < min || v > max)
 		return false;
+	*out = v;
+	return true;
+}
+
+/*
+ * A subnet prefix as four groups of 1..4 hex digits separated by colons
+ * ("fe80:0000:0000:0000" or "fe80:0:0:0"), the first 64 bits of every GID.
+ */
+static bool parse_prefix(const char *s, uint64_t *out)
+{
+	uint64_t v = 0;
+
+	for (int g = 0; g < 4; g++) {
+		unsigned int digits = 0, x = 0;
+
+		for (; *s && *s != ':'; s++, digits++) {
+			char c = *s;
+			unsigned int d;
+
+			if (c >= '0' && c <= '9')
+				d = (unsigned int)(c - '0');
+			else if ((c | 0x20) >= 'a' && (c | 0x20) <= 'f')
+				d = (unsigned int)((c | 0x20) - 'a' + 10);
+			else
+				return false;
+			x = x << 4 | d;
+			if (digits >= 4)
+				return false;
+		}
+		if (!digits || (g < 3 && *s != ':') || (g == 3 && *s))
+			return false;
+		if (*s)
+			s++;
+		v = v << 16 | x;
+	}
 	*out = v;
 	return true;
 }
@@ -211,7 +249,8 @@ static int setup(struct sw *sw, long exit_with)
 	 * The subnet manager starts last, when ports, tables and sockets exist
 	 * for it to use; uptime counts from here.
 	 */
-	sm_init(sw);
+	if (!sm_init(sw))
+		return -1;
 	sw->started_ns = sw_now(sw);
 	return 0;
 }
@@ -283,6 +322,9 @@ static void dispatch(struct sw *sw, const struct epoll_event *ev)
 		sw_log(sw, "the --exit-with process ended: stopping");
 		sw->stop = true;
 		break;
+	case EV_TIMER:
+		sm_timer(sw);
+		break;
 	}
 }
 
@@ -300,6 +342,7 @@ static void teardown(struct sw *sw)
 	for (unsigned int id = 1; id <= sw->max_ports; id++)
 		port_close(sw, id, "switch stopping");
 	ctl_close_all(sw);
+	sm_fini(sw);
 	unlink(sw->socket_path);
 	unlink(sw->control_path);
 	/* Free the rest so a sanitizer build exits clean. */
@@ -339,6 +382,10 @@ int main(int argc, char **argv)
 		{ "aging-sec", required_argument, NULL, 'a' },
 		{ "log", required_argument, NULL, 'l' },
 		{ "exit-with", required_argument, NULL, 'x' },
+		{ "no-sm", no_argument, NULL, 'N' },
+		{ "sm-lid-start", required_argument, NULL, 'L' },
+		{ "sm-sweep-ms", required_argument, NULL, 'S' },
+		{ "subnet-prefix", required_argument, NULL, 'P' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
@@ -351,9 +398,13 @@ int main(int argc, char **argv)
 		.queue_depth = SW_DEFAULT_QDEPTH,
 		.aging_ns = SW_DEFAULT_AGING_SEC * 1000000000ull,
 		.log = stderr,
+		.sm_lid_start = SM_DEFAULT_LID,
+		.sm_sweep_ms = SM_DEFAULT_SWEEP_MS,
+		.subnet_prefix = SM_DEFAULT_PREFIX,
 	};
 	const char *mode = NULL;
 	unsigned long v, exit_with = 0;
+	uint64_t last_busy;
 	int c;
 
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -403,6 +454,24 @@ int main(int argc, char **argv)
 			if (!parse_uint(optarg, 1, 0x7fffffff, &exit_with))
 				goto bad;
 			break;
+		case 'N':
+			sw.no_sm = true;
+			break;
+		case 'L':
+			/* The SM's LID and at least one LID after it for an end port. */
+			if (!parse_uint(optarg, 1, IB_LID_UNICAST_END - 2, &v))
+				goto bad;
+			sw.sm_lid_start = (unsigned int)v;
+			break;
+		case 'S':
+			if (!parse_uint(optarg, SM_SWEEP_MS_MIN, SM_SWEEP_MS_MAX, &v))
+				goto bad;
+			sw.sm_sweep_ms = (unsigned int)v;
+			break;
+		case 'P':
+			if (!parse_prefix(optarg, &sw.subnet_prefix))
+				goto bad;
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -428,6 +497,7 @@ int main(int argc, char **argv)
 	sw_log(&sw, "%s fabric on %s (control %s), %u ports, queue %u", mode, sw.socket_path,
 	       sw.control_path, sw.max_ports, sw.queue_depth);
 
+	last_busy = sw_mono_ns();
 	while (!sw.stop) {
 		/*
 		 * The 1 s timeout is docs/switch.md's "flushed whenever the
@@ -448,10 +518,22 @@ int main(int argc, char **argv)
 			sw_log(&sw, "epoll_wait: %s", strerror(errno));
 			break;
 		}
-		if (n == 0)	/* idle: put what the capture holds on disk */
-			cap_flush(&sw.cap);
-		for (int i = 0; i < n; i++)
+		bool busy = false;
+
+		/*
+		 * The SM's timer wakes the loop every sweep, so "idle" means no
+		 * event but the timer for a second, not epoll_wait() timing out.
+		 */
+		for (int i = 0; i < n; i++) {
+			busy |= EV_TYPE(evs[i].data.u64) != EV_TIMER;
 			dispatch(&sw, &evs[i]);
+		}
+		if (busy) {
+			last_busy = sw_mono_ns();
+		} else if (sw_mono_ns() - last_busy >= 1000000000ull) {
+			cap_flush(&sw.cap);	/* idle: put what the capture holds on disk */
+			last_busy = sw_mono_ns();
+		}
 	}
 	teardown(&sw);
 	sw_log(&sw, "stopped");

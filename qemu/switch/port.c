@@ -327,6 +327,20 @@ void port_output(struct sw *sw, unsigned int id, const uint8_t *data, size_t len
 	enqueue(sw, id, data, len);
 }
 
+void port_output_now(struct sw *sw, unsigned int id, const uint8_t *data, size_t len)
+{
+	struct port *p = &sw->ports[id];
+	bool batching = sw->batching;
+
+	if (p->state != PORT_UP)
+		return;
+	if (batching && p->pend_n)
+		port_flush(sw, id);
+	sw->batching = false;
+	port_output(sw, id, data, len);
+	sw->batching = batching;
+}
+
 /* EPOLLOUT: drain the queue in order until the socket is full again. */
 void port_writable(struct sw *sw, unsigned int id)
 {

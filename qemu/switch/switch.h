@@ -75,6 +75,8 @@ enum drop_reason {
 	DROP_OVERSIZE,		/* longer than the mode's maximum */
 	DROP_FILTERED,		/* eth: destination learned on the ingress port */
 	DROP_BAD_DLID,		/* ib: LID 0, no LFT entry, MLID without members */
+	DROP_BAD_VCRC,		/* ib: VCRC does not match */
+	DROP_BAD_LRH,		/* ib: LVer, LNH, PktLen, VL15 with GRH, SLID */
 	DROP_NO_PORT,		/* ib: LFT points at a port nothing is connected to */
 	DROP_LOOPBACK,		/* ib/link: destination is the ingress port itself */
 	DROP_NO_SM,		/* ib: frame for the switch itself, no SM yet */
@@ -161,6 +163,13 @@ struct sw {
 	struct ctl_client **clients;
 	unsigned int n_clients;
 
+	/* ib: the subnet manager (sm.h); NULL with --no-sm or in other modes */
+	bool no_sm;
+	unsigned int sm_lid_start;
+	unsigned int sm_sweep_ms;
+	uint64_t subnet_prefix;
+	struct sm *sm;
+
 	FILE *log;
 	bool stop;
 };
@@ -193,6 +202,12 @@ void port_writable(struct sw *sw, unsigned int id);
 void port_close(struct sw *sw, unsigned int id, const char *why);
 /* Queue or send one frame out of port @id; counts tx or queue_full. */
 void port_output(struct sw *sw, unsigned int id, const uint8_t *data, size_t len);
+/*
+ * Send a frame the caller built (the SM): never keeps @data, even inside a
+ * read batch, where the port's collected outputs are flushed first so the
+ * order holds.
+ */
+void port_output_now(struct sw *sw, unsigned int id, const uint8_t *data, size_t len);
 /* Process a frame as if it arrived on port @id (capture, counters, forwarding). */
 void port_ingress(struct sw *sw, unsigned int id, const uint8_t *data, size_t len,
 		  size_t orig_len);
@@ -215,7 +230,8 @@ void ctl_close_all(struct sw *sw);
  * generation next (so an event queued for a closed connection is not applied
  * to the next device that takes the same slot), the index below.
  */
-enum ev_type { EV_LISTEN = 1, EV_CTL_LISTEN, EV_CTL, EV_PORT, EV_SIGNAL, EV_PARENT };
+enum ev_type { EV_LISTEN = 1, EV_CTL_LISTEN, EV_CTL, EV_PORT, EV_SIGNAL, EV_PARENT,
+	       EV_TIMER };
 #define EV_TAG(type, gen, idx)	(((uint64_t)(type) << 56) | (((uint64_t)(gen) & 0xffffff) << 32) | \
 				 (uint64_t)(idx))
 #define EV_TYPE(tag)		((unsigned int)((tag) >> 56))

@@ -19,6 +19,11 @@ static uint64_t clock_ns(clockid_t id)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+uint64_t sw_mono_ns(void)
+{
+	return clock_ns(CLOCK_MONOTONIC);
+}
+
 /* advance_time only moves the offset forward, so it is never negative. */
 uint64_t sw_now(const struct sw *sw)
 {

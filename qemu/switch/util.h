@@ -17,6 +17,8 @@ struct sw;
  * waiting.
  */
 uint64_t sw_now(const struct sw *sw);
+/* CLOCK_MONOTONIC in ns, without the advance_time offset: the SM's timers, idleness. */
+uint64_t sw_mono_ns(void);
 /* Wall-clock time for capture timestamps, ns since the epoch. */
 uint64_t sw_realtime(void);
 

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { readPcapng } from "../../harness/fabric/pcapng.ts";
 import { prng, randBytes, randInt } from "../../harness/prng.ts";
-import { compareDeliveries, connectPort, sendAndCheck } from "./traffic.ts";
+import { compareDeliveries, connectPort, ibFrame, sendAndCheck } from "./traffic.ts";
 import { withRig } from "./rig.ts";
 
 const LINKTYPE_ETHERNET = 1;
@@ -106,7 +106,7 @@ Deno.test("capture: InfiniBand fabrics record with LINKTYPE_INFINIBAND", async (
   try {
     await withRig("ib", 2, async (rig) => {
       await rig.fabric.startCapture(path);
-      const lrh = new Uint8Array([0, 2, 0, 9, 0, 4, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0]);
+      const lrh = ibFrame(9, 18);
       await sendAndCheck(rig, 1, [lrh], "ib frame");
       await rig.fabric.stopCapture();
       const cap = readPcapng(await Deno.readFile(path));

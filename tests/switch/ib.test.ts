@@ -1,11 +1,9 @@
 import assert from "node:assert/strict";
-import { runTraffic, sendAndCheck } from "./traffic.ts";
+import { ibFrame, runTraffic, sendAndCheck } from "./traffic.ts";
 import { withRig } from "./rig.ts";
 
-function lrh(dlid: number, len = 32): Uint8Array {
-  const f = new Uint8Array(len);
-  f.set([0x00, 0x02, dlid >> 8, dlid & 0xff, 0, len / 4, 0, 1]);
-  return f;
+function lrh(dlid: number, len = 34): Uint8Array {
+  return ibFrame(dlid, len);
 }
 
 Deno.test("ib: seeded random traffic on 8 ports matches the model frame for frame", async () => {
@@ -56,6 +54,38 @@ Deno.test("ib: frames for the switch itself are counted as no_sm until an SM exi
     await sendAndCheck(rig, 2, [lrh(0xffff), lrh(1)], "to the switch");
     const p2 = (await rig.fabric.ports()).find((p) => p.port === 2)!;
     assert.equal(p2.drops.no_sm, 2);
+  });
+});
+
+Deno.test("ib: a bad LRH and a bad VCRC are dropped before the DLID is looked at", async () => {
+  await withRig("ib", 2, async (rig) => {
+    await rig.fabric.setLft([{ lid: 0x33, port: 2 }]);
+    rig.model.setLft(0x33, 2);
+    const good = lrh(0x33);
+    const badVcrc = good.slice();
+    badVcrc[good.length - 1] ^= 0x80;
+    const swapped = good.slice(); // the VCRC stored most significant byte first
+    [swapped[good.length - 2], swapped[good.length - 1]] = [
+      swapped[good.length - 1],
+      swapped[good.length - 2],
+    ];
+    const lver = ibFrame(0x33, 34);
+    lver[0] |= 1;
+    const n = await sendAndCheck(rig, 1, [
+      good,
+      badVcrc,
+      swapped,
+      lver,
+      ibFrame(0x33, 34, { slid: 0 }),
+      ibFrame(0x33, 34, { slid: 0xc001 }),
+      ibFrame(0x33, 34, { lnh: 1 }),
+      ibFrame(0x33, 34, { vl: 15, lnh: 3 }),
+      good.subarray(0, 30),
+    ], "bad frames");
+    assert.equal(n, 1);
+    const p1 = (await rig.fabric.ports()).find((p) => p.port === 1)!;
+    assert.equal(p1.drops.bad_vcrc, 2);
+    assert.equal(p1.drops.bad_lrh, 6);
   });
 });
 

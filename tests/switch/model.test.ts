@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { SwitchModel } from "../../harness/models/switch.ts";
+import { ibFrame } from "./traffic.ts";
 
 function eth(dst: number, src: number, len = 64): Uint8Array {
   const f = new Uint8Array(len);
@@ -63,7 +64,7 @@ Deno.test("model: counters count rx on ingress, tx per egress and drops by reaso
 Deno.test("model: ib routes by LFT and drops what has nowhere to go", () => {
   const m = new SwitchModel({ mode: "ib" });
   [1, 2].forEach(() => m.connect());
-  const lrh = (dlid: number) => new Uint8Array([0, 2, dlid >> 8, dlid & 0xff, 0, 2, 0, 1]);
+  const lrh = (dlid: number) => ibFrame(dlid, 10);
   m.setLft(5, 2);
   m.setLft(6, 1);
   m.setLft(7, 9);

@@ -23,10 +23,14 @@ export async function withRig(
   fn: (rig: Rig) => Promise<void>,
   opts: Partial<Omit<FabricOptions, "binary" | "mode">> = {},
 ): Promise<void> {
-  const fabric = await Fabric.start({ binary: await switchBinary(), mode, ...opts });
+  // Forwarding tests compare every frame every port receives: the subnet
+  // manager's SMPs would be frames the model does not predict, so ib rigs run
+  // without it unless asked (noSm: false).
+  const noSm = opts.noSm ?? mode === "ib";
+  const fabric = await Fabric.start({ binary: await switchBinary(), mode, ...opts, noSm });
   const rig: Rig = {
     fabric,
-    model: new SwitchModel({ mode, maxPorts: opts.maxPorts, agingSec: opts.agingSec }),
+    model: new SwitchModel({ mode, maxPorts: opts.maxPorts, agingSec: opts.agingSec, sm: !noSm }),
     clients: new Map(),
   };
   try {

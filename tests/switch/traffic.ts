@@ -20,6 +20,7 @@ import {
   SwitchModel,
 } from "../../harness/models/switch.ts";
 import { prng, randBytes, randInt } from "../../harness/prng.ts";
+import { ibVcrc, writeVcrc } from "../../harness/models/rdma/icrc.ts";
 import { SeqpacketSocket } from "../../harness/fabric/seqpacket.ts";
 
 /** A difference between the daemon and the model. */
@@ -282,6 +283,59 @@ function ethDriver(ports: number): ModeDriver {
   };
 }
 
+/** Options of {@link ibFrame}. */
+export interface IbFrameOptions {
+  /** Source LID; default 1. */
+  slid?: number;
+  /** Virtual lane; default 0. */
+  vl?: number;
+  /** Link next header; default 0b10 (BTH follows). */
+  lnh?: number;
+  /** Filler after the LRH (random or zeros); the VCRC is computed over it. */
+  body?: Uint8Array;
+}
+
+/**
+ * A native-IB frame of `len` bytes (4 × PktLen + 2) with a valid LRH and
+ * VCRC, so the switch's `bad_lrh` / `bad_vcrc` checks pass; the bytes between
+ * LRH and VCRC are `body` (zeros by default).
+ */
+export function ibFrame(dlid: number, len = 32, opts: IbFrameOptions = {}): Uint8Array {
+  if (len < 10 || (len - 2) % 4 !== 0) throw new RangeError(`ibFrame: length ${len} not 4k+2`);
+  const f = new Uint8Array(len);
+  if (opts.body) f.set(opts.body.subarray(0, len - 10), 8);
+  const slid = opts.slid ?? 1;
+  const words = (len - 2) / 4;
+  f.set([
+    (opts.vl ?? 0) << 4,
+    opts.lnh ?? 2,
+    dlid >> 8,
+    dlid & 0xff,
+    words >> 8,
+    words & 0xff,
+    slid >> 8,
+    slid & 0xff,
+  ]);
+  writeVcrc(f, len - 2, ibVcrc(f, len - 2));
+  return f;
+}
+
+/** A frame the LRH check refuses, one of the docs/switch.md conditions at random. */
+function badLrh(rng: () => number, dlid: number, slid: number): Uint8Array {
+  const len = 4 * randInt(rng, 3, 60) + 2;
+  const kind = randInt(rng, 0, 5);
+  const f = ibFrame(dlid, len, {
+    slid: kind === 4 ? 0 : kind === 5 ? randInt(rng, 0xc000, 0xfffe) : slid,
+    vl: kind === 3 ? 15 : 0,
+    lnh: kind === 1 ? randInt(rng, 0, 1) : kind === 3 ? 3 : 2,
+    body: randBytes(rng, len),
+  });
+  if (kind === 0) f[0] |= randInt(rng, 1, 15); // LVer
+  if (kind === 2) f[5] ^= randInt(rng, 1, 0xff); // PktLen no longer the length
+  if (kind !== 2) writeVcrc(f, len - 2, ibVcrc(f, len - 2)); // only the LRH is wrong
+  return f;
+}
+
 function ibDriver(ports: number): ModeDriver {
   const lidOf = (p: number) => 0x10 + p;
   const SWITCH_LID = 0x100;
@@ -324,17 +378,24 @@ function ibDriver(ports: number): ModeDriver {
         : r < 82
         ? ABSENT_PORT_LID
         : randInt(rng, 1, 0xbfff);
-      const header = new Uint8Array([
-        randInt(rng, 0, 1) ? 0xf0 : 0x00, // VL15 or VL0, LVer 0
-        0x02, // SL 0, LNH local (BTH follows)
-        dlid >> 8,
-        dlid & 0xff,
-        0x00,
-        0x10,
-        lidOf(port) >> 8,
-        lidOf(port) & 0xff,
-      ]);
-      return withHeader(rng, length(rng, 8, 9216, 300), header);
+      // Size rules first (runt, oversize), then the LRH and VCRC checks,
+      // then valid frames for the DLID rules.
+      const k = randInt(rng, 0, 99);
+      if (k < 3) return randBytes(rng, randInt(rng, 0, 7));
+      if (k < 5) return randBytes(rng, randInt(rng, 9217, 9280));
+      const slid = randInt(rng, 0, 9) ? lidOf(port) : 0xffff;
+      if (k < 11) return badLrh(rng, dlid, slid);
+      const words = randInt(rng, 0, 19) ? randInt(rng, 2, 80) : randInt(rng, 81, 2047);
+      const len = 4 * words + 2;
+      const global = randInt(rng, 0, 9) === 0;
+      const f = ibFrame(dlid, len, {
+        slid,
+        vl: !global && randInt(rng, 0, 1) ? 15 : 0,
+        lnh: global ? 3 : 2,
+        body: randBytes(rng, len),
+      });
+      if (k < 17) f[randInt(rng, 0, len - 1)] ^= 1 << randInt(rng, 0, 7); // one bit flipped
+      return f;
     },
     async event(rng, rig) {
       const r = randInt(rng, 0, 3);

@@ -81,3 +81,40 @@ Deno.test("readLines: lines split across chunks, UTF-8 split mid-character, tail
   for await (const l of readLines(stream)) lines.push(l);
   assert.deepEqual(lines, ['{"a":"é"}', "", "second"]);
 });
+
+Deno.test("fabric client: sm() reads ports, groups and MAD counters into camelCase", async () => {
+  const sw = new FakeSwitch({
+    sm: {
+      ok: true,
+      enabled: true,
+      lid: 1,
+      subnet_prefix: "fe80:0000:0000:0000",
+      sweeps: 7,
+      ports: [
+        { port: 1, state: "active", guid: "0002c90300a0b001", lid: 2, node_desc: "n1" },
+        { port: 4, state: "unresponsive" },
+      ],
+      groups: [{
+        mgid: "ff12:401b:ffff:0000:0000:0000:ffff:ffff",
+        mlid: 0xc000,
+        qkey: 0xb1b,
+        ports: [1],
+      }],
+      mads: { sent: 9, received: 8, timeouts: 4, retries: 3, bad: 1, sa_requests: 2, sa_errors: 1 },
+    },
+  });
+  const s = await sw.sm();
+  assert.deepEqual(sw.sent, [{ op: "sm" }]);
+  assert.equal(s.subnetPrefix, "fe80:0000:0000:0000");
+  assert.deepEqual(s.ports[0], {
+    port: 1,
+    state: "active",
+    guid: "0002c90300a0b001",
+    lid: 2,
+    nodeDesc: "n1",
+  });
+  assert.equal(s.ports[1].lid, undefined);
+  assert.equal(s.groups[0].mlid, 0xc000);
+  assert.equal(s.mads.saRequests, 2);
+  assert.equal(s.mads.saErrors, 1);
+});
