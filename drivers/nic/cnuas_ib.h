@@ -823,6 +823,7 @@ u16 cnuas_ib_vcrc(const u8 *buf, unsigned int len);
 int cnuas_ib_av_from_attr_ib(struct cnuas_ib_dev *dev, struct cnuas_ib_av *av,
 			     const struct rdma_ah_attr *attr);
 /* cnuas_ib_net.c */
+enum ib_mtu cnuas_ib_port_mtu(struct cnuas_ib_dev *dev);
 u32 cnuas_ib_ud_mtu(struct cnuas_ib_dev *dev);
 void cnuas_ib_local_gid(struct cnuas_ib_dev *dev, union ib_gid *gid);
 

@@ -120,19 +120,26 @@ void cnuas_ib_local_gid(struct cnuas_ib_dev *dev, union ib_gid *gid)
 }
 
 /*
- * The largest UD payload now: RoCE, what the netdev's MTU leaves; native
- * IB, the port's neighbour MTU as the SM set it (4096 until it did).
+ * The port's MTU now, bounding path MTUs and UD payloads: RoCE, what the
+ * netdev's MTU leaves; native IB, the port's neighbour MTU as the SM set
+ * it (4096 until it did).
  */
-u32 cnuas_ib_ud_mtu(struct cnuas_ib_dev *dev)
+enum ib_mtu cnuas_ib_port_mtu(struct cnuas_ib_dev *dev)
 {
 	u8 mtu;
 
 	if (!cnuas_ib_is_ib(dev))
-		return ib_mtu_enum_to_int(iboe_get_mtu(dev->netdev->mtu));
+		return iboe_get_mtu(dev->netdev->mtu);
 	mtu = READ_ONCE(dev->port.neighbor_mtu);
 	if (mtu < IB_MTU_256 || mtu > CNUAS_IB_MAX_MTU)
 		mtu = CNUAS_IB_MAX_MTU;
-	return ib_mtu_enum_to_int(mtu);
+	return mtu;
+}
+
+/* The largest UD payload now, in bytes. */
+u32 cnuas_ib_ud_mtu(struct cnuas_ib_dev *dev)
+{
+	return ib_mtu_enum_to_int(cnuas_ib_port_mtu(dev));
 }
 
 /*

@@ -736,7 +736,7 @@ static int cnuas_ib_modify_check(struct cnuas_ib_qp *qp,
 	    attr->pkey_index >= CNUAS_IB_MAX_PKEYS)
 		return -EINVAL;
 	if (mask & IB_QP_PATH_MTU) {
-		enum ib_mtu active = iboe_get_mtu(qp->dev->netdev->mtu);
+		enum ib_mtu active = cnuas_ib_port_mtu(qp->dev);
 
 		if (attr->path_mtu < IB_MTU_256 ||
 		    attr->path_mtu > CNUAS_IB_MAX_MTU ||
