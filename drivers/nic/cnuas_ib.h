@@ -125,6 +125,9 @@ enum cnuas_ib_stat {
 	CNUAS_STAT_RCVD_QKEY_ERR,
 	CNUAS_STAT_LOOPBACK_PKTS,
 	CNUAS_STAT_RCVD_MCAST_PKTS,
+	/* native IB data path (names are ABI: only ever appended) */
+	CNUAS_STAT_RCVD_VCRC_ERR,
+	CNUAS_STAT_TX_PORT_NOT_ACTIVE,
 	CNUAS_STAT_NUM,
 };
 
@@ -276,10 +279,14 @@ static inline struct cnuas_ib_pd *to_cpd(struct ib_pd *pd)
 
 /**
  * struct cnuas_ib_av - where a packet goes (from an AH or a QP's path)
- * @family: AF_INET or AF_INET6
- * @saddr, @daddr: IPv4 addresses are IPv4-mapped
- * @dmac: next hop's MAC, resolved by ib_core
+ * @family: AF_INET or AF_INET6 (RoCE); 0 in native IB mode
+ * @saddr, @daddr: IPv4 addresses are IPv4-mapped; in native IB mode the
+ *		   SGID and DGID of the GRH (when @grh)
+ * @dmac: next hop's MAC, resolved by ib_core (RoCE)
  * @tclass, @hop_limit, @flow_label: from the GRH attributes
+ * @dlid, @sl, @path_bits: native IB: the LRH's DLID and SL, the source
+ *			   path bits (LMC 0: none take effect)
+ * @grh: native IB: send a GRH (LNH 0b11)
  */
 struct cnuas_ib_av {
 	int family;
@@ -289,6 +296,10 @@ struct cnuas_ib_av {
 	u8 tclass;
 	u8 hop_limit;
 	u32 flow_label;
+	u16 dlid;
+	u8 sl;
+	u8 path_bits;
+	bool grh;
 };
 
 struct cnuas_ib_ah {
@@ -797,12 +808,33 @@ int cnuas_ib_detach_mcast(struct ib_qp *ibqp, union ib_gid *mgid, u16 mlid);
 u32 cnuas_ib_mcast_rx(struct cnuas_ib_dev *dev, struct sk_buff *skb,
 		      const union ib_gid *mgid);
 bool cnuas_ib_mcast_has_members(struct cnuas_ib_dev *dev,
-				const struct sk_buff *skb);
+				const union ib_gid *mgid);
 void cnuas_ib_mcast_qp_gone(struct cnuas_ib_dev *dev, u32 qpn);
 void cnuas_ib_mcast_cleanup(struct cnuas_ib_dev *dev);
 
 /* cnuas_ib_icrc.c */
 u32 cnuas_ib_icrc(const struct sk_buff *skb, unsigned int net_off,
 		  int family, unsigned int end);
+
+/*
+ * Native-InfiniBand data path (link_layer=ib; ib-datapath work, kept
+ * together here): docs/wire.md, "LRH"; docs/devices.md, "cnuas_ib in
+ * native InfiniBand mode", "Data path".
+ */
+/* cnuas_ib_icrc.c: ICRC of an LRH-first frame, VCRC */
+u32 cnuas_ib_icrc_ib(const u8 *frame, unsigned int end);
+u16 cnuas_ib_vcrc(const u8 *buf, unsigned int len);
+/* cnuas_ib_verbs.c: a native-IB address (LID, optional GRH) */
+int cnuas_ib_av_from_attr_ib(struct cnuas_ib_dev *dev, struct cnuas_ib_av *av,
+			     const struct rdma_ah_attr *attr);
+/* cnuas_ib_net.c */
+enum ib_mtu cnuas_ib_port_mtu(struct cnuas_ib_dev *dev);
+u32 cnuas_ib_ud_mtu(struct cnuas_ib_dev *dev);
+void cnuas_ib_local_gid(struct cnuas_ib_dev *dev, union ib_gid *gid);
+
+static inline bool cnuas_ib_lid_is_mcast(u16 lid)
+{
+	return lid >= CNUAS_LID_MCAST_FIRST && lid != CNUAS_LID_PERMISSIVE;
+}
 
 #endif /* CNUAS_IB_H */

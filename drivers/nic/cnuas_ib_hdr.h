@@ -22,6 +22,21 @@
 #define CNUAS_IETH_BYTES	4
 #define CNUAS_ICRC_BYTES	4
 #define CNUAS_GRH_BYTES		40
+#define CNUAS_LRH_BYTES		8
+#define CNUAS_VCRC_BYTES	2
+
+/* Native IB LRH (docs/wire.md, "LRH"): byte 0 VL | LVer, byte 1 SL | LNH */
+#define CNUAS_LRH_VL_SHIFT	4
+#define CNUAS_LRH_LVER_MASK	0x0f
+#define CNUAS_LRH_SL_SHIFT	4
+#define CNUAS_LRH_LNH_MASK	0x03
+#define CNUAS_LNH_LOCAL		0x2	/* a BTH follows */
+#define CNUAS_LNH_GLOBAL	0x3	/* a GRH follows */
+#define CNUAS_LRH_PKTLEN_MASK	0x7ff
+#define CNUAS_VL_SMI		15	/* QP0 only */
+#define CNUAS_LID_MCAST_FIRST	0xc000
+#define CNUAS_LID_PERMISSIVE	0xffff
+#define CNUAS_GRH_NXTHDR_BTH	0x1b
 
 #define CNUAS_PSN_MASK		0xffffffU
 #define CNUAS_QPN_MASK		0xffffffU
@@ -48,6 +63,14 @@
 #define CNUAS_NAK_INV_REQ	1
 #define CNUAS_NAK_REM_ACCESS	2
 #define CNUAS_NAK_REM_OP	3
+
+struct cnuas_lrh {
+	u8 vl_lver;
+	u8 sl_lnh;
+	__be16 dlid;
+	__be16 pktlen;		/* 5 reserved bits above PktLen (11) */
+	__be16 slid;
+} __packed;
 
 struct cnuas_bth {
 	u8 opcode;
@@ -141,7 +164,10 @@ void cnuas_ib_opcode_init(void);
 
 /*
  * A parsed received frame, kept in skb->cb while it waits in a QP's
- * queue.  Offsets are from skb->data (the destination MAC).
+ * queue.  Offsets are from skb->data (the destination MAC; in native IB
+ * mode the LRH).  RoCE: @net_off is the IP header, @family says which.
+ * Native IB: @family is 0, @grh says whether a GRH arrived (then
+ * @net_off is its offset), @slid, @dlid, @sl and @vl are the LRH's.
  */
 struct cnuas_pkt {
 	u32 psn;
@@ -152,9 +178,14 @@ struct cnuas_pkt {
 	u16 pay_off;
 	u16 paylen;
 	u8 opcode;
-	u8 family;		/* AF_INET or AF_INET6 */
+	u8 family;		/* AF_INET or AF_INET6; 0 in native IB */
 	u8 ackreq:1;
 	u8 se:1;
+	u8 grh:1;		/* native IB: a GRH at @net_off */
+	u8 sl:4;		/* native IB: LRH.SL */
+	u8 vl;			/* native IB: LRH.VL */
+	u16 slid;		/* native IB: LRH.SLID */
+	u16 dlid;		/* native IB: LRH.DLID */
 };
 
 static inline struct cnuas_pkt *cnuas_pkt(struct sk_buff *skb)

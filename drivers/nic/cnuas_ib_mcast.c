@@ -6,6 +6,11 @@
  * (docs/devices.md, "cnuas_ib multicast").  Members on the sending device
  * get a copy through the loopback path (cnuas_ib_net.c).
  *
+ * Native IB mode keys groups the same way, by MGID (the MLID attach gives
+ * is kept, not used to match): a received frame to a multicast DLID with a
+ * GRH goes to the group of the GRH's DGID.  No netdev multicast list is
+ * touched in either mode.
+ *
  * Limits (datasheet table 4.1): max_mcast_grp groups per device,
  * max_mcast_qp_attach QPs per group.  A QP attached twice to one group is
  * one attachment (IBTA 11.3.1: attach is idempotent), detaching a QP that
@@ -23,6 +28,7 @@
  * struct cnuas_ib_mcg - one multicast group and its members
  * @node: on dev->mcast_groups
  * @mgid: the group's GID (an IPv4-mapped or IPv6 multicast address)
+ * @mlid: native IB: the MLID of the first attach (0 on RoCE)
  * @nqp: entries in @qpn
  * @qpn: attached QP numbers (not QP pointers: a QP is looked up at delivery,
  *	 so a destroyed QP is never touched)
@@ -31,6 +37,7 @@
 struct cnuas_ib_mcg {
 	struct list_head node;
 	union ib_gid mgid;
+	u16 mlid;
 	u32 nqp;
 	u32 qpn[CNUAS_IB_MAX_MCAST_QP_ATTACH];
 	struct rcu_head rcu;
@@ -98,6 +105,7 @@ int cnuas_ib_attach_mcast(struct ib_qp *ibqp, union ib_gid *mgid, u16 mlid)
 		g = new;
 		new = NULL;
 		g->mgid = *mgid;
+		g->mlid = cnuas_ib_is_ib(dev) ? mlid : 0;
 		list_add_tail_rcu(&g->node, &dev->mcast_groups);
 		dev->n_mcast_grp++;
 	}
@@ -187,25 +195,17 @@ u32 cnuas_ib_mcast_rx(struct cnuas_ib_dev *dev, struct sk_buff *skb,
 }
 
 /*
- * Does the group a frame of ours is sent to have members on this device?
- * @skb is a frame from cnuas_ib_frame_alloc(): Ethernet, then IPv4 or IPv6.
+ * Does the group @mgid, which a frame of ours is sent to, have members on
+ * this device?  (RoCE: the destination IP as a GID; IB: the GRH's DGID.)
  */
 bool cnuas_ib_mcast_has_members(struct cnuas_ib_dev *dev,
-				const struct sk_buff *skb)
+				const union ib_gid *mgid)
 {
-	const u8 *ip = skb->data + ETH_HLEN;
 	struct cnuas_ib_mcg *g;
-	union ib_gid mgid;
 	bool any;
 
-	if (skb->protocol == htons(ETH_P_IP))
-		ipv6_addr_set_v4mapped(((const struct iphdr *)ip)->daddr,
-				       (struct in6_addr *)mgid.raw);
-	else
-		memcpy(mgid.raw, &((const struct ipv6hdr *)ip)->daddr,
-		       sizeof(mgid.raw));
 	rcu_read_lock();
-	g = cnuas_ib_mcg_find(dev, &mgid);
+	g = cnuas_ib_mcg_find(dev, mgid);
 	any = g && READ_ONCE(g->nqp);
 	rcu_read_unlock();
 	return any;

@@ -7,6 +7,11 @@
  * multicast, on every QP attached to its group).  Frames to our own MAC
  * never reach the wire: they go round through the receive path here, as a
  * RoCE NIC loops back traffic to its own GIDs (docs/devices.md, "cnuas_ib loopback").
+ *
+ * In native InfiniBand mode (link_layer=ib, cnuas_ib_is_ib()) frames are
+ * LRH [GRH] BTH ... pad ICRC VCRC instead, with no Ethernet, IP or UDP
+ * (docs/wire.md, "LRH"; docs/devices.md, "cnuas_ib in native InfiniBand
+ * mode", "Data path"); frames to our own LID take the loopback path.
  */
 #include <linux/etherdevice.h>
 #include <linux/ip.h>
@@ -15,6 +20,7 @@
 #include <linux/prandom.h>
 #include <linux/udp.h>
 #include <net/ip.h>
+#include <rdma/ib_addr.h>
 
 #include "cnuas_ib.h"
 
@@ -98,6 +104,112 @@ static bool cnuas_ib_rx_drop(struct cnuas_ib_dev *dev)
 	return drop;
 }
 
+/**
+ * cnuas_ib_local_gid - our one GID in native IB mode (GID index 0)
+ * @dev: the device
+ * @gid: set to the subnet prefix the SM gave (fe80::/64 until then) and
+ *	 the port GUID
+ */
+void cnuas_ib_local_gid(struct cnuas_ib_dev *dev, union ib_gid *gid)
+{
+	__be64 prefix = READ_ONCE(dev->port.subnet_prefix);
+
+	gid->global.subnet_prefix = prefix ? prefix :
+				    cpu_to_be64(0xfe80000000000000ULL);
+	gid->global.interface_id = dev->node_guid;
+}
+
+/*
+ * The port's MTU now, bounding path MTUs and UD payloads: RoCE, what the
+ * netdev's MTU leaves; native IB, the port's neighbour MTU as the SM set
+ * it (4096 until it did).
+ */
+enum ib_mtu cnuas_ib_port_mtu(struct cnuas_ib_dev *dev)
+{
+	u8 mtu;
+
+	if (!cnuas_ib_is_ib(dev))
+		return iboe_get_mtu(dev->netdev->mtu);
+	mtu = READ_ONCE(dev->port.neighbor_mtu);
+	if (mtu < IB_MTU_256 || mtu > CNUAS_IB_MAX_MTU)
+		mtu = CNUAS_IB_MAX_MTU;
+	return mtu;
+}
+
+/* The largest UD payload now, in bytes. */
+u32 cnuas_ib_ud_mtu(struct cnuas_ib_dev *dev)
+{
+	return ib_mtu_enum_to_int(cnuas_ib_port_mtu(dev));
+}
+
+/*
+ * Native IB: LRH [GRH] BTH ext-headers payload pad ICRC VCRC.  QP0 sends
+ * on VL15 without a GRH; everything else on VL 0 with the AV's SL.  The
+ * SLID is our LID, the permissive LID while we have none (only QP0 sends
+ * then: the port is not ACTIVE).  LMC is 0: the path bits add nothing.
+ */
+static struct sk_buff *cnuas_ib_frame_alloc_ib(struct cnuas_ib_qp *qp,
+					       const struct cnuas_ib_av *av,
+					       u8 opcode, u32 paylen,
+					       struct cnuas_bth **bth)
+{
+	const struct cnuas_opcode_info *info = &cnuas_ib_opcode[opcode];
+	bool smi = qp->type == IB_QPT_SMI;
+	bool grh = av->grh && !smi;
+	unsigned int pad = (4 - (paylen & 3)) & 3;
+	/* BTH through the ICRC: what the GRH's PayLen counts */
+	unsigned int tlen = info->hdr_len + paylen + pad + CNUAS_ICRC_BYTES;
+	unsigned int total = CNUAS_LRH_BYTES + (grh ? CNUAS_GRH_BYTES : 0) +
+			     tlen;
+	u16 lid = cnuas_ib_port_lid(qp->dev);
+	struct cnuas_lrh *lrh;
+	struct sk_buff *skb;
+	u8 *p;
+
+	/* PktLen is 11 bits of words; the UD and path MTUs keep us far below */
+	if (paylen > CNUAS_NET_MAX_FRAME || total / 4 > CNUAS_LRH_PKTLEN_MASK)
+		return NULL;
+	skb = alloc_skb(total + CNUAS_VCRC_BYTES, GFP_ATOMIC);
+	if (!skb)
+		return NULL;
+	p = skb_put(skb, total + CNUAS_VCRC_BYTES);
+	skb_reset_mac_header(skb);
+	skb->dev = qp->dev->netdev;
+
+	lrh = (struct cnuas_lrh *)p;
+	lrh->vl_lver = (smi ? CNUAS_VL_SMI : 0) << CNUAS_LRH_VL_SHIFT;
+	lrh->sl_lnh = (av->sl << CNUAS_LRH_SL_SHIFT) |
+		      (grh ? CNUAS_LNH_GLOBAL : CNUAS_LNH_LOCAL);
+	lrh->dlid = htons(av->dlid);
+	lrh->pktlen = htons(total / 4);
+	lrh->slid = htons(lid ? lid : CNUAS_LID_PERMISSIVE);
+	p += CNUAS_LRH_BYTES;
+
+	if (grh) {
+		struct ib_grh *g = (struct ib_grh *)p;
+
+		g->version_tclass_flow = cpu_to_be32(6U << 28 |
+						     (u32)av->tclass << 20 |
+						     (av->flow_label & 0xfffff));
+		g->paylen = cpu_to_be16(tlen);
+		g->next_hdr = CNUAS_GRH_NXTHDR_BTH;
+		g->hop_limit = av->hop_limit;
+		memcpy(g->sgid.raw, &av->saddr, sizeof(g->sgid.raw));
+		memcpy(g->dgid.raw, &av->daddr, sizeof(g->dgid.raw));
+		p += CNUAS_GRH_BYTES;
+	}
+
+	memset(p, 0, info->hdr_len);
+	*bth = (struct cnuas_bth *)p;
+	(*bth)->opcode = opcode;
+	(*bth)->flags = pad << CNUAS_BTH_PAD_SHIFT;
+	(*bth)->pkey = htons(CNUAS_DEFAULT_PKEY);
+	/* the pad must be zero; ICRC and VCRC come in frame_finish */
+	memset(p + info->hdr_len + paylen, 0,
+	       pad + CNUAS_ICRC_BYTES + CNUAS_VCRC_BYTES);
+	return skb;
+}
+
 static unsigned int cnuas_ip_len(int family)
 {
 	return family == AF_INET ? sizeof(struct iphdr) :
@@ -132,6 +244,8 @@ struct sk_buff *cnuas_ib_frame_alloc(struct cnuas_ib_qp *qp,
 	struct udphdr *udp;
 	u8 *p;
 
+	if (cnuas_ib_is_ib(qp->dev))
+		return cnuas_ib_frame_alloc_ib(qp, av, opcode, paylen, bth);
 	skb = alloc_skb(total + NET_IP_ALIGN, GFP_ATOMIC);
 	if (!skb)
 		return NULL;
@@ -194,12 +308,26 @@ struct sk_buff *cnuas_ib_frame_alloc(struct cnuas_ib_qp *qp,
 	return skb;
 }
 
-/* Compute and store the ICRC of a frame from cnuas_ib_frame_alloc(). */
+/*
+ * Compute and store the ICRC of a frame from cnuas_ib_frame_alloc() (and,
+ * native IB, the VCRC after it).
+ */
 void cnuas_ib_frame_finish(struct cnuas_ib_qp *qp, struct sk_buff *skb)
 {
-	int family = (skb->data[ETH_HLEN] >> 4) == 4 ? AF_INET : AF_INET6;
-	unsigned int end = skb->len - CNUAS_ICRC_BYTES;
+	unsigned int end;
+	int family;
 
+	if (cnuas_ib_is_ib(qp->dev)) {
+		end = skb->len - CNUAS_VCRC_BYTES - CNUAS_ICRC_BYTES;
+		put_unaligned_le32(cnuas_ib_icrc_ib(skb->data, end),
+				   skb->data + end);
+		end += CNUAS_ICRC_BYTES;
+		put_unaligned_le16(cnuas_ib_vcrc(skb->data, end),
+				   skb->data + end);
+		return;
+	}
+	family = (skb->data[ETH_HLEN] >> 4) == 4 ? AF_INET : AF_INET6;
+	end = skb->len - CNUAS_ICRC_BYTES;
 	put_unaligned_le32(cnuas_ib_icrc(skb, ETH_HLEN, family, end),
 			   skb->data + end);
 }
@@ -244,6 +372,59 @@ void cnuas_ib_loop_work(struct work_struct *work)
 	}
 }
 
+/* The group a RoCE frame of ours goes to, as a GID (IPv4-mapped for IPv4). */
+static void cnuas_ib_roce_mgid(const struct sk_buff *skb, union ib_gid *mgid)
+{
+	const u8 *ip = skb->data + ETH_HLEN;
+
+	if (skb->protocol == htons(ETH_P_IP))
+		ipv6_addr_set_v4mapped(((const struct iphdr *)ip)->daddr,
+				       (struct in6_addr *)mgid->raw);
+	else
+		memcpy(mgid->raw, &((const struct ipv6hdr *)ip)->daddr,
+		       sizeof(mgid->raw));
+}
+
+/*
+ * Native IB: the part of sending that stays on this device.  Data frames
+ * (anything but QP0's) go nowhere while the port is not ACTIVE; a frame to
+ * our own LID goes round the loopback path; one to a multicast LID gives
+ * our own members of its group (the GRH's DGID) a copy, as RoCE does.
+ * Return: true when @skb was consumed here.
+ */
+static bool cnuas_ib_xmit_ib_local(struct cnuas_ib_qp *qp, struct sk_buff *skb)
+{
+	const struct cnuas_lrh *lrh = (const struct cnuas_lrh *)skb->data;
+	struct cnuas_ib_dev *dev = qp->dev;
+	u16 dlid = ntohs(lrh->dlid);
+	u16 lid;
+
+	if (qp->type != IB_QPT_SMI && !cnuas_ib_port_active(dev)) {
+		cnuas_stat_inc(dev, CNUAS_STAT_TX_PORT_NOT_ACTIVE);
+		kfree_skb(skb);
+		return true;
+	}
+	lid = cnuas_ib_port_lid(dev);
+	if (lid && dlid == lid) {
+		cnuas_stat_inc(dev, CNUAS_STAT_SENT_PKTS);
+		cnuas_ib_loop_queue(dev, skb);
+		return true;
+	}
+	if (cnuas_ib_lid_is_mcast(dlid) &&
+	    (lrh->sl_lnh & CNUAS_LRH_LNH_MASK) == CNUAS_LNH_GLOBAL) {
+		const struct ib_grh *g =
+			(const struct ib_grh *)(skb->data + CNUAS_LRH_BYTES);
+
+		if (cnuas_ib_mcast_has_members(dev, &g->dgid)) {
+			struct sk_buff *copy = skb_clone(skb, GFP_ATOMIC);
+
+			if (copy)
+				cnuas_ib_loop_queue(dev, copy);
+		}
+	}
+	return false;
+}
+
 /**
  * cnuas_ib_xmit - hand a frame to cnuas_net
  * @qp: the sender; put on the wait list when the queue is full
@@ -256,24 +437,31 @@ int cnuas_ib_xmit(struct cnuas_ib_qp *qp, struct sk_buff *skb)
 {
 	struct cnuas_ib_dev *dev = qp->dev;
 	unsigned long flags;
+	union ib_gid mgid;
 	u32 gen;
 	int err;
 
-	if (ether_addr_equal(eth_hdr(skb)->h_dest, dev->netdev->dev_addr)) {
+	if (cnuas_ib_is_ib(dev)) {
+		if (cnuas_ib_xmit_ib_local(qp, skb))
+			return 0;
+	} else if (ether_addr_equal(eth_hdr(skb)->h_dest,
+				    dev->netdev->dev_addr)) {
 		cnuas_stat_inc(dev, CNUAS_STAT_SENT_PKTS);
 		cnuas_ib_loop_queue(dev, skb);
 		return 0;
-	}
-	/*
-	 * Multicast: QPs of this device attached to the group get a copy too,
-	 * as on a RoCE NIC; the frame still goes to the wire for the others.
-	 */
-	if (is_multicast_ether_addr(eth_hdr(skb)->h_dest) &&
-	    cnuas_ib_mcast_has_members(dev, skb)) {
-		struct sk_buff *copy = skb_clone(skb, GFP_ATOMIC);
+	} else if (is_multicast_ether_addr(eth_hdr(skb)->h_dest)) {
+		/*
+		 * Multicast: QPs of this device attached to the group get a
+		 * copy too, as on a RoCE NIC; the frame still goes to the wire
+		 * for the others.
+		 */
+		cnuas_ib_roce_mgid(skb, &mgid);
+		if (cnuas_ib_mcast_has_members(dev, &mgid)) {
+			struct sk_buff *copy = skb_clone(skb, GFP_ATOMIC);
 
-		if (copy)
-			cnuas_ib_loop_queue(dev, copy);
+			if (copy)
+				cnuas_ib_loop_queue(dev, copy);
+		}
 	}
 
 	gen = READ_ONCE(dev->tx_gen);
@@ -331,6 +519,8 @@ void cnuas_ib_txwait_del(struct cnuas_ib_qp *qp)
 	spin_unlock_irqrestore(&qp->dev->txwait_lock, flags);
 }
 
+static int cnuas_ib_parse_bth(struct sk_buff *skb, struct cnuas_pkt *pkt);
+
 /*
  * Parse and check the IP and UDP headers and the BTH; fill the packet
  * description in skb->cb.  Return: 0, or -EINVAL to drop.
@@ -338,12 +528,8 @@ void cnuas_ib_txwait_del(struct cnuas_ib_qp *qp)
 static int cnuas_ib_parse(struct sk_buff *skb)
 {
 	struct cnuas_pkt *pkt = cnuas_pkt(skb);
-	const struct cnuas_opcode_info *info;
 	unsigned int ip_len, l4_off, len;
-	const struct cnuas_bth *bth;
 	const struct udphdr *udp;
-	u16 pkey;
-	u8 pad;
 
 	if (skb->len < ETH_HLEN)
 		return -EINVAL;
@@ -389,6 +575,84 @@ static int cnuas_ib_parse(struct sk_buff *skb)
 		return -EINVAL;
 
 	pkt->bth_off = l4_off + sizeof(*udp);
+	return cnuas_ib_parse_bth(skb, pkt);
+}
+
+/*
+ * Native IB: parse and check the LRH, its VCRC, the GRH if there is one
+ * and the BTH; fill the packet description; take the VCRC off the end so
+ * the frame ends with the ICRC, as a RoCE one does.  Return: 0, -EBADMSG
+ * for a wrong VCRC, -EINVAL for anything else to drop.
+ */
+static int cnuas_ib_parse_ib(struct sk_buff *skb)
+{
+	struct cnuas_pkt *pkt = cnuas_pkt(skb);
+	const struct cnuas_lrh *lrh;
+	unsigned int len = skb->len;
+	u8 lnh;
+
+	if (len < CNUAS_LRH_BYTES + CNUAS_BTH_BYTES + CNUAS_ICRC_BYTES +
+		  CNUAS_VCRC_BYTES)
+		return -EINVAL;
+	lrh = (const struct cnuas_lrh *)skb->data;
+	lnh = lrh->sl_lnh & CNUAS_LRH_LNH_MASK;
+	if ((lrh->vl_lver & CNUAS_LRH_LVER_MASK) ||
+	    (lnh != CNUAS_LNH_LOCAL && lnh != CNUAS_LNH_GLOBAL))
+		return -EINVAL;
+	if (len != (ntohs(lrh->pktlen) & CNUAS_LRH_PKTLEN_MASK) * 4 +
+		   CNUAS_VCRC_BYTES)
+		return -EINVAL;
+	len -= CNUAS_VCRC_BYTES;
+	if (get_unaligned_le16(skb->data + len) !=
+	    cnuas_ib_vcrc(skb->data, len))
+		return -EBADMSG;
+
+	memset(pkt, 0, sizeof(*pkt));
+	pkt->vl = lrh->vl_lver >> CNUAS_LRH_VL_SHIFT;
+	pkt->sl = lrh->sl_lnh >> CNUAS_LRH_SL_SHIFT;
+	pkt->dlid = ntohs(lrh->dlid);
+	pkt->slid = ntohs(lrh->slid);
+	/* no port sends from LID 0 or a multicast LID */
+	if (!pkt->slid || cnuas_ib_lid_is_mcast(pkt->slid))
+		return -EINVAL;
+	if (pskb_trim(skb, len))
+		return -EINVAL;
+	pkt->bth_off = CNUAS_LRH_BYTES;
+	if (lnh == CNUAS_LNH_GLOBAL) {
+		const struct ib_grh *grh;
+
+		/* VL15 carries only QP0's SMPs, which never have a GRH */
+		if (pkt->vl == CNUAS_VL_SMI ||
+		    len < CNUAS_LRH_BYTES + CNUAS_GRH_BYTES + CNUAS_BTH_BYTES +
+			  CNUAS_ICRC_BYTES)
+			return -EINVAL;
+		grh = (const struct ib_grh *)(skb->data + CNUAS_LRH_BYTES);
+		if ((be32_to_cpu(grh->version_tclass_flow) >> 28) != 6 ||
+		    grh->next_hdr != CNUAS_GRH_NXTHDR_BTH ||
+		    be16_to_cpu(grh->paylen) !=
+		    len - CNUAS_LRH_BYTES - CNUAS_GRH_BYTES)
+			return -EINVAL;
+		pkt->grh = 1;
+		pkt->net_off = CNUAS_LRH_BYTES;
+		pkt->bth_off += CNUAS_GRH_BYTES;
+	}
+	return cnuas_ib_parse_bth(skb, pkt);
+}
+
+/*
+ * The BTH at pkt->bth_off, after the network headers: known opcode, TVer
+ * 0, our P_Key, room for the headers, the pad and the ICRC.  Fills the
+ * transport part of @pkt.  Return: 0, or -EINVAL to drop.
+ */
+static int cnuas_ib_parse_bth(struct sk_buff *skb, struct cnuas_pkt *pkt)
+{
+	const struct cnuas_opcode_info *info;
+	const struct cnuas_bth *bth;
+	u16 pkey;
+	u8 pad;
+
+	if (skb->len < pkt->bth_off + CNUAS_BTH_BYTES + CNUAS_ICRC_BYTES)
+		return -EINVAL;
 	bth = (const void *)(skb->data + pkt->bth_off);
 	info = &cnuas_ib_opcode[bth->opcode];
 	if (!(info->mask & CNUAS_OP_VALID) ||
@@ -417,6 +681,8 @@ static int cnuas_ib_parse(struct sk_buff *skb)
 /*
  * A frame to the multicast QPN: UD only, to a multicast IP address; the
  * group is the destination address as a GID (IPv4-mapped for IPv4).
+ * Native IB: cnuas_ib_rx_ib_addr() saw a multicast DLID and a GRH; the
+ * group is the GRH's DGID.
  */
 static void cnuas_ib_rx_mcast(struct cnuas_ib_dev *dev, struct sk_buff *skb)
 {
@@ -426,7 +692,13 @@ static void cnuas_ib_rx_mcast(struct cnuas_ib_dev *dev, struct sk_buff *skb)
 
 	if (!(pkt->mask & CNUAS_OP_UD))
 		goto drop;
-	if (pkt->family == AF_INET) {
+	if (!pkt->family) {
+		const struct ib_grh *grh = (const struct ib_grh *)ip;
+
+		if (!pkt->grh || grh->dgid.raw[0] != 0xff)
+			goto drop;
+		mgid = grh->dgid;
+	} else if (pkt->family == AF_INET) {
 		__be32 daddr = ((const struct iphdr *)ip)->daddr;
 
 		if (!ipv4_is_multicast(daddr))
@@ -449,10 +721,34 @@ drop:
 	kfree_skb(skb);
 }
 
+/*
+ * Native IB: is a parsed frame, ICRC checked, addressed to us?  QP0 and
+ * only QP0 on VL15; DLID our LID (none before the SM gives one), the
+ * permissive LID (QP0 only: directed-route SMPs), or a multicast LID with
+ * a GRH to the multicast QPN (the group is checked on delivery).
+ */
+static bool cnuas_ib_rx_ib_addr(struct cnuas_ib_dev *dev,
+				const struct cnuas_pkt *pkt)
+{
+	bool vl15 = pkt->vl == CNUAS_VL_SMI, qp0 = !pkt->qpn;
+	u16 lid = cnuas_ib_port_lid(dev);
+
+	if (vl15 != qp0)
+		return false;
+	if (cnuas_ib_lid_is_mcast(pkt->dlid))
+		return pkt->grh && pkt->qpn == CNUAS_IB_MCAST_QPN;
+	if (pkt->qpn == CNUAS_IB_MCAST_QPN)
+		return false;
+	if (pkt->dlid == CNUAS_LID_PERMISSIVE)
+		return pkt->qpn == 0;
+	return lid && pkt->dlid == lid;
+}
+
 /**
  * cnuas_ib_rx - cnuas_net's receive callback (NAPI context)
  * @ctx: our device
- * @skb: a RoCEv2 frame (UDP 4791), ours to consume
+ * @skb: a RoCEv2 frame (UDP 4791), or in native IB mode any frame (LRH
+ *	 first), ours to consume
  */
 void cnuas_ib_rx(void *ctx, struct sk_buff *skb)
 {
@@ -461,21 +757,42 @@ void cnuas_ib_rx(void *ctx, struct sk_buff *skb)
 	struct cnuas_pkt *pkt;
 	struct sk_buff_head *q;
 	unsigned int end;
+	int err;
 
 	cnuas_stat_inc(dev, CNUAS_STAT_RCVD_PKTS);
 	if (cnuas_ib_rx_drop(dev)) {
 		cnuas_stat_inc(dev, CNUAS_STAT_RX_DROP_INJECTED);
 		goto free;
 	}
-	if (skb_linearize(skb) || cnuas_ib_parse(skb))
+	if (skb_linearize(skb))
 		goto drop;
-	pkt = cnuas_pkt(skb);
-
-	end = skb->len - CNUAS_ICRC_BYTES;
-	if (get_unaligned_le32(skb->data + end) !=
-	    cnuas_ib_icrc(skb, pkt->net_off, pkt->family, end)) {
-		cnuas_stat_inc(dev, CNUAS_STAT_RCVD_ICRC_ERR);
-		goto free;
+	if (cnuas_ib_is_ib(dev)) {
+		err = cnuas_ib_parse_ib(skb);
+		if (err == -EBADMSG) {
+			cnuas_stat_inc(dev, CNUAS_STAT_RCVD_VCRC_ERR);
+			goto free;
+		}
+		if (err)
+			goto drop;
+		pkt = cnuas_pkt(skb);
+		end = skb->len - CNUAS_ICRC_BYTES;
+		if (get_unaligned_le32(skb->data + end) !=
+		    cnuas_ib_icrc_ib(skb->data, end)) {
+			cnuas_stat_inc(dev, CNUAS_STAT_RCVD_ICRC_ERR);
+			goto free;
+		}
+		if (!cnuas_ib_rx_ib_addr(dev, pkt))
+			goto drop;
+	} else {
+		if (cnuas_ib_parse(skb))
+			goto drop;
+		pkt = cnuas_pkt(skb);
+		end = skb->len - CNUAS_ICRC_BYTES;
+		if (get_unaligned_le32(skb->data + end) !=
+		    cnuas_ib_icrc(skb, pkt->net_off, pkt->family, end)) {
+			cnuas_stat_inc(dev, CNUAS_STAT_RCVD_ICRC_ERR);
+			goto free;
+		}
 	}
 
 	if (pkt->qpn == CNUAS_IB_MCAST_QPN) {
@@ -506,12 +823,24 @@ free:
 	kfree_skb(skb);
 }
 
-/* Did @skb come from the peer this connected QP talks to? */
+/*
+ * Did @skb come from the peer this connected QP talks to?  RoCE: by the
+ * source IP address.  Native IB: by the SLID (the path's DLID: LMC 0), and
+ * when both the path and the packet have a GRH, by the SGID too.
+ */
 bool cnuas_ib_pkt_from_peer(struct cnuas_ib_qp *qp, struct sk_buff *skb)
 {
 	const struct cnuas_pkt *pkt = cnuas_pkt(skb);
 	const u8 *ip = skb->data + pkt->net_off;
 
+	if (cnuas_ib_is_ib(qp->dev)) {
+		if (pkt->family || pkt->slid != qp->av.dlid)
+			return false;
+		if (!pkt->grh || !qp->av.grh)
+			return true;
+		return !memcmp(((const struct ib_grh *)ip)->sgid.raw,
+			       &qp->av.daddr, sizeof(qp->av.daddr));
+	}
 	if (pkt->family != qp->av.family)
 		return false;
 	if (pkt->family == AF_INET)

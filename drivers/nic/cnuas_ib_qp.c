@@ -566,6 +566,11 @@ int cnuas_ib_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	case IB_QPT_UD:
 	case IB_QPT_GSI:
 		break;
+	case IB_QPT_SMI:
+		/* QP0, the SMI: native IB only (RoCE has none), kernel only */
+		if (!cnuas_ib_is_ib(dev) || udata)
+			return -EOPNOTSUPP;
+		break;
 	default:
 		return -EOPNOTSUPP;
 	}
@@ -618,8 +623,8 @@ int cnuas_ib_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	if (err)
 		goto err_count;
 
-	if (qp->type == IB_QPT_GSI) {
-		qpn = 1;
+	if (qp->type == IB_QPT_GSI || qp->type == IB_QPT_SMI) {
+		qpn = qp->type == IB_QPT_GSI ? 1 : 0;
 		err = xa_insert(&dev->qps, qpn, NULL, GFP_KERNEL);
 	} else {
 		err = xa_alloc_cyclic(&dev->qps, &qpn, NULL,
@@ -731,7 +736,7 @@ static int cnuas_ib_modify_check(struct cnuas_ib_qp *qp,
 	    attr->pkey_index >= CNUAS_IB_MAX_PKEYS)
 		return -EINVAL;
 	if (mask & IB_QP_PATH_MTU) {
-		enum ib_mtu active = iboe_get_mtu(qp->dev->netdev->mtu);
+		enum ib_mtu active = cnuas_ib_port_mtu(qp->dev);
 
 		if (attr->path_mtu < IB_MTU_256 ||
 		    attr->path_mtu > CNUAS_IB_MAX_MTU ||
@@ -929,6 +934,10 @@ static int cnuas_ib_check_ud_wr(struct cnuas_ib_qp *qp,
 	if (!ah || ah->device != qp->ibqp.device)
 		return -EINVAL;
 	if (qp->user && ah->pd != qp->ibqp.pd)
+		return -EINVAL;
+	/* native IB: the permissive DLID is for QP0's SMPs only */
+	if (to_cah(ud_wr(wr)->ah)->av.dlid == CNUAS_LID_PERMISSIVE &&
+	    qp->type != IB_QPT_SMI)
 		return -EINVAL;
 	return 0;
 }

@@ -313,7 +313,7 @@ static int cnuas_ib_req_send_write(struct cnuas_ib_qp *qp,
 static int cnuas_ib_req_ud(struct cnuas_ib_qp *qp, struct cnuas_ib_swqe *wqe)
 {
 	bool imm = wqe->opcode == IB_WR_SEND_WITH_IMM;
-	u32 mtu = ib_mtu_enum_to_int(iboe_get_mtu(qp->dev->netdev->mtu));
+	u32 mtu = cnuas_ib_ud_mtu(qp->dev);
 	struct cnuas_deth *deth;
 	struct cnuas_bth *bth;
 	struct sk_buff *skb;
@@ -337,11 +337,14 @@ static int cnuas_ib_req_ud(struct cnuas_ib_qp *qp, struct cnuas_ib_swqe *wqe)
 	}
 	deth = (void *)cnuas_bth_hdr(bth, CNUAS_HDR_DETH);
 	/*
-	 * QP1 always sends the well-known GSI Q_Key; elsewhere a Q_Key with
-	 * the high bit set means "use the QP's own" (ib_mad sends with that).
+	 * QP1 always sends the well-known GSI Q_Key, QP0 (native IB) 0: the
+	 * SMI's receivers ignore it; elsewhere a Q_Key with the high bit set
+	 * means "use the QP's own" (ib_mad sends with that).
 	 */
 	if (qp->type == IB_QPT_GSI)
 		qkey = CNUAS_GSI_QKEY;
+	else if (qp->type == IB_QPT_SMI)
+		qkey = 0;
 	else if (wqe->remote_qkey & 0x80000000U)
 		qkey = qp->attr.qkey;
 	else

@@ -480,19 +480,37 @@ static bool cnuas_ib_resp_valid(struct cnuas_ib_qp *qp, struct cnuas_pkt *pkt)
 	return pkt->paylen <= qp->pmtu;
 }
 
-/* A UD (or GSI) receive: GRH area, then the payload. */
+/*
+ * Native IB: may this UD packet reach @qp?  QP0 talks only to QP0 (source
+ * QP 0) and ignores the Q_Key; no other QP takes a packet from source QP 0.
+ */
+static bool cnuas_ib_resp_ud_ib_ok(struct cnuas_ib_qp *qp, u32 src_qp)
+{
+	if (qp->type == IB_QPT_SMI)
+		return src_qp == 0;
+	return src_qp != 0;
+}
+
+/* A UD (or GSI, or SMI) receive: GRH area, then the payload. */
 static void cnuas_ib_resp_ud(struct cnuas_ib_qp *qp, struct sk_buff *skb)
 {
 	struct cnuas_pkt *pkt = cnuas_pkt(skb);
 	struct cnuas_deth *deth = cnuas_pkt_hdr(skb, CNUAS_HDR_DETH);
 	struct cnuas_ib_cqe cqe = { .opcode = IB_WC_RECV };
+	u32 src_qp = be32_to_cpu(deth->sqp) & CNUAS_QPN_MASK;
 	u8 grh[CNUAS_GRH_BYTES] = {};
 	struct cnuas_ib_rwqe wqe;
 	u32 qkey = be32_to_cpu(deth->qkey);
 	int err;
 
-	if (qp->type == IB_QPT_GSI ? qkey != CNUAS_GSI_QKEY :
-				     qkey != qp->attr.qkey) {
+	if (cnuas_ib_is_ib(qp->dev) && !cnuas_ib_resp_ud_ib_ok(qp, src_qp)) {
+		cnuas_stat_inc(qp->dev, CNUAS_STAT_RCVD_DROP);
+		return;
+	}
+	if (qp->type == IB_QPT_SMI) {
+		/* IBA 13.5.3.2: QP0 does not check the Q_Key */
+	} else if (qp->type == IB_QPT_GSI ? qkey != CNUAS_GSI_QKEY :
+					    qkey != qp->attr.qkey) {
 		/* IBTA 10.2.4: silently dropped by the receiver; counted here */
 		cnuas_stat_inc(qp->dev, CNUAS_STAT_RCVD_QKEY_ERR);
 		return;
@@ -501,7 +519,19 @@ static void cnuas_ib_resp_ud(struct cnuas_ib_qp *qp, struct sk_buff *skb)
 		cnuas_stat_inc(qp->dev, CNUAS_STAT_RCVD_DROP);
 		return;
 	}
-	if (pkt->family == AF_INET) {
+	if (!pkt->family) {
+		/*
+		 * Native IB: the GRH area holds the GRH when one arrived (else
+		 * it is zero and IB_WC_GRH stays clear); the LRH's fields go
+		 * into the completion.  LMC 0: no DLID path bits.
+		 */
+		if (pkt->grh)
+			memcpy(grh, skb->data + pkt->net_off, sizeof(grh));
+		cqe.net_type = CNUAS_IB_CQE_NET_IB;
+		cqe.slid = pkt->slid;
+		cqe.sl = pkt->sl;
+		cqe.dlid_path_bits = 0;
+	} else if (pkt->family == AF_INET) {
 		memcpy(grh + CNUAS_GRH_BYTES - sizeof(struct iphdr),
 		       skb->data + pkt->net_off, sizeof(struct iphdr));
 		cqe.net_type = CNUAS_IB_CQE_NET_IPV4;
@@ -520,8 +550,9 @@ static void cnuas_ib_resp_ud(struct cnuas_ib_qp *qp, struct sk_buff *skb)
 					      IB_WC_LOC_LEN_ERR;
 	} else {
 		cqe.byte_len = sizeof(grh) + pkt->paylen;
-		cqe.src_qp = be32_to_cpu(deth->sqp) & CNUAS_QPN_MASK;
-		cqe.flags = CNUAS_IB_CQE_GRH;
+		cqe.src_qp = src_qp;
+		if (pkt->family || pkt->grh)
+			cqe.flags = CNUAS_IB_CQE_GRH;
 		if (pkt->mask & CNUAS_OP_IMMDT) {
 			memcpy(&cqe.imm_data,
 			       cnuas_pkt_hdr(skb, CNUAS_HDR_IMMDT), 4);

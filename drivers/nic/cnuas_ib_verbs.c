@@ -58,7 +58,8 @@ static int cnuas_ib_dealloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
  * cnuas_ib_av_from_attr - where packets for @attr go
  * @dev: the device
  * @av: filled in
- * @attr: a RoCE address (GRH with a RoCEv2 source GID; dmac resolved)
+ * @attr: a RoCE address (GRH with a RoCEv2 source GID; dmac resolved);
+ *	  in native IB mode an IB one (cnuas_ib_av_from_attr_ib())
  *
  * Return: 0, -EINVAL for an address we cannot reach.
  */
@@ -68,6 +69,8 @@ int cnuas_ib_av_from_attr(struct cnuas_ib_dev *dev, struct cnuas_ib_av *av,
 	const struct ib_global_route *grh;
 	const struct ib_gid_attr *sgid;
 
+	if (cnuas_ib_is_ib(dev))
+		return cnuas_ib_av_from_attr_ib(dev, av, attr);
 	if (attr->type != RDMA_AH_ATTR_TYPE_ROCE ||
 	    !(rdma_ah_get_ah_flags(attr) & IB_AH_GRH))
 		return -EINVAL;
@@ -94,6 +97,62 @@ int cnuas_ib_av_from_attr(struct cnuas_ib_dev *dev, struct cnuas_ib_av *av,
 	av->tclass = grh->traffic_class;
 	av->hop_limit = grh->hop_limit ? grh->hop_limit : 64;
 	av->flow_label = grh->flow_label;
+	return 0;
+}
+
+/**
+ * cnuas_ib_av_from_attr_ib - where packets for a native-IB @attr go
+ * @dev: the device (link_layer=ib)
+ * @av: filled in
+ * @attr: an IB address: a DLID (ah_attr.ib.dlid), SL and path bits, and a
+ *	  GRH when IB_AH_GRH is set (source GID index 0, our only GID)
+ *
+ * A unicast DLID (1..0xBFFF) may come with or without a GRH; the permissive
+ * LID 0xFFFF is taken (QP0 answers directed-route SMPs there: ib_mad builds
+ * its AH from the request's SLID) and refused at post time on other QPs; a
+ * multicast DLID (0xC000..0xFFFE) needs a GRH whose DGID is a multicast
+ * GID, since receivers find the group by it.  DLID 0 is no address.
+ *
+ * Return: 0, -EINVAL for an address we cannot reach.
+ */
+int cnuas_ib_av_from_attr_ib(struct cnuas_ib_dev *dev, struct cnuas_ib_av *av,
+			     const struct rdma_ah_attr *attr)
+{
+	const struct ib_global_route *grh;
+	u32 dlid;
+
+	if (attr->type != RDMA_AH_ATTR_TYPE_IB)
+		return -EINVAL;
+	if (rdma_ah_get_port_num(attr) != 1)
+		return -EINVAL;
+	dlid = rdma_ah_get_dlid(attr);
+	if (!dlid || dlid > CNUAS_LID_PERMISSIVE)
+		return -EINVAL;
+
+	memset(av, 0, sizeof(*av));
+	av->dlid = dlid;
+	av->sl = rdma_ah_get_sl(attr) & 0xf;
+	av->path_bits = rdma_ah_get_path_bits(attr);
+	if (rdma_ah_get_ah_flags(attr) & IB_AH_GRH) {
+		union ib_gid sgid;
+
+		grh = rdma_ah_read_grh(attr);
+		if (grh->sgid_index != 0)
+			return -EINVAL;
+		if (grh->sgid_attr)
+			sgid = grh->sgid_attr->gid;
+		else
+			cnuas_ib_local_gid(dev, &sgid);
+		av->grh = true;
+		memcpy(&av->saddr, sgid.raw, sizeof(av->saddr));
+		memcpy(&av->daddr, grh->dgid.raw, sizeof(av->daddr));
+		av->tclass = grh->traffic_class;
+		av->hop_limit = grh->hop_limit;
+		av->flow_label = grh->flow_label & 0xfffff;
+	}
+	if (cnuas_ib_lid_is_mcast(dlid) &&
+	    (!av->grh || !ipv6_addr_is_multicast(&av->daddr)))
+		return -EINVAL;
 	return 0;
 }
 
@@ -173,6 +232,8 @@ static const struct rdma_stat_desc cnuas_ib_stat_desc[CNUAS_STAT_NUM] = {
 	[CNUAS_STAT_RCVD_QKEY_ERR] = { .name = "rcvd_qkey_err" },
 	[CNUAS_STAT_LOOPBACK_PKTS] = { .name = "loopback_pkts" },
 	[CNUAS_STAT_RCVD_MCAST_PKTS] = { .name = "rcvd_mcast_pkts" },
+	[CNUAS_STAT_RCVD_VCRC_ERR] = { .name = "rcvd_vcrc_err" },
+	[CNUAS_STAT_TX_PORT_NOT_ACTIVE] = { .name = "tx_port_not_active" },
 };
 
 static struct rdma_hw_stats *cnuas_ib_alloc_port_stats(struct ib_device *ibdev,
