@@ -151,6 +151,124 @@ export function parseIbstat(text: string): Ibstat {
   return out;
 }
 
+/**
+ * One port as `rdma -j [-d] link show` prints it (iproute2 6.x, rdma/link.c):
+ * `ifname` is the device, `port` the port number. The kernel (nldev) sends
+ * `subnet_prefix`, `lid`, `sm_lid`, `lmc` and the capability mask only for
+ * an InfiniBand port; `netdev` only when a net_device is bound; `caps` (the
+ * port_cap_flags bit names: SM, SYS_IMAGE_GUID, CM, CLIENT_REG, ...) only
+ * with `-d`.
+ */
+export interface RdmaLink {
+  ifindex?: number;
+  ifname: string;
+  port: number;
+  subnet_prefix?: string;
+  lid?: number;
+  sm_lid?: number;
+  lmc?: number;
+  state?: string;
+  physical_state?: string;
+  netdev?: string;
+  netdev_index?: number;
+  caps?: string[];
+}
+
+/** Parse `rdma -j [-d] link show`: one entry per port, in the order printed. */
+export function parseRdmaLinks(json: string): RdmaLink[] {
+  let v: unknown;
+  try {
+    v = JSON.parse(json);
+  } catch (e) {
+    throw new RdmaGuestError(`rdma -j link show printed no JSON (${e}): ${json.slice(0, 400)}`);
+  }
+  if (!Array.isArray(v)) {
+    throw new RdmaGuestError(`rdma -j link show printed no array: ${json.slice(0, 400)}`);
+  }
+  return v.filter((x): x is RdmaLink =>
+    typeof x === "object" && x !== null && typeof x.ifname === "string" &&
+    typeof x.port === "number"
+  );
+}
+
+/**
+ * What a guest shows of an ib_device's port 1 in native InfiniBand mode,
+ * read in one command by {@link readIbModeAttributes}: the three tools, and
+ * the one P_Key table entry from sysfs (no tool prints P_Keys).
+ */
+export interface IbModeAttributes {
+  devinfo: IbvDevinfo;
+  ibstat: Ibstat;
+  /** `rdma -d -j link show` entry of the device's port 1 (undefined: not listed). */
+  rdma?: RdmaLink;
+  /** `/sys/class/infiniband/<dev>/ports/1/pkeys/0`, as printed (`0xffff`). */
+  pkey0: string;
+}
+
+const IB_ATTR_SEPARATOR = "==cnuas-ib-attrs";
+
+/** The four commands of {@link readIbModeAttributes}, in order. */
+function ibModeAttributeCommands(ibdev: string): string[] {
+  const d = shq(ibdev);
+  return [
+    "rdma -d -j link show",
+    `ibv_devinfo -v -d ${d}`,
+    `ibstat ${d}`,
+    `cat /sys/class/infiniband/${d}/ports/1/pkeys/0`,
+  ];
+}
+
+/**
+ * The one shell command that reads {@link IbModeAttributes}: each tool's
+ * output followed by a line of its own carrying the tool's exit status.
+ */
+export function ibModeAttributesCommand(ibdev: string): string {
+  // the marker on a line of its own even after output without a final newline
+  return ibModeAttributeCommands(ibdev).map((c) =>
+    `${c}; printf '\\n${IB_ATTR_SEPARATOR} rc=%d\\n' $?`
+  ).join("; ");
+}
+
+/**
+ * Parse the output of {@link ibModeAttributesCommand}; a tool that failed
+ * (non-zero exit) or output that was cut short throws RdmaGuestError naming it.
+ */
+export function parseIbModeAttributes(out: string, ibdev: string): IbModeAttributes {
+  const cmds = ibModeAttributeCommands(ibdev);
+  const re = new RegExp(`^${IB_ATTR_SEPARATOR} rc=(\\d+)$`, "m");
+  const parts: string[] = [];
+  let rest = out;
+  for (const cmd of cmds) {
+    const m = re.exec(rest);
+    if (!m) throw new RdmaGuestError(`'${cmd}' printed no end marker: ${out.slice(-400)}`);
+    if (m[1] !== "0") throw new RdmaGuestError(`'${cmd}' exited ${m[1]}`);
+    parts.push(rest.slice(0, m.index));
+    rest = rest.slice(m.index + m[0].length + 1);
+  }
+  return {
+    rdma: parseRdmaLinks(parts[0]).find((l) => l.ifname === ibdev && l.port === 1),
+    devinfo: parseIbvDevinfo(parts[1]),
+    ibstat: parseIbstat(parts[2]),
+    pkey0: parts[3].trim(),
+  };
+}
+
+/**
+ * Read what `ibdev`'s port 1 shows in native InfiniBand mode — `rdma -d -j
+ * link show`, `ibv_devinfo -v`, `ibstat` and the P_Key table entry — in one
+ * SSH round trip. Compare it with what the driver must show with
+ * `ibModeAttributeDifferences` (harness/guest/cnuas_ib_attrs.ts).
+ */
+export async function readIbModeAttributes(g: Guest, ibdev: string): Promise<IbModeAttributes> {
+  const r = await g.run(ibModeAttributesCommand(ibdev), { timeoutSec: 60 });
+  try {
+    return parseIbModeAttributes(r.stdout, ibdev);
+  } catch (e) {
+    if (!(e instanceof RdmaGuestError)) throw e;
+    throw new RdmaGuestError(`${g.name}: ${e.message}: ${r.stderr.trim().slice(-400)}`);
+  }
+}
+
 /** The GID table index of the RoCE v2 GID of an IPv4 address, or -1. */
 export function roceV2GidIndex(
   entries: { index: number; gid: string; type: string }[],
