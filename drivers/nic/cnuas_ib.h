@@ -801,6 +801,7 @@ int cnuas_ib_process_mad(struct ib_device *ibdev, int mad_flags, u32 port,
 int cnuas_ib_modify_port(struct ib_device *ibdev, u32 port, int mask,
 			 struct ib_port_modify *props);
 extern const struct ib_device_ops cnuas_ib_ib_mode_ops;
+int cnuas_ib_query_ah(struct ib_ah *ibah, struct rdma_ah_attr *attr);
 
 /* cnuas_ib_mcast.c */
 int cnuas_ib_attach_mcast(struct ib_qp *ibqp, union ib_gid *mgid, u16 mlid);

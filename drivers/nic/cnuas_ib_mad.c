@@ -647,4 +647,5 @@ int cnuas_ib_process_mad(struct ib_device *ibdev, int mad_flags, u32 port,
 const struct ib_device_ops cnuas_ib_ib_mode_ops = {
 	.modify_port = cnuas_ib_modify_port,
 	.process_mad = cnuas_ib_process_mad,
+	.query_ah = cnuas_ib_query_ah,
 };

@@ -93,6 +93,7 @@ static void cnuas_ib_query_port_ib(struct cnuas_ib_dev *dev,
 	a->bad_pkey_cntr = p->pkey_violations;
 	a->qkey_viol_cntr = p->qkey_violations;
 	a->active_mtu = min_t(enum ib_mtu, p->neighbor_mtu, CNUAS_IB_MAX_MTU);
+	a->subnet_prefix = be64_to_cpu(p->subnet_prefix);
 	spin_unlock_irq(&p->lock);
 	a->max_mtu = CNUAS_IB_MAX_MTU;
 	a->phys_mtu = ib_mtu_enum_to_int(CNUAS_IB_MAX_MTU);

@@ -156,6 +156,36 @@ int cnuas_ib_av_from_attr_ib(struct cnuas_ib_dev *dev, struct cnuas_ib_av *av,
 	return 0;
 }
 
+/**
+ * cnuas_ib_query_ah - the attributes an IB-mode AH was made from
+ * @ibah: the AH
+ * @attr: filled in (ib_core has zeroed it and set its type)
+ *
+ * ib_mad pairs a response with its request by asking the request's AH
+ * what it addressed (LID path bits, GRH or not): without this an SA
+ * answer never reaches its caller.  IB mode only (cnuas_ib_ib_mode_ops).
+ *
+ * Return: 0.
+ */
+int cnuas_ib_query_ah(struct ib_ah *ibah, struct rdma_ah_attr *attr)
+{
+	const struct cnuas_ib_av *av = &to_cah(ibah)->av;
+
+	attr->type = RDMA_AH_ATTR_TYPE_IB;
+	rdma_ah_set_port_num(attr, 1);
+	rdma_ah_set_dlid(attr, av->dlid);
+	rdma_ah_set_sl(attr, av->sl);
+	rdma_ah_set_path_bits(attr, av->path_bits);
+	if (av->grh) {
+		union ib_gid dgid;
+
+		memcpy(dgid.raw, &av->daddr, sizeof(dgid.raw));
+		rdma_ah_set_grh(attr, &dgid, av->flow_label, 0, av->hop_limit,
+				av->tclass);
+	}
+	return 0;
+}
+
 static int cnuas_ib_create_ah(struct ib_ah *ibah,
 			      struct rdma_ah_init_attr *init,
 			      struct ib_udata *udata)
