@@ -182,14 +182,35 @@ export interface FabricOps {
   inject(port: number, frame: Uint8Array, direction?: "ingress" | "egress"): Promise<void>;
   /** Move the switch's clock forward (MAC aging) by whole seconds. */
   advanceTime(seconds: number): Promise<void>;
-  /** Start a pcapng capture of every frame received (and injected) to `path`. */
-  startCapture(path: string): Promise<void>;
-  /** Stop the capture; resolves once the file is complete on disk. */
-  stopCapture(): Promise<{ path: string; packets: number }>;
+  /**
+   * Start a pcapng capture of every frame received (and injected) to `path`;
+   * resolves to the port counters at the instant it started.
+   */
+  startCapture(path: string): Promise<PortStatus[]>;
+  /**
+   * Stop the capture; resolves once the file is complete on disk, with the
+   * port counters at the instant it stopped.
+   */
+  stopCapture(): Promise<{ path: string; packets: number; ports: PortStatus[] }>;
   /** Wait until `n` ports are up (devices connect asynchronously). */
   waitForPorts(n: number, timeoutMs?: number): Promise<PortStatus[]>;
   /** The subnet manager's state (ib mode): LIDs, port states, groups, MAD counters. */
   sm(): Promise<SmStatus>;
+}
+
+/** The `ports` list of a reply (ports, capture_start, capture_stop). */
+function portList(v: unknown): PortStatus[] {
+  return ((v ?? []) as Record<string, unknown>[]).map((p) => ({
+    port: num(p.port),
+    state: p.state as "up" | "down",
+    queueLen: num(p.queue_len),
+    gpuId: typeof p.gpu_id === "number" ? p.gpu_id : undefined,
+    rxFrames: num(p.rx_frames),
+    rxBytes: num(p.rx_bytes),
+    txFrames: num(p.tx_frames),
+    txBytes: num(p.tx_bytes),
+    drops: drops(p.drops),
+  }));
 }
 
 function num(v: unknown): number {
@@ -230,18 +251,7 @@ export abstract class FabricClient implements FabricOps {
 
   /** Ports with a device connected or taken down. */
   async ports(): Promise<PortStatus[]> {
-    const r = await this.request({ op: "ports" });
-    return (r.ports as Record<string, unknown>[]).map((p) => ({
-      port: num(p.port),
-      state: p.state as "up" | "down",
-      queueLen: num(p.queue_len),
-      gpuId: typeof p.gpu_id === "number" ? p.gpu_id : undefined,
-      rxFrames: num(p.rx_frames),
-      rxBytes: num(p.rx_bytes),
-      txFrames: num(p.tx_frames),
-      txBytes: num(p.tx_bytes),
-      drops: drops(p.drops),
-    }));
+    return portList((await this.request({ op: "ports" })).ports);
   }
 
   /** Whole-switch totals. */
@@ -323,14 +333,14 @@ export abstract class FabricClient implements FabricOps {
   }
 
   /** Start a pcapng capture of every frame received (and injected) to `path`. */
-  async startCapture(path: string): Promise<void> {
-    await this.request({ op: "capture_start", path });
+  async startCapture(path: string): Promise<PortStatus[]> {
+    return portList((await this.request({ op: "capture_start", path })).ports);
   }
 
   /** Stop the capture; resolves once the file is complete on disk. */
-  async stopCapture(): Promise<{ path: string; packets: number }> {
+  async stopCapture(): Promise<{ path: string; packets: number; ports: PortStatus[] }> {
     const r = await this.request({ op: "capture_stop" });
-    return { path: String(r.path), packets: num(r.packets) };
+    return { path: String(r.path), packets: num(r.packets), ports: portList(r.ports) };
   }
 
   /** The subnet manager's state (ib mode): LIDs, port states, groups, MAD counters. */

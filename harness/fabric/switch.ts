@@ -16,7 +16,13 @@
  */
 import { HilError } from "../errors.ts";
 import { join } from "node:path";
-import { ControlConnection, FabricClient, type FabricMode, FabricProtocolError } from "./client.ts";
+import {
+  ControlConnection,
+  FabricClient,
+  type FabricMode,
+  FabricProtocolError,
+  type PortStatus,
+} from "./client.ts";
 
 /** The daemon did not come up; the message carries the end of its log. */
 export class FabricStartError extends HilError {}
@@ -226,9 +232,10 @@ export class Fabric extends FabricClient {
   }
 
   /** Start a capture (see FabricClient); its file becomes one of the artifacts `close` returns. */
-  override async startCapture(path: string): Promise<void> {
-    await super.startCapture(path);
+  override async startCapture(path: string): Promise<PortStatus[]> {
+    const ports = await super.startCapture(path);
     this.captures.push(path);
+    return ports;
   }
 
   /**

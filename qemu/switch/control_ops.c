@@ -176,7 +176,7 @@ bool op_stats(struct req *r)
 }
 
 /* Every slot that is not free; counters only for a connected one (they are its own). */
-bool op_ports(struct req *r)
+static void emit_ports(struct req *r)
 {
 	struct sw *sw = r->sw;
 	struct jbuf *b = r->body;
@@ -211,6 +211,11 @@ bool op_ports(struct req *r)
 		jb_end_obj(b);
 	}
 	jb_end_arr(b);
+}
+
+bool op_ports(struct req *r)
+{
+	emit_ports(r);
 	return true;
 }
 
@@ -617,6 +622,12 @@ bool op_capture_start(struct req *r)
 	cap_flush(&sw->cap);
 	jb_key(r->body, "path");
 	jb_str(r->body, path->s);
+	/*
+	 * The port counters at the instant the capture starts (and, in
+	 * capture_stop, ends): with the frames in between they account for
+	 * every counter move, however busy the fabric (docs/switch.md).
+	 */
+	emit_ports(r);
 	return true;
 }
 
@@ -642,6 +653,7 @@ bool op_capture_stop(struct req *r)
 	jb_str(r->body, path ? path : "");
 	jb_key(r->body, "packets");
 	jb_u64(r->body, packets);
+	emit_ports(r);
 	free(path);
 	return true;
 }
