@@ -11,6 +11,7 @@
 #include <linux/highmem.h>
 #include <linux/ip.h>
 #include <linux/ipv6.h>
+#include <rdma/ib_mad.h>
 
 #include "cnuas_ib.h"
 
@@ -504,6 +505,12 @@ static void cnuas_ib_resp_ud(struct cnuas_ib_qp *qp, struct sk_buff *skb)
 	int err;
 
 	if (cnuas_ib_is_ib(qp->dev) && !cnuas_ib_resp_ud_ib_ok(qp, src_qp)) {
+		cnuas_stat_inc(qp->dev, CNUAS_STAT_RCVD_DROP);
+		return;
+	}
+	/* IBA 13.4.1: every MAD is 256 bytes; QP0 and QP1 carry nothing else */
+	if ((qp->type == IB_QPT_SMI || qp->type == IB_QPT_GSI) &&
+	    pkt->paylen != IB_MGMT_MAD_SIZE) {
 		cnuas_stat_inc(qp->dev, CNUAS_STAT_RCVD_DROP);
 		return;
 	}

@@ -43,6 +43,8 @@ export interface PcapngPacket {
   data: Uint8Array;
   /** Length of the packet on the wire (≥ `data.length` when truncated by the snap length). */
   origLen: number;
+  /** `epb_flags` direction bits, when the file gives them (the switch records both). */
+  direction?: "inbound" | "outbound";
 }
 
 /** A pcapng file that cannot be read; the message says where and why. */
@@ -62,6 +64,7 @@ const OPT_ENDOFOPT = 0;
 const OPT_IF_NAME = 2;
 const OPT_IF_TSRESOL = 9;
 const OPT_IF_TSOFFSET = 14;
+const OPT_EPB_FLAGS = 2;
 
 interface IfState {
   /** Ticks per second is 10^exp or 2^exp. */
@@ -173,12 +176,20 @@ export function readPcapng(
           off,
         );
       }
-      packets.push({
+      const pkt: PcapngPacket = {
         interfaceId: id,
         timestampNs: ticksToNs(ticks, ifStates[id]),
         data: bytes.slice(body + 20, body + 20 + capLen),
         origLen,
+      };
+      // options follow the packet data, padded to 32 bits
+      forEachOption(dv, body + 20 + ((capLen + 3) & ~3), end, le, off, (code, v, vlen) => {
+        if (code !== OPT_EPB_FLAGS || vlen !== 4) return;
+        const dir = dv.getUint32(v, le) & 3;
+        if (dir === 1) pkt.direction = "inbound";
+        if (dir === 2) pkt.direction = "outbound";
       });
+      packets.push(pkt);
     }
     // SHB handled above; SPB, name resolution, statistics and unknown blocks are skipped.
     off += len;

@@ -18,7 +18,7 @@
  * `framesChecked` (frames) and `violations` (violations).
  */
 import { join } from "node:path";
-import type { FabricOps } from "../fabric/client.ts";
+import type { FabricOps, PortStatus } from "../fabric/client.ts";
 import { type RowContext, RowFailure } from "../matrix/row.ts";
 import { checkPcapngFile, type PcapngCheckSummary } from "./wire_check.ts";
 
@@ -51,6 +51,10 @@ export interface SegmentRecord {
   stopped?: number;
   /** Why `capture_stop` (or a counter sample) failed. */
   stopError?: string;
+  /** Port counters at the instant the capture started (the `capture_start` reply). */
+  startPorts?: PortStatus[];
+  /** Port counters at the instant it stopped (the `capture_stop` reply). */
+  endPorts?: PortStatus[];
 }
 
 /** The parts of an oracle summary the gate judges. */
@@ -131,6 +135,12 @@ const oracleTotals = new WeakMap<RowContext, { frames: number; violations: numbe
 export interface WireCaptureOptions {
   /** The frames the capture must hold some of. */
   kind: CaptureKind;
+  /**
+   * A further check of a stopped segment's file, run with the port
+   * counters of its first and last instant; the problems it returns fail
+   * the segment like the oracle's (e.g. replaying it through the switch model).
+   */
+  inspect?: (path: string, start: PortStatus[], end: PortStatus[]) => Promise<string[]>;
 }
 
 /**
@@ -143,6 +153,7 @@ export interface WireCaptureOptions {
 export class WireCapture {
   readonly #ctx: RowContext;
   readonly #kind: CaptureKind;
+  readonly #inspect?: WireCaptureOptions["inspect"];
   readonly #pending: SegmentRecord[] = [];
   #active?: SegmentRecord;
 
@@ -150,6 +161,7 @@ export class WireCapture {
   constructor(ctx: RowContext, opts: WireCaptureOptions) {
     this.#ctx = ctx;
     this.#kind = opts.kind;
+    this.#inspect = opts.inspect;
   }
 
   #client(): FabricOps {
@@ -168,8 +180,8 @@ export class WireCapture {
   async start(name: string): Promise<void> {
     if (this.#active) throw new RowFailure(`capture ${this.#active.name} is still running`);
     const path = join(this.#ctx.dir, `${name}.pcapng`);
-    await this.#client().startCapture(path);
-    const seg: SegmentRecord = { name, path };
+    const startPorts = await this.#client().startCapture(path);
+    const seg: SegmentRecord = { name, path, startPorts };
     this.#active = seg;
     this.#pending.push(seg);
     this.#ctx.artifact(path);
@@ -190,7 +202,9 @@ export class WireCapture {
       seg.stopError = `counters before capture_stop: ${(e as Error).message}`;
     }
     try {
-      seg.stopped = (await this.#client().stopCapture()).packets;
+      const st = await this.#client().stopCapture();
+      seg.stopped = st.packets;
+      seg.endPorts = st.ports;
       this.#ctx.log(`capture ${seg.name}: the switch wrote ${seg.stopped} frames to ${seg.path}`);
     } catch (e) {
       seg.stopError = `capture_stop failed: ${(e as Error).message}`;
@@ -241,6 +255,13 @@ export class WireCapture {
       ctx.measure("violations", total.violations, "violations");
     }
     const problems = segmentProblems(seg, this.#kind, file, readError);
+    if (this.#inspect && seg.startPorts && seg.endPorts && !seg.stopError) {
+      try {
+        problems.push(...await this.#inspect(seg.path, seg.startPorts, seg.endPorts));
+      } catch (e) {
+        problems.push(`${seg.name}: inspecting the capture failed: ${(e as Error).message}`);
+      }
+    }
     // A clean capture can be hundreds of MB: its .violations.json stays as
     // the proof the check ran; one with a problem is kept for inspection.
     if (problems.length === 0) await Deno.remove(seg.path);

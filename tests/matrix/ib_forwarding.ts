@@ -1,13 +1,426 @@
-import type { Row } from "../../harness/matrix/row.ts";
-import { rdmaPairNeeds } from "../../harness/matrix/needs.ts";
+import type { Row, RowContext } from "../../harness/matrix/row.ts";
+import { RowFailure } from "../../harness/matrix/row.ts";
+import type { FabricHandle } from "../../harness/matrix/row.ts";
+import type { Guest } from "../../harness/vm/types.ts";
+import { readPcapng } from "../../harness/fabric/pcapng.ts";
+import { captured } from "../../harness/oracle/wire_capture.ts";
+import { ibTables, replayIbCapture } from "../../harness/oracle/switch_replay.ts";
+import {
+  buildIbFrame,
+  decodeMadHeader,
+  encodeMadHeader,
+  ibVcrc,
+  OP,
+  writeVcrc,
+} from "../../harness/models/rdma/mod.ts";
+import { readIbModeAttributes, runPair } from "../../harness/guest/cnuas_ib.ts";
+import { ibModeAttributeDifferences } from "../../harness/guest/cnuas_ib_attrs.ts";
+import { expectBothExit0, pingpongResult } from "../../harness/guest/roce_pair.ts";
+import {
+  guestPort,
+  type IbNode,
+  setupIbNodes,
+  startIpoib,
+  waitGuestActive,
+  waitSmActive,
+} from "../../harness/guest/ib_pair.ts";
+
+/** IPoIB addresses of g0, g1 and (joining later) g2. */
+const IPS = ["10.78.0.1", "10.78.0.2", "10.78.0.3"];
+/** Deadline for the SM to bring ports ACTIVE (after insmod, after a cable pull). */
+const ACTIVE_DEADLINE_MS = 60_000;
+/** A LID nobody has: the SM hands out LIDs from 2 upwards, one per node. */
+const UNKNOWN_DLID = 0x0fff;
+/** A destination QP nobody has (the injected frames need no receiver). */
+const NO_QP = 0x00abcd;
+
+function fabricOf(ctx: RowContext): FabricHandle {
+  if (!ctx.fabric) throw new RowFailure("ib-forwarding needs its fabric");
+  return ctx.fabric;
+}
+
+/** Replay a capture through the switch model (see harness/oracle/switch_replay.ts). */
+function replayInspector(ctx: RowContext) {
+  return async (path: string, start: Parameters<typeof replayIbCapture>[2], end: typeof start) => {
+    const fabric = fabricOf(ctx);
+    const tables = await ibTables(fabric);
+    const cap = readPcapng(await Deno.readFile(path));
+    const r = replayIbCapture(cap.packets, tables, start, end);
+    ctx.log(
+      `switch model replay: ${r.summary.inbound} frames in, ${r.summary.forwarded} forwarded, ` +
+        `${r.summary.toSwitch} to the SM, ${r.summary.outbound} sent by the SM, drops ` +
+        JSON.stringify(r.summary.drops),
+    );
+    ctx.measure("switchModel.framesReplayed", r.summary.inbound + r.summary.outbound, "frames");
+    return r.differences;
+  };
+}
+
+/** One pingpong over LIDs (no -g), the side channel over IPoIB; --chk checks the data. */
+async function pingpong(
+  ctx: RowContext,
+  [s, c]: IbNode[],
+  prog: "ibv_rc_pingpong" | "ibv_ud_pingpong",
+  flags: string,
+): Promise<void> {
+  const what = `${prog} ${flags}`;
+  const args = (n: IbNode) => `${prog} -d ${n.dev.ibdev} ${flags} --chk`;
+  const r = expectBothExit0(
+    what,
+    await runPair(s.g, args(s), c.g, `${args(c)} ${s.ip}`, 18515, 300),
+  );
+  const f = pingpongResult(what, r);
+  ctx.log(`${what}: ${f.usecPerIter} us/iter, ${f.mbitPerSec} Mbit/s`);
+}
+
+async function ping(from: IbNode, to: IbNode, count = 5): Promise<void> {
+  const r = await from.g.run(`ping -c ${count} -W 5 ${to.ip}`, { timeoutSec: 60 });
+  if (r.code !== 0) {
+    throw new RowFailure(`IPoIB ping ${from.g.name} -> ${to.ip}: ${r.stdout}${r.stderr}`);
+  }
+}
+
+/** Wait (bounded) until IPoIB has its carrier: it joined the broadcast group through the SA. */
+async function ipoibCarrier(n: IbNode, timeoutSec = 60): Promise<void> {
+  const r = await n.g.run(
+    `for i in $(seq ${
+      timeoutSec * 10
+    }); do [ "$(cat /sys/class/net/${n.ipoibIface}/carrier)" = 1 ] && exit 0; sleep 0.1; done; exit 1`,
+    { timeoutSec: timeoutSec + 30 },
+  );
+  if (r.code !== 0) {
+    throw new RowFailure(
+      `${n.g.name}: ${n.ipoibIface} has no carrier (broadcast group not joined)`,
+    );
+  }
+}
+
+/** The port's hw_counters of a node's device. */
+async function hwCounters(n: IbNode): Promise<Record<string, number>> {
+  const d = `/sys/class/infiniband/${n.dev.ibdev}/ports/1/hw_counters`;
+  const r = await n.g.run(`cd ${d} && grep -H . *`, { timeoutSec: 30 });
+  const out: Record<string, number> = {};
+  for (const line of r.stdout.split("\n")) {
+    const m = /^(\w+):(\d+)$/.exec(line.trim());
+    if (m) out[m[1]] = Number(m[2]);
+  }
+  return out;
+}
+
+/** A UD SEND_ONLY from `slid` to `dlid`, correct in every CRC. */
+function udFrame(slid: number, dlid: number): Uint8Array {
+  return buildIbFrame({
+    lrh: { dlid, slid },
+    bth: { opcode: OP.UD_SEND_ONLY, destQp: NO_QP, psn: 1 },
+    deth: { qkey: 0x1234, reserved8: 0, srcQp: 0x11 },
+    payload: new Uint8Array(64).fill(0x5a),
+  });
+}
+
+/** Recompute the VCRC after a deliberate change (so only that change is wrong). */
+function fixVcrc(f: Uint8Array): Uint8Array {
+  writeVcrc(f, f.length - 2, ibVcrc(f, f.length - 2));
+  return f;
+}
+
+/**
+ * Frames the switch must drop, each counted under its reason on the port
+ * it came in on, and one it must forward that the receiving HCA drops
+ * (bad ICRC): the check happens where IBA puts it.
+ */
+async function injections(ctx: RowContext, [a, b]: IbNode[]): Promise<void> {
+  const fabric = fabricOf(ctx);
+  const before = (await fabric.ports()).find((p) => p.port === a.swPort)!;
+  const hcaBefore = await hwCounters(b);
+
+  await fabric.inject(a.swPort, udFrame(a.lid, UNKNOWN_DLID));
+  const badVcrc = udFrame(a.lid, b.lid);
+  badVcrc[badVcrc.length - 1] ^= 0xff;
+  await fabric.inject(a.swPort, badVcrc);
+  const badLrh = udFrame(a.lid, b.lid);
+  badLrh[0] |= 0x01; // LVer 1
+  await fabric.inject(a.swPort, fixVcrc(badLrh));
+  const badIcrc = udFrame(a.lid, b.lid);
+  badIcrc[badIcrc.length - 3] ^= 0xff; // the ICRC's last byte
+  await fabric.inject(a.swPort, fixVcrc(badIcrc));
+
+  const after = (await fabric.ports()).find((p) => p.port === a.swPort)!;
+  const delta = (r: "bad_dlid" | "bad_vcrc" | "bad_lrh") => after.drops[r] - before.drops[r];
+  ctx.expect(delta("bad_dlid") === 1, `bad_dlid rose by ${delta("bad_dlid")}, want 1`);
+  ctx.expect(delta("bad_vcrc") === 1, `bad_vcrc rose by ${delta("bad_vcrc")}, want 1`);
+  ctx.expect(delta("bad_lrh") === 1, `bad_lrh rose by ${delta("bad_lrh")}, want 1`);
+  // the bad-ICRC frame crosses the switch (which checks only the VCRC) and dies at the HCA
+  let icrc = 0;
+  for (let i = 0; i < 50 && icrc < 1; i++) {
+    icrc = (await hwCounters(b)).rcvd_icrc_err - hcaBefore.rcvd_icrc_err;
+    if (icrc < 1) await new Promise((r) => setTimeout(r, 100));
+  }
+  ctx.expect(icrc === 1, `${b.g.name}: rcvd_icrc_err rose by ${icrc}, want 1`);
+}
+
+/** A directed-route SMP as the SM sends it (hop count 1, hop pointer 1). */
+function drSmp(
+  tid: bigint,
+  method: number,
+  attributeId: number,
+  attrMod: number,
+  data?: Uint8Array,
+  hopPointer = 1,
+): Uint8Array {
+  const mad = new Uint8Array(256);
+  encodeMadHeader(
+    {
+      baseVersion: 1,
+      mgmtClass: 0x81,
+      classVersion: 1,
+      method,
+      status: 0,
+      classSpecific: (hopPointer << 8) | 1,
+      transactionId: tid,
+      attributeId,
+      reserved: 0,
+      attributeModifier: attrMod,
+    },
+    mad,
+    0,
+  );
+  mad[32] = 0xff; // DrSLID, DrDLID permissive
+  mad[33] = 0xff;
+  mad[34] = 0xff;
+  mad[35] = 0xff;
+  if (data) mad.set(data, 64);
+  return mad;
+}
+
+function smpFrame(mad: Uint8Array, vl = 15): Uint8Array {
+  return buildIbFrame({
+    lrh: { dlid: 0xffff, slid: 0xffff, vl },
+    bth: { opcode: OP.UD_SEND_ONLY, destQp: 0, psn: 7 },
+    deth: { qkey: 0, reserved8: 0, srcQp: 0 },
+    payload: mad,
+  });
+}
+
+/** TIDs of the hostile SMPs; their answers are looked for in the capture. */
+const TID = { unknownAttr: 0xc0ffee01n, badState: 0xc0ffee02n, badHop: 0xc0ffee03n };
+
+/**
+ * SMPs a real SM never sends, straight at one node's QP0: the SMA answers
+ * what it can with the right status and the port stays as it was; what
+ * ib_mad or the driver must drop gets no answer. The dmesg guard after the
+ * row catches any oops.
+ */
+async function hostileSmps(ctx: RowContext, n: IbNode): Promise<Uint8Array[]> {
+  const fabric = fabricOf(ctx);
+  const sent = [
+    smpFrame(drSmp(TID.unknownAttr, 0x01, 0x00fe, 0)),
+    // PortInfo Set with PortState INIT (2): not a state an SM may set
+    smpFrame(drSmp(TID.badState, 0x02, 0x0015, 1, portInfoWithState(n, 2))),
+    // hop pointer 5 with hop count 1: IBA C14-9 says discard
+    smpFrame(drSmp(TID.badHop, 0x01, 0x0011, 0, undefined, 5)),
+    // a MAD cut to 100 bytes
+    smpFrame(drSmp(0xc0ffee04n, 0x01, 0x0011, 0).subarray(0, 100)),
+    // an SMP on VL 0: only VL15 carries QP0
+    smpFrame(drSmp(0xc0ffee05n, 0x01, 0x0011, 0), 0),
+  ];
+  for (const f of sent) await fabric.inject(n.swPort, f, "egress");
+  await new Promise((r) => setTimeout(r, 2000));
+  const view = await guestPort(n.g, n.dev.ibdev);
+  ctx.expect(
+    view.state === "ACTIVE" && view.lid === n.lid,
+    `${n.g.name}: after the hostile SMPs the port is ${JSON.stringify(view)}`,
+  );
+  return sent;
+}
+
+/** A PortInfo attribute holding this node's LID and SM LID 1 and the given PortState. */
+function portInfoWithState(n: IbNode, state: number): Uint8Array {
+  const pi = new Uint8Array(64);
+  pi[8] = 0xfe; // GID prefix fe80::
+  pi[9] = 0x80;
+  pi[16] = n.lid >> 8;
+  pi[17] = n.lid & 0xff;
+  pi[19] = 1; // SM LID 1
+  pi[32] = state;
+  return pi;
+}
+
+/** The SMA's answers to the hostile SMPs, from the capture (inbound on the node's port). */
+function smaAnswers(
+  path: Uint8Array,
+  port: number,
+): Map<bigint, { status: number; method: number }> {
+  const out = new Map<bigint, { status: number; method: number }>();
+  for (const p of readPcapng(path).packets) {
+    if (p.interfaceId !== port || p.direction !== "inbound") continue;
+    const f = p.data;
+    if ((f[1] & 3) !== 2 || f.length < 8 + 12 + 8 + 256) continue;
+    const mad = f.subarray(28, 28 + 256);
+    const h = decodeMadHeader(mad, 0);
+    if (h.mgmtClass !== 0x81 || (h.method & 0x80) === 0) continue;
+    out.set(h.transactionId, { status: h.status, method: h.method });
+  }
+  return out;
+}
+
+/** Pull g's cable; the port goes DOWN; plug it back; the SM makes it ACTIVE with its LID. */
+async function cablePull(ctx: RowContext, n: IbNode): Promise<void> {
+  const fabric = fabricOf(ctx);
+  await fabric.linkDown(n.swPort);
+  const down = await n.g.run(
+    `for i in $(seq 300); do grep -q DOWN /sys/class/infiniband/${n.dev.ibdev}/ports/1/state && exit 0; sleep 0.1; done; exit 1`,
+    { timeoutSec: 60 },
+  );
+  ctx.expect(down.code === 0, `${n.g.name}: the port did not go DOWN after the cable pull`);
+  const sm = await fabric.sm();
+  const st = sm.ports.find((p) => p.port === n.swPort);
+  ctx.expect(st?.state === "down", `SM: port ${n.swPort} is ${st?.state} after the pull`);
+  const t0 = performance.now();
+  await fabric.linkUp(n.swPort);
+  const w = await waitSmActive(fabric, [n.guid], ACTIVE_DEADLINE_MS);
+  ctx.expect(w.ok, `SM: ${n.g.name} not ACTIVE again within ${ACTIVE_DEADLINE_MS / 1000} s`);
+  const back = w.sm.ports.find((p) => p.guid === n.guid);
+  ctx.expect(
+    back?.lid === n.lid && back?.port === n.swPort,
+    `SM: ${n.g.name} came back as ${JSON.stringify(back)}, had LID ${n.lid} on port ${n.swPort}`,
+  );
+  const view = await waitGuestActive(n.g, n.dev.ibdev, 60);
+  ctx.measure("sm.resweep.sec", (performance.now() - t0) / 1000, "s");
+  ctx.expect(
+    view.state === "ACTIVE" && view.lid === n.lid,
+    `${n.g.name}: after the pull the port is ${JSON.stringify(view)}`,
+  );
+}
 
 /** native InfiniBand link layer through the switch, LIDs from its subnet manager */
 export const row: Row = {
   id: "ib-forwarding",
   title: "native InfiniBand link layer through the switch, LIDs from its subnet manager",
-  needs: rdmaPairNeeds("ib"),
-  timeoutSec: 600,
+  needs: {
+    guests: 3,
+    fabric: "ib",
+    builds: ["qemu", "image", "modules", "provider"],
+    devices: { vnic: 1 },
+  },
+  timeoutSec: 900,
   modules: ["cnuas_net", "cnuas_ib"],
-  missReason:
-    "native InfiniBand link layer (subnet manager, cnuas_ib link_layer=ib) has no issue done yet",
+  run: async (ctx) => {
+    const fabric = fabricOf(ctx);
+    const [g0, g1, g2] = ctx.guests as Guest[];
+    const nodes = await setupIbNodes(ctx, fabric, [g0, g1], IPS.slice(0, 2), ACTIVE_DEADLINE_MS);
+    const sm = await fabric.sm();
+
+    await ctx.step(
+      "every table 4.1 attribute in IB mode (ibstat, ibv_devinfo -v, rdma link)",
+      async () => {
+        for (const n of nodes) {
+          const seen = await readIbModeAttributes(n.g, n.dev.ibdev);
+          const diff = ibModeAttributeDifferences(seen, {
+            lid: n.lid,
+            smLid: sm.lid,
+            portGuid: n.guid,
+          });
+          ctx.expect(diff.length === 0, `${n.g.name}: ${diff.join("; ")}`);
+        }
+      },
+    );
+
+    await ctx.step("the switch's LFT holds the SM's LIDs", async () => {
+      const t = await ibTables(fabric);
+      const lft = new Map(t.lft.map((e) => [e.lid, e.port]));
+      ctx.expect(lft.get(sm.lid) === 0, `LFT: SM LID ${sm.lid} -> ${lft.get(sm.lid)}, want 0`);
+      for (const n of nodes) {
+        ctx.expect(
+          lft.get(n.lid) === n.swPort,
+          `LFT: LID ${n.lid} -> ${lft.get(n.lid)}, want port ${n.swPort} (${n.g.name})`,
+        );
+      }
+    });
+
+    await ctx.step("IPoIB (ib_ipoib) comes up on both and they ping", async () => {
+      for (const n of nodes) await startIpoib(n);
+      for (const n of nodes) await ipoibCarrier(n);
+      await ping(nodes[1], nodes[0], 3);
+    });
+
+    await captured(ctx, "forwarding", async () => {
+      await ctx.step(
+        "IPoIB ping, ibv_rc_pingpong and ibv_ud_pingpong by LID, forwarded by DLID",
+        async () => {
+          await ping(nodes[1], nodes[0], 20);
+          await pingpong(ctx, nodes, "ibv_rc_pingpong", "-s 4096 -n 200 -m 4096");
+          await pingpong(ctx, nodes, "ibv_ud_pingpong", "-s 2048 -n 200");
+        },
+      );
+    }, { kind: "rdma", inspect: replayInspector(ctx) });
+
+    await captured(ctx, "injected", async () => {
+      await ctx.step(
+        "unknown DLID, bad VCRC, bad LRH dropped at the switch; bad ICRC at the HCA",
+        () => injections(ctx, nodes),
+      );
+    }, { kind: "rdma", inspect: replayInspector(ctx) });
+
+    let hostile = new Map<bigint, { status: number; method: number }>();
+    await captured(ctx, "hostile-smps", async () => {
+      await ctx.step(`hostile SMPs at ${nodes[1].g.name}'s QP0`, async () => {
+        await hostileSmps(ctx, nodes[1]);
+      });
+    }, {
+      kind: "rdma",
+      inspect: async (path) => {
+        hostile = smaAnswers(await Deno.readFile(path), nodes[1].swPort);
+        return [];
+      },
+    });
+    await ctx.step("the SMA answered each hostile SMP as IBA says", () => {
+      const a = hostile.get(TID.unknownAttr);
+      ctx.expect(
+        a?.method === 0x81 && a.status === 0x800c,
+        `unknown attribute: answer ${JSON.stringify(a)}, want GetResp status 0x000C with D`,
+      );
+      const b = hostile.get(TID.badState);
+      ctx.expect(
+        b?.method === 0x81 && b.status === 0x801c,
+        `PortState INIT: answer ${JSON.stringify(b)}, want GetResp status 0x001C with D`,
+      );
+      ctx.expect(!hostile.has(TID.badHop), "a bad hop pointer was answered");
+      ctx.expect(hostile.size === 2, `${hostile.size} answers, want 2 (the rest dropped)`);
+      return Promise.resolve();
+    });
+
+    await ctx.step(
+      `cable pull: ${nodes[1].g.name} goes DOWN, comes back ACTIVE with its LID`,
+      () => cablePull(ctx, nodes[1]),
+    );
+    await ctx.step("IPoIB works again after the pull", async () => {
+      await ipoibCarrier(nodes[1]);
+      await ping(nodes[1], nodes[0], 3);
+    });
+
+    const [late] = await setupIbNodes(ctx, fabric, [g2], IPS.slice(2), ACTIVE_DEADLINE_MS);
+    await ctx.step(`${g2.name} joins later without disturbing the first two`, async () => {
+      const now = await fabric.sm();
+      for (const n of nodes) {
+        const p = now.ports.find((sp) => sp.guid === n.guid);
+        ctx.expect(
+          p?.state === "active" && p.lid === n.lid,
+          `SM: ${n.g.name} is ${JSON.stringify(p)}, was LID ${n.lid}`,
+        );
+        const view = await guestPort(n.g, n.dev.ibdev);
+        ctx.expect(
+          view.state === "ACTIVE" && view.lid === n.lid,
+          `${n.g.name}: ${JSON.stringify(view)}`,
+        );
+      }
+      ctx.expect(
+        !nodes.some((n) => n.lid === late.lid),
+        `${g2.name} got LID ${late.lid}, already taken`,
+      );
+      await startIpoib(late);
+      await ipoibCarrier(late);
+      await ping(late, nodes[0], 3);
+      await ping(nodes[1], nodes[0], 3);
+    });
+  },
 };

@@ -21,7 +21,6 @@ import {
 import {
   decodePortInfo,
   encodeNodeInfo,
-  encodePortInfo,
   GSI_QKEY,
   MAD_BYTES,
   PORT_STATE,

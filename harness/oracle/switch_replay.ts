@@ -1,0 +1,124 @@
+/**
+ * The switch as an oracle for a live fabric: replay a capture through the
+ * switch model (harness/models/switch.ts, written from docs/switch.md) and
+ * compare what the model says each port sent, received and dropped with
+ * the daemon's own counters over the same frames. The `capture_start` and
+ * `capture_stop` replies carry the counters of the capture's first and
+ * last instant, so the comparison is exact on a busy fabric (the subnet
+ * manager sweeps while a row runs).
+ */
+import type { LftEntry, PortStatus } from "../fabric/client.ts";
+import type { PcapngPacket } from "../fabric/pcapng.ts";
+import { DROP_REASONS, SwitchModel } from "../models/switch.ts";
+
+/** The switch's tables and ports while the capture ran (they must not change meanwhile). */
+export interface IbFabricTables {
+  /** Ports with a device connected, ascending. */
+  upPorts: number[];
+  /** The LFT (`table` op). */
+  lft: LftEntry[];
+  /** Multicast LID -> member ports (`table` op). */
+  mcast: { mlid: number; ports: number[] }[];
+}
+
+/** How many frames the replay decided, by outcome. */
+export interface ReplaySummary {
+  /** Frames the capture recorded on ingress. */
+  inbound: number;
+  /** Frames the switch itself sent (its SM), recorded outbound. */
+  outbound: number;
+  /** Ingress frames forwarded to at least one port. */
+  forwarded: number;
+  /** Ingress frames the switch's SM took. */
+  toSwitch: number;
+  /** Ingress frames dropped, by reason. */
+  drops: Record<string, number>;
+}
+
+/**
+ * Replay `packets` (in file order; `interfaceId` is the port, as the
+ * switch writes one interface per port number) through a model holding
+ * `tables`, and list every port counter that moved differently on the
+ * daemon between `before` and `after`. Empty list: the daemon forwarded,
+ * dropped and counted exactly as the model.
+ */
+export function replayIbCapture(
+  packets: PcapngPacket[],
+  tables: IbFabricTables,
+  before: PortStatus[],
+  after: PortStatus[],
+): { differences: string[]; summary: ReplaySummary } {
+  const maxPort = Math.max(64, ...tables.upPorts);
+  const model = new SwitchModel({ mode: "ib", maxPorts: maxPort, sm: true });
+  // connect() takes the lowest free slot: fill 1..max, then free the ones not up
+  const highest = Math.max(0, ...tables.upPorts);
+  for (let p = 1; p <= highest; p++) model.connect();
+  for (let p = 1; p <= highest; p++) if (!tables.upPorts.includes(p)) model.disconnect(p);
+  for (const e of tables.lft) model.setLft(e.lid, e.port);
+  for (const g of tables.mcast) for (const p of g.ports) model.mcastJoin(g.mlid, p);
+
+  const summary: ReplaySummary = {
+    inbound: 0,
+    outbound: 0,
+    forwarded: 0,
+    toSwitch: 0,
+    drops: {},
+  };
+  const differences: string[] = [];
+  for (const [i, pkt] of packets.entries()) {
+    const port = pkt.interfaceId;
+    if (pkt.data.length !== pkt.origLen) {
+      differences.push(`packet ${i} on port ${port} was captured truncated`);
+      continue;
+    }
+    if (pkt.direction === "outbound") {
+      summary.outbound++;
+      model.egress(port, pkt.data);
+      continue;
+    }
+    summary.inbound++;
+    const d = model.ingress(port, pkt.data);
+    if (d.drop) summary.drops[d.drop] = (summary.drops[d.drop] ?? 0) + 1;
+    else if (d.egress.length) summary.forwarded++;
+    else summary.toSwitch++;
+  }
+
+  const by = (list: PortStatus[]) => new Map(list.map((p) => [p.port, p]));
+  const b = by(before), a = by(after);
+  for (const port of tables.upPorts) {
+    const pb = b.get(port), pa = a.get(port);
+    if (!pb || !pa || pb.state !== "up" || pa.state !== "up") {
+      differences.push(`port ${port} was not up from the capture's start to its stop`);
+      continue;
+    }
+    const m = model.counters(port);
+    const cmp = (what: string, got: number, want: number) => {
+      if (got !== want) {
+        differences.push(`port ${port} ${what}: the switch counted ${got}, the model ${want}`);
+      }
+    };
+    cmp("rx frames", pa.rxFrames - pb.rxFrames, m.rxFrames);
+    cmp("rx bytes", pa.rxBytes - pb.rxBytes, m.rxBytes);
+    cmp("tx frames", pa.txFrames - pb.txFrames, m.txFrames);
+    cmp("tx bytes", pa.txBytes - pb.txBytes, m.txBytes);
+    for (const r of DROP_REASONS) cmp(`drops.${r}`, pa.drops[r] - pb.drops[r], m.drops[r]);
+  }
+  return { differences, summary };
+}
+
+/** The LFT and multicast table of an ib-mode switch (`table` op), typed. */
+export async function ibTables(
+  fabric: { table(): Promise<Record<string, unknown>>; ports(): Promise<PortStatus[]> },
+): Promise<IbFabricTables> {
+  const t = await fabric.table();
+  const lft = ((t.lft ?? []) as Record<string, unknown>[]).map((e) => ({
+    lid: Number(e.lid),
+    port: Number(e.port),
+  }));
+  const mcast = ((t.mcast ?? []) as Record<string, unknown>[]).map((g) => ({
+    mlid: Number(g.mlid),
+    ports: ((g.ports ?? []) as unknown[]).map(Number),
+  }));
+  const upPorts = (await fabric.ports()).filter((p) => p.state === "up").map((p) => p.port);
+  return { upPorts, lft, mcast };
+}
