@@ -76,6 +76,16 @@ Deno.test("capture: every frame received is recorded once on its port's interfac
         assert.equal(g.length, frames.length, `${name}: packet count`);
         frames.forEach((f, k) => assert.deepEqual(g[k].data, f, `${name} packet ${k}`));
       }
+      // epb_flags: the egress injection is the one outbound packet, the rest inbound
+      const outbound = cap.packets.filter((p) => p.direction === "outbound");
+      assert.equal(outbound.length, 1, "one outbound packet");
+      assert.deepEqual(outbound[0].data, out);
+      assert.equal(cap.packets.filter((p) => p.direction === "inbound").length, 302);
+      // the counters in the capture_stop reply are the ports' at that instant
+      const now = await rig.fabric.ports();
+      for (const p of stopped.ports) {
+        assert.equal(p.rxFrames, now.find((q) => q.port === p.port)?.rxFrames);
+      }
       for (let k = 1; k < cap.packets.length; k++) {
         assert.ok(cap.packets[k].timestampNs >= cap.packets[k - 1].timestampNs, "time order");
       }
