@@ -203,6 +203,8 @@ struct cnuas_ib_port {
  * @n_mcast_grp: groups in @mcast_groups
  * @port: native-InfiniBand port state (link_layer=ib only)
  * @pma_base: the counters' values when a PMA Set last cleared them
+ * @trap_agent: IB mode: the QP0 MAD agent traps are sent through
+ * @trap_tid: low half of the next trap's transaction ID
  */
 struct cnuas_ib_dev {
 	struct ib_device ibdev;
@@ -233,6 +235,8 @@ struct cnuas_ib_dev {
 	u32 n_mcast_grp;
 	struct cnuas_ib_port port;
 	struct cnuas_net_rdma_counters pma_base;
+	struct ib_mad_agent *trap_agent;
+	atomic_t trap_tid;
 };
 
 static inline struct cnuas_ib_dev *to_cdev(struct ib_device *ibdev)
@@ -801,6 +805,9 @@ int cnuas_ib_process_mad(struct ib_device *ibdev, int mad_flags, u32 port,
 int cnuas_ib_modify_port(struct ib_device *ibdev, u32 port, int mask,
 			 struct ib_port_modify *props);
 extern const struct ib_device_ops cnuas_ib_ib_mode_ops;
+int cnuas_ib_trap_init(struct cnuas_ib_dev *dev);
+void cnuas_ib_trap_exit(struct cnuas_ib_dev *dev);
+void cnuas_ib_trap_cap_change(struct cnuas_ib_dev *dev, u32 caps);
 int cnuas_ib_query_ah(struct ib_ah *ibah, struct rdma_ah_attr *attr);
 
 /* cnuas_ib_mcast.c */

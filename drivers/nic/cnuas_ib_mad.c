@@ -27,10 +27,20 @@
 
 #include "cnuas_ib.h"
 
-/* What the port always reports in PortInfo.CapabilityMask. */
+/*
+ * What the port always reports in PortInfo.CapabilityMask.  The datasheet
+ * (4.4) has IB mode advertise "subnet manager, notice and trap" port
+ * capabilities: notices and traps are sent (cnuas_ib_trap_cap_change());
+ * no SM runs on the port, its SM being the switch's, so the subnet manager
+ * capability is IsSMDisabled, never IsSM (docs/devices.md).
+ */
 #define CNUAS_IB_PORT_CAPS	(IB_PORT_SYS_IMAGE_GUID_SUP | \
 				 IB_PORT_EXTENDED_SPEEDS_SUP | \
-				 IB_PORT_CLIENT_REG_SUP)
+				 IB_PORT_CLIENT_REG_SUP | \
+				 IB_PORT_SM_DISABLED | \
+				 IB_PORT_NOTICE_SUP | \
+				 IB_PORT_TRAP_SUP | \
+				 IB_PORT_CAP_MASK_NOTICE_SUP)
 /* Bits modify_port may set or clear (what ib_core's clients ask for). */
 #define CNUAS_IB_PORT_CAPS_MUTABLE	(IB_PORT_CM_SUP | IB_PORT_SM | \
 					 IB_PORT_SNMP_TUNNEL_SUP | \
@@ -43,6 +53,12 @@
 #define ST_UNSUP_METHOD	cpu_to_be16(IB_MGMT_MAD_STATUS_UNSUPPORTED_METHOD)
 #define ST_UNSUP_ATTR	cpu_to_be16(IB_MGMT_MAD_STATUS_UNSUPPORTED_METHOD_ATTRIB)
 #define ST_INVALID	cpu_to_be16(IB_MGMT_MAD_STATUS_INVALID_ATTRIB_VALUE)
+
+/* Notice (IBA vol 1, 14.2.5.1): a generic trap from a CA. */
+#define NOTICE_GENERIC		0x80
+#define NOTICE_TYPE_INFO	4
+#define NOTICE_PRODUCER_CA	1
+#define TRAP_CAP_MASK_CHANGE	144
 
 /* PortInfo encodings (IBA vol 1, 14.2.5.6). */
 #define PI_LINK_WIDTH_4X	0x02
@@ -141,6 +157,7 @@ int cnuas_ib_modify_port(struct ib_device *ibdev, u32 port, int mask,
 	struct cnuas_ib_dev *dev = to_cdev(ibdev);
 	struct cnuas_ib_port *p = &dev->port;
 	unsigned long flags;
+	u32 old, caps;
 
 	if (port != 1)
 		return -EINVAL;
@@ -150,14 +167,128 @@ int cnuas_ib_modify_port(struct ib_device *ibdev, u32 port, int mask,
 	if (mask & IB_PORT_SHUTDOWN)
 		return -EOPNOTSUPP;
 	spin_lock_irqsave(&p->lock, flags);
+	old = p->cap_mask;
 	p->cap_mask |= props->set_port_cap_mask;
 	p->cap_mask &= ~props->clr_port_cap_mask;
+	caps = p->cap_mask;
 	if (mask & IB_PORT_INIT_TYPE)
 		p->init_type_reply = props->init_type & 0xf;
 	if (mask & IB_PORT_RESET_QKEY_CNTR)
 		p->qkey_violations = 0;
 	spin_unlock_irqrestore(&p->lock, flags);
+	if (caps != old)
+		cnuas_ib_trap_cap_change(dev, caps);
 	return 0;
+}
+
+/* ---- traps ---- */
+
+static void cnuas_trap_send_done(struct ib_mad_agent *agent,
+				 struct ib_mad_send_wc *wc)
+{
+	rdma_destroy_ah(wc->send_buf->ah, RDMA_DESTROY_AH_SLEEPABLE);
+	ib_free_send_mad(wc->send_buf);
+}
+
+/* The SM's TrapRepress, matched to our trap by its TID: nothing to do. */
+static void cnuas_trap_recv(struct ib_mad_agent *agent,
+			    struct ib_mad_send_buf *send_buf,
+			    struct ib_mad_recv_wc *wc)
+{
+	ib_free_recv_mad(wc);
+}
+
+/**
+ * cnuas_ib_trap_init - the QP0 agent traps go out through
+ * @dev: the device, registered with ib_core (IB mode only)
+ *
+ * Return: 0 or an errno; without the agent no trap is sent.
+ */
+int cnuas_ib_trap_init(struct cnuas_ib_dev *dev)
+{
+	struct ib_mad_agent *agent;
+
+	agent = ib_register_mad_agent(&dev->ibdev, 1, IB_QPT_SMI, NULL, 0,
+				      cnuas_trap_send_done, cnuas_trap_recv,
+				      dev, 0);
+	if (IS_ERR(agent))
+		return PTR_ERR(agent);
+	dev->trap_agent = agent;
+	return 0;
+}
+
+/* Before ib_unregister_device: ib_mad waits for sends in flight. */
+void cnuas_ib_trap_exit(struct cnuas_ib_dev *dev)
+{
+	if (dev->trap_agent)
+		ib_unregister_mad_agent(dev->trap_agent);
+	dev->trap_agent = NULL;
+}
+
+/*
+ * Trap 144 (IBA 14.2.5.1, "CapabilityMask changed"): a LID-routed
+ * SubnTrap(Notice) from QP0 to the SM's LID, as a CA sends when a client
+ * sets or clears a port capability (ib_cm loading or leaving).  Sent only
+ * while the port is ACTIVE and knows its SM; best effort, as IBA allows
+ * (the SM's TrapRepress ends it; we do not resend).  Process context.
+ */
+void cnuas_ib_trap_cap_change(struct cnuas_ib_dev *dev, u32 caps)
+{
+	struct cnuas_ib_port *p = &dev->port;
+	struct rdma_ah_attr attr = {};
+	struct ib_mad_send_buf *buf;
+	u16 lid, sm_lid;
+	struct ib_smp *smp;
+	struct ib_ah *ah;
+	u8 *n, sm_sl;
+
+	if (!cnuas_ib_is_ib(dev) || !dev->trap_agent)
+		return;
+	spin_lock_irq(&p->lock);
+	lid = p->lid;
+	sm_lid = p->sm_lid;
+	sm_sl = p->sm_sl;
+	if (p->state != IB_PORT_ACTIVE || !sm_lid)
+		sm_lid = 0;
+	spin_unlock_irq(&p->lock);
+	if (!sm_lid)
+		return;
+
+	attr.type = RDMA_AH_ATTR_TYPE_IB;
+	rdma_ah_set_dlid(&attr, sm_lid);
+	rdma_ah_set_sl(&attr, sm_sl);
+	rdma_ah_set_port_num(&attr, 1);
+	ah = rdma_create_ah(dev->trap_agent->qp->pd, &attr,
+			    RDMA_CREATE_AH_SLEEPABLE);
+	if (IS_ERR(ah))
+		return;
+	buf = ib_create_send_mad(dev->trap_agent, 0, 0, 0, IB_MGMT_MAD_HDR,
+				 IB_MGMT_MAD_DATA, GFP_KERNEL,
+				 IB_MGMT_BASE_VERSION);
+	if (IS_ERR(buf)) {
+		rdma_destroy_ah(ah, RDMA_DESTROY_AH_SLEEPABLE);
+		return;
+	}
+	buf->ah = ah;
+	smp = buf->mad;
+	smp->base_version = IB_MGMT_BASE_VERSION;
+	smp->mgmt_class = IB_MGMT_CLASS_SUBN_LID_ROUTED;
+	smp->class_version = 1;
+	smp->method = IB_MGMT_METHOD_TRAP;
+	smp->tid = cpu_to_be64(((u64)dev->trap_agent->hi_tid << 32) |
+			       (u32)atomic_inc_return(&dev->trap_tid));
+	smp->attr_id = IB_SMP_ATTR_NOTICE;
+	n = smp->data;
+	n[0] = NOTICE_GENERIC | NOTICE_TYPE_INFO;
+	n[3] = NOTICE_PRODUCER_CA;	/* ProducerType, 24 bits */
+	put_unaligned_be16(TRAP_CAP_MASK_CHANGE, n + 4);
+	put_unaligned_be16(lid, n + 6);		/* IssuerLID */
+	put_unaligned_be16(lid, n + 12);	/* DataDetails: LIDADDR */
+	put_unaligned_be32(caps, n + 16);	/* the new CapabilityMask */
+	if (ib_post_send_mad(buf, NULL)) {
+		rdma_destroy_ah(ah, RDMA_DESTROY_AH_SLEEPABLE);
+		ib_free_send_mad(buf);
+	}
 }
 
 /* ---- the SMA ---- */

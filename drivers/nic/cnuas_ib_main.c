@@ -333,6 +333,9 @@ static int cnuas_ib_probe(struct auxiliary_device *adev,
 	if (err)
 		goto err_unreg_net;
 
+	/* traps are best effort (IBA): a device without the agent still works */
+	if (layer == CNUAS_LL_IB && cnuas_ib_trap_init(dev))
+		dev_warn(&adev->dev, "no QP0 agent: traps will not be sent\n");
 	auxiliary_set_drvdata(adev, dev);
 	dev_info(&adev->dev, "%s on %s (%s)\n", dev_name(&ibdev->dev),
 		 netdev_name(dev->netdev),
@@ -355,6 +358,7 @@ static void cnuas_ib_remove(struct auxiliary_device *adev)
 {
 	struct cnuas_ib_dev *dev = auxiliary_get_drvdata(adev);
 
+	cnuas_ib_trap_exit(dev);
 	/* Destroys every object, user ones through disassociate. */
 	ib_unregister_device(&dev->ibdev);
 	cnuas_net_unregister_rdma(dev->net);
