@@ -347,6 +347,11 @@ export const IB_PORT_CAPS_REQUIRED: readonly CapBit[] = [
   { name: "IsExtendedSpeedsSupported", bit: 0x4000, rdma: "EXTENDED_SPEEDS" },
   { name: "IsConnectionManagementSupported", bit: 0x10000, rdma: "CM" },
   { name: "IsClientReregistrationSupported", bit: 0x2000000, rdma: "CLIENT_REG" },
+  // datasheet 4.4: "subnet manager, notice and trap port capabilities" (docs/devices.md)
+  { name: "IsNoticeSupported", bit: 0x4, rdma: "NOTICE" },
+  { name: "IsTrapSupported", bit: 0x8, rdma: "TRAP" },
+  { name: "IsSMDisabled", bit: 0x400, rdma: "SM_DISABLED" },
+  { name: "IsCapabilityMaskNoticeSupported", bit: 0x400000, rdma: "CAP_MASK_NOTICE" },
 ];
 
 /** The bits it must not have: it is not a subnet manager (that lives in the switch). */

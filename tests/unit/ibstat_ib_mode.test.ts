@@ -39,7 +39,16 @@ const RDMA = JSON.stringify([
     lmc: 0,
     state: "ACTIVE",
     physical_state: "LINK_UP",
-    caps: ["SYS_IMAGE_GUID", "EXTENDED_SPEEDS", "CM", "CLIENT_REG"],
+    caps: [
+      "NOTICE",
+      "TRAP",
+      "SM_DISABLED",
+      "SYS_IMAGE_GUID",
+      "EXTENDED_SPEEDS",
+      "CM",
+      "CAP_MASK_NOTICE",
+      "CLIENT_REG",
+    ],
   },
   {
     ifindex: 1,
@@ -51,7 +60,15 @@ const RDMA = JSON.stringify([
     lmc: 0,
     state: "INIT",
     physical_state: "LINK_UP",
-    caps: ["SYS_IMAGE_GUID", "EXTENDED_SPEEDS", "CLIENT_REG"],
+    caps: [
+      "NOTICE",
+      "TRAP",
+      "SM_DISABLED",
+      "SYS_IMAGE_GUID",
+      "EXTENDED_SPEEDS",
+      "CAP_MASK_NOTICE",
+      "CLIENT_REG",
+    ],
   },
 ]);
 
@@ -132,7 +149,7 @@ const DEVINFO = `hca_id:\tcnuas_ib0
 \t\t\tport_lmc:\t\t0x00
 \t\t\tlink_layer:\t\tInfiniBand
 \t\t\tmax_msg_sz:\t\t0x7fffffff
-\t\t\tport_cap_flags:\t\t0x02014800
+\t\t\tport_cap_flags:\t\t0x02414c0c
 \t\t\tport_cap_flags2:\t0x0000
 \t\t\tmax_vl_num:\t\t1 (1)
 \t\t\tbad_pkey_cntr:\t\t0x0
@@ -164,7 +181,7 @@ const IBSTAT = `CA 'cnuas_ib0'
 \t\tBase lid: 2
 \t\tLMC: 0
 \t\tSM lid: 1
-\t\tCapability mask: 0x02014800
+\t\tCapability mask: 0x02414c0c
 \t\tPort GUID: 0x00c70afffe000001
 \t\tLink layer: InfiniBand
 `;
@@ -212,14 +229,23 @@ Deno.test("the helper's one command runs the four readers, each followed by its 
 Deno.test("the reading is split into the tools' outputs and our port's rdma entry", () => {
   const a = parseIbModeAttributes(output(), "cnuas_ib0");
   assert.equal(a.rdma?.lid, 2);
-  assert.deepEqual(a.rdma?.caps, ["SYS_IMAGE_GUID", "EXTENDED_SPEEDS", "CM", "CLIENT_REG"]);
+  assert.deepEqual(a.rdma?.caps, [
+    "NOTICE",
+    "TRAP",
+    "SM_DISABLED",
+    "SYS_IMAGE_GUID",
+    "EXTENDED_SPEEDS",
+    "CM",
+    "CAP_MASK_NOTICE",
+    "CLIENT_REG",
+  ]);
   assert.equal(a.devinfo.hcaId, "cnuas_ib0");
   assert.equal(a.devinfo.ports[0].get("port_lid"), "2");
   assert.equal(a.devinfo.ports[0].get("subnet_timeout"), "18");
   assert.equal(a.devinfo.gids[0].get(0), "fe80:0000:0000:0000:00c7:0aff:fe00:0001");
   assert.equal(a.ibstat.ca.get("CA type"), "");
   assert.equal(a.ibstat.ca.get("System image GUID"), "0x00c70afffe000001");
-  assert.equal(a.ibstat.ports[0].get("Capability mask"), "0x02014800");
+  assert.equal(a.ibstat.ports[0].get("Capability mask"), "0x02414c0c");
   assert.equal(a.pkey0, "0xffff");
   assert.equal(parseIbModeAttributes(output(), "cnuas_ib1").rdma?.state, "INIT");
 });
@@ -414,47 +440,47 @@ const PLANTED: [string, Partial<Pieces>, string][] = [
   ],
   [
     "IsSM in ibstat's Capability mask",
-    { ibstat: plant(IBSTAT, "0x02014800", "0x02014802") },
-    "Capability mask: ibstat Capability mask 0x02014802 bit IsSM (0x2) is set, want clear",
+    { ibstat: plant(IBSTAT, "0x02414c0c", "0x02414c0e") },
+    "Capability mask: ibstat Capability mask 0x02414c0e bit IsSM (0x2) is set, want clear",
   ],
   [
     "IsSM in ibv_devinfo's port_cap_flags",
-    { devinfo: plant(DEVINFO, "0x02014800", "0x02014802") },
-    "Capability mask: ibv_devinfo port_cap_flags 0x02014802 bit IsSM (0x2) is set, want clear",
+    { devinfo: plant(DEVINFO, "0x02414c0c", "0x02414c0e") },
+    "Capability mask: ibv_devinfo port_cap_flags 0x02414c0e bit IsSM (0x2) is set, want clear",
   ],
   [
     "SM in rdma's caps",
     {
       rdma: plant(
         RDMA,
-        '["SYS_IMAGE_GUID","EXTENDED_SPEEDS","CM",',
-        '["SM","SYS_IMAGE_GUID","EXTENDED_SPEEDS","CM",',
+        '["NOTICE","TRAP","SM_DISABLED","SYS_IMAGE_GUID","EXTENDED_SPEEDS","CM",',
+        '["SM","NOTICE","TRAP","SM_DISABLED","SYS_IMAGE_GUID","EXTENDED_SPEEDS","CM",',
       ),
     },
     "Capability mask: rdma link caps SM is present, want absent",
   ],
   [
     "no IsConnectionManagementSupported (ib_cm not bound)",
-    { ibstat: plant(IBSTAT, "0x02014800", "0x02004800") },
-    "Capability mask: ibstat Capability mask 0x02004800 bit IsConnectionManagementSupported " +
+    { ibstat: plant(IBSTAT, "0x02414c0c", "0x02404c0c") },
+    "Capability mask: ibstat Capability mask 0x02404c0c bit IsConnectionManagementSupported " +
     "(0x10000) is clear, want set",
   ],
   [
     "no IsClientReregistrationSupported",
-    { devinfo: plant(DEVINFO, "0x02014800", "0x00014800") },
-    "Capability mask: ibv_devinfo port_cap_flags 0x00014800 bit IsClientReregistrationSupported " +
+    { devinfo: plant(DEVINFO, "0x02414c0c", "0x00414c0c") },
+    "Capability mask: ibv_devinfo port_cap_flags 0x00414c0c bit IsClientReregistrationSupported " +
     "(0x2000000) is clear, want set",
   ],
   [
     "no IsSystemImageGUIDSupported",
-    { ibstat: plant(IBSTAT, "0x02014800", "0x02014000") },
-    "Capability mask: ibstat Capability mask 0x02014000 bit IsSystemImageGUIDSupported (0x800) " +
+    { ibstat: plant(IBSTAT, "0x02414c0c", "0x0241440c") },
+    "Capability mask: ibstat Capability mask 0x0241440c bit IsSystemImageGUIDSupported (0x800) " +
     "is clear, want set",
   ],
   [
     "no IsExtendedSpeedsSupported",
-    { devinfo: plant(DEVINFO, "0x02014800", "0x02010800") },
-    "Capability mask: ibv_devinfo port_cap_flags 0x02010800 bit IsExtendedSpeedsSupported " +
+    { devinfo: plant(DEVINFO, "0x02414c0c", "0x02410c0c") },
+    "Capability mask: ibv_devinfo port_cap_flags 0x02410c0c bit IsExtendedSpeedsSupported " +
     "(0x4000) is clear, want set",
   ],
   [
@@ -546,7 +572,8 @@ Deno.test("absent port lines, a missing rdma entry and no caps are named as abse
   );
   assert.deepEqual(diffs({ rdma: noCaps }), [
     "Capability mask: rdma link caps is (absent), want a mask with IsSystemImageGUIDSupported, " +
-    "IsExtendedSpeedsSupported, IsConnectionManagementSupported, IsClientReregistrationSupported " +
+    "IsExtendedSpeedsSupported, IsConnectionManagementSupported, IsClientReregistrationSupported, " +
+    "IsNoticeSupported, IsTrapSupported, IsSMDisabled, IsCapabilityMaskNoticeSupported " +
     "set and IsSM clear",
   ]);
   const a = parseIbModeAttributes(output(), "cnuas_ib9");
