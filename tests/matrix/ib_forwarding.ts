@@ -166,6 +166,7 @@ function drSmp(
   attrMod: number,
   data?: Uint8Array,
   hopPointer = 1,
+  mKey = 0n,
 ): Uint8Array {
   const mad = new Uint8Array(256);
   encodeMadHeader(
@@ -184,6 +185,7 @@ function drSmp(
     mad,
     0,
   );
+  new DataView(mad.buffer).setBigUint64(24, mKey);
   mad[32] = 0xff; // DrSLID, DrDLID permissive
   mad[33] = 0xff;
   mad[34] = 0xff;
@@ -202,7 +204,17 @@ function smpFrame(mad: Uint8Array, vl = 15): Uint8Array {
 }
 
 /** TIDs of the hostile SMPs; their answers are looked for in the capture. */
-const TID = { unknownAttr: 0xc0ffee01n, badState: 0xc0ffee02n, badHop: 0xc0ffee03n };
+const TID = {
+  unknownAttr: 0xc0ffee01n,
+  badState: 0xc0ffee02n,
+  badHop: 0xc0ffee03n,
+  setMkey: 0xc0ffee06n,
+  wrongMkey: 0xc0ffee07n,
+  rightMkey: 0xc0ffee08n,
+  clearMkey: 0xc0ffee09n,
+};
+/** The M_Key a rogue SM installs for a moment (protection bits 2: Gets need it too). */
+const MKEY = 0x1122334455667788n;
 
 /**
  * SMPs a real SM never sends, straight at one node's QP0: the SMA answers
@@ -222,6 +234,12 @@ async function hostileSmps(ctx: RowContext, n: IbNode): Promise<Uint8Array[]> {
     smpFrame(drSmp(0xc0ffee04n, 0x01, 0x0011, 0).subarray(0, 100)),
     // an SMP on VL 0: only VL15 carries QP0
     smpFrame(drSmp(0xc0ffee05n, 0x01, 0x0011, 0), 0),
+    // M_Key (IBA 14.2.4), back to back so the SM's sweeps barely notice: install
+    // one with protection 2, a Get without it (no answer), one with it, then clear it
+    smpFrame(drSmp(TID.setMkey, 0x02, 0x0015, 1, portInfoWithState(n, 0, MKEY, 2))),
+    smpFrame(drSmp(TID.wrongMkey, 0x01, 0x0011, 0)),
+    smpFrame(drSmp(TID.rightMkey, 0x01, 0x0015, 1, undefined, 1, MKEY)),
+    smpFrame(drSmp(TID.clearMkey, 0x02, 0x0015, 1, portInfoWithState(n, 0), 1, MKEY)),
   ];
   for (const f of sent) await fabric.inject(n.swPort, f, "egress");
   await new Promise((r) => setTimeout(r, 2000));
@@ -233,9 +251,14 @@ async function hostileSmps(ctx: RowContext, n: IbNode): Promise<Uint8Array[]> {
   return sent;
 }
 
-/** A PortInfo attribute holding this node's LID and SM LID 1 and the given PortState. */
-function portInfoWithState(n: IbNode, state: number): Uint8Array {
+/**
+ * A PortInfo attribute holding this node's LID, SM LID 1, the given
+ * PortState (0: no change) and M_Key with its protection bits.
+ */
+function portInfoWithState(n: IbNode, state: number, mKey = 0n, prot = 0): Uint8Array {
   const pi = new Uint8Array(64);
+  new DataView(pi.buffer).setBigUint64(0, mKey);
+  pi[34] = prot << 6;
   pi[8] = 0xfe; // GID prefix fe80::
   pi[9] = 0x80;
   pi[16] = n.lid >> 8;
@@ -245,12 +268,19 @@ function portInfoWithState(n: IbNode, state: number): Uint8Array {
   return pi;
 }
 
+/** One answer of the SMA; `mKeyViolations` read as if the attribute were a PortInfo. */
+interface SmaAnswer {
+  status: number;
+  method: number;
+  mKeyViolations: number;
+}
+
 /** The SMA's answers to the hostile SMPs, from the capture (inbound on the node's port). */
 function smaAnswers(
   path: Uint8Array,
   port: number,
-): Map<bigint, { status: number; method: number }> {
-  const out = new Map<bigint, { status: number; method: number }>();
+): Map<bigint, SmaAnswer> {
+  const out = new Map<bigint, SmaAnswer>();
   for (const p of readPcapng(path).packets) {
     if (p.interfaceId !== port || p.direction !== "inbound") continue;
     const f = p.data;
@@ -258,7 +288,12 @@ function smaAnswers(
     const mad = f.subarray(28, 28 + 256);
     const h = decodeMadHeader(mad, 0);
     if (h.mgmtClass !== 0x81 || (h.method & 0x80) === 0) continue;
-    out.set(h.transactionId, { status: h.status, method: h.method });
+    const data = mad.subarray(64, 128);
+    out.set(h.transactionId, {
+      status: h.status,
+      method: h.method,
+      mKeyViolations: (data[44] << 8) | data[45],
+    });
   }
   return out;
 }
@@ -361,7 +396,7 @@ export const row: Row = {
       );
     }, { kind: "rdma", inspect: replayInspector(ctx) });
 
-    let hostile = new Map<bigint, { status: number; method: number }>();
+    let hostile = new Map<bigint, SmaAnswer>();
     await captured(ctx, "hostile-smps", async () => {
       await ctx.step(`hostile SMPs at ${nodes[1].g.name}'s QP0`, async () => {
         await hostileSmps(ctx, nodes[1]);
@@ -385,7 +420,22 @@ export const row: Row = {
         `PortState INIT: answer ${JSON.stringify(b)}, want GetResp status 0x001C with D`,
       );
       ctx.expect(!hostile.has(TID.badHop), "a bad hop pointer was answered");
-      ctx.expect(hostile.size === 2, `${hostile.size} answers, want 2 (the rest dropped)`);
+      const ok = (tid: bigint) => hostile.get(tid)?.status === 0x8000;
+      ctx.expect(ok(TID.setMkey), `M_Key Set: ${JSON.stringify(hostile.get(TID.setMkey))}`);
+      ctx.expect(
+        !hostile.has(TID.wrongMkey),
+        "a Get without the M_Key (protection 2) was answered",
+      );
+      const right = hostile.get(TID.rightMkey);
+      ctx.expect(
+        right?.status === 0x8000 && right.mKeyViolations >= 1,
+        `Get with the M_Key: ${
+          JSON.stringify(right)
+        }, want status 0 and M_KeyViolations >= 1 (an SM sweep in the window may add one)`,
+      );
+      ctx.expect(ok(TID.clearMkey), `M_Key cleared: ${JSON.stringify(hostile.get(TID.clearMkey))}`);
+      // unknown attribute, bad state, M_Key set, right key, cleared; the rest dropped
+      ctx.expect(hostile.size === 5, `${hostile.size} answers, want 5`);
       return Promise.resolve();
     });
 
