@@ -298,6 +298,24 @@ function smaAnswers(
   return out;
 }
 
+/** Trap 144s (CapabilityMask changed) a port sent, and the SM's TrapRepresses, from a capture. */
+function traps(bytes: Uint8Array, port: number): { caps: number[]; represses: number } {
+  const caps: number[] = [];
+  let represses = 0;
+  for (const p of readPcapng(bytes).packets) {
+    if (p.interfaceId !== port || (p.data[1] & 3) !== 2 || p.data.length < 28 + 256) continue;
+    const mad = p.data.subarray(28, 28 + 256);
+    const h = decodeMadHeader(mad, 0);
+    if (h.mgmtClass !== 0x01 || h.attributeId !== 0x0002) continue;
+    const notice = mad.subarray(64, 128);
+    if (p.direction === "inbound" && h.method === 0x05 && ((notice[4] << 8) | notice[5]) === 144) {
+      caps.push(new DataView(notice.buffer, notice.byteOffset).getUint32(16));
+    }
+    if (p.direction === "outbound" && h.method === 0x07) represses++;
+  }
+  return { caps, represses };
+}
+
 /** Pull g's cable; the port goes DOWN; plug it back; the SM makes it ACTIVE with its LID. */
 async function cablePull(ctx: RowContext, n: IbNode): Promise<void> {
   const fabric = fabricOf(ctx);
@@ -370,6 +388,32 @@ export const row: Row = {
           `LFT: LID ${n.lid} -> ${lft.get(n.lid)}, want port ${n.swPort} (${n.g.name})`,
         );
       }
+    });
+
+    let trapped = { caps: [] as number[], represses: 0 };
+    await captured(ctx, "traps", async () => {
+      await ctx.step(`${nodes[0].g.name}: ib_cm leaves and comes back (rdma_ucm)`, async () => {
+        await nodes[0].g.run("modprobe -r rdma_ucm && modprobe rdma_ucm && sleep 2", {
+          check: true,
+          timeoutSec: 60,
+        });
+      });
+    }, {
+      kind: "rdma",
+      inspect: async (path) => {
+        trapped = traps(await Deno.readFile(path), nodes[0].swPort);
+        return [];
+      },
+    });
+    await ctx.step("trap 144 to the SM for each capability change, repressed", () => {
+      const cm = 0x10000;
+      ctx.expect(
+        trapped.caps.length === 2 && !(trapped.caps[0] & cm) && !!(trapped.caps[1] & cm),
+        `traps 144 with CapabilityMask ${trapped.caps.map((c) => c.toString(16))}, want two: ` +
+          `without, then with IsConnectionManagementSupported`,
+      );
+      ctx.expect(trapped.represses >= 2, `${trapped.represses} TrapRepresses from the SM, want 2`);
+      return Promise.resolve();
     });
 
     await ctx.step("IPoIB (ib_ipoib) comes up on both and they ping", async () => {
