@@ -154,15 +154,17 @@ async function guestOffset(g: Guest): Promise<number> {
 
 /**
  * The shell lines that poll the guest's port state every 20 ms until it is
- * (or is not) ACTIVE, exiting 5 when it never gets there (30 s).
+ * (or is not) ACTIVE, exiting 5 when it never gets there (30 s). The verdict
+ * is the read that ended the loop, never a second read (the state may have
+ * moved on by then).
  */
 export function waitState(state: string, active: boolean, tries = 1500): string {
-  const [hit, miss] = active ? ["break", ":"] : [":", "break"];
-  const poll = (act: string, other: string) =>
-    `read s < ${state} 2>/dev/null; case "$s" in *ACTIVE*) ${act};; *) ${other};; esac`;
+  const [hit, miss] = active ? ["ok=1; break", ":"] : [":", "ok=1; break"];
   return [
-    `for i in $(seq ${tries}); do ${poll(hit, miss)}; sleep 0.02; done`,
-    poll(active ? ":" : "exit 5", active ? "exit 5" : ":"),
+    "ok=0",
+    `for i in $(seq ${tries}); do read s < ${state} 2>/dev/null || s=; ` +
+    `case "$s" in *ACTIVE*) ${hit};; *) ${miss};; esac; sleep 0.02; done`,
+    '[ "$ok" = 1 ] || exit 5',
   ].join("\n");
 }
 
@@ -186,8 +188,9 @@ function activeGuids(sm: SmStatus): Set<string> {
 
 /**
  * rmmod cnuas_ib on both, wait until the SM has neither port active, then
- * insmod on both at once; returns (ms after the insmods were issued) when
- * the SM had both active and when the later guest saw its port ACTIVE.
+ * insmod on both at once; returns when the SM had both active (ms after the
+ * host issued the insmods) and the longer of the guests' own insmod-to-ACTIVE
+ * (guest clock, no offset error).
  */
 async function timedInsmod(
   ctx: RowContext,
@@ -205,6 +208,7 @@ async function timedInsmod(
   const state = (n: IbNode) => `/sys/class/infiniband/${shq(n.dev.ibdev)}/ports/1/state`;
   const script = (n: IbNode) =>
     [
+      `echo "start $(date +%s%N)"`,
       `insmod ${CNUAS_IB_KO} link_layer=ib || exit 4`,
       `echo "insmod $(date +%s%N)"`,
       waitState(state(n), true),
@@ -214,26 +218,28 @@ async function timedInsmod(
   const sm = smUntil(fabric, (s) => nodes.every((n) => activeGuids(s).has(n.guid)), 60_000);
   const runs = await Promise.all(nodes.map((n) => n.g.run(script(n), { timeoutSec: 90 })));
   const smAt = await sm;
-  const guestAt: number[] = [];
+  const guestMs: number[] = [];
   for (const [i, r] of runs.entries()) {
     const st = parseStamps(r.stdout);
-    if (r.code !== 0 || st.active === undefined) {
+    if (r.code !== 0 || st.active === undefined || st.start === undefined) {
       throw new RowFailure(`${nodes[i].g.name}: insmod/ACTIVE failed (${r.code}): ${r.stderr}`);
     }
-    guestAt.push(st.active - offsets[i]);
+    guestMs.push(st.active - st.start);
     ctx.log(
       `${nodes[i].g.name}: insmod took ${(st.insmod - offsets[i] - t0).toFixed(0)} ms ` +
-        `after the host issued it, port ACTIVE ${(st.active - st.insmod).toFixed(0)} ms after`,
+        `after the host issued it, port ACTIVE ${(st.active - st.insmod).toFixed(0)} ms after; ` +
+        `ACTIVE in host time ${(st.active - offsets[i] - t0).toFixed(0)} ms after the issue`,
     );
   }
   if (smAt === undefined) throw new RowFailure("the SM did not bring both ports ACTIVE in 60 s");
-  return { smMs: smAt - t0, guestMs: Math.max(...guestAt) - t0 };
+  return { smMs: smAt - t0, guestMs: Math.max(...guestMs) };
 }
 
 /**
  * One cable pull of `n`'s switch port (`link_down`, `link_up` at once):
  * ms from the pull until the SM has the GUID active again (on whichever
- * port it reconnected to) and until the guest's port is ACTIVE again.
+ * port it reconnected to), and from the guest seeing its port leave ACTIVE
+ * to seeing it ACTIVE again (guest clock).
  */
 async function timedCablePull(
   ctx: RowContext,
@@ -282,9 +288,10 @@ async function timedCablePull(
   const after = (await fabric.sm()).ports.find((p) => p.guid === n.guid && p.state === "active");
   ctx.log(
     `${n.g.name}: pull of switch port ${before.port}: guest saw DOWN ` +
-      `${(st.down - off - t0).toFixed(0)} ms after, back on port ${after?.port} LID ${after?.lid}`,
+      `${(st.down - off - t0).toFixed(0)} ms and ACTIVE ${(st.active - off - t0).toFixed(0)} ms ` +
+      `after it (host time, ±half an SSH round trip), back on port ${after?.port} LID ${after?.lid}`,
   );
-  return { smMs: smAt - t0, guestMs: st.active - off - t0, lidKept: after?.lid === before.lid };
+  return { smMs: smAt - t0, guestMs: st.active - st.down, lidKept: after?.lid === before.lid };
 }
 
 /** The row: SM timings and perftest over IB, then perftest over RoCEv2, same guests. */
