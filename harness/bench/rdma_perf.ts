@@ -55,13 +55,20 @@ export const FANOUT_MEMBERS = [1, 2, 4];
 /** Datagrams (64 B) the sender sends in each fan-out run. */
 const FANOUT_COUNT = 20000;
 
-/** One side of the pair: a guest, the RDMA device to use and its GID index. */
-interface Side {
+/**
+ * One side of the pair: a guest, the RDMA device to use, its GID index (none
+ * over native IB: perftest addresses by LID) and the address perftest
+ * exchanges QP numbers over.
+ */
+export interface Side {
   g: Guest;
   ibdev: string;
-  gid: number;
+  gid?: number;
   ip: string;
 }
+
+/** A side over RoCEv2: it has a GID index. */
+type RoceSide = Side & { gid: number };
 
 /** Figures of one perftest run, named for bench.json. */
 export function perfFigures(
@@ -93,17 +100,24 @@ export function speedup(name: string, cnuas: number, rxe: number): number {
   return Number(r.toFixed(3));
 }
 
-async function measureAll(
+/**
+ * Every {@link PERF_CASES} run between `s` (server) and `c` (client); each
+ * figure recorded as `<label>.<name>` and returned by name. `common` is
+ * added to every command line (`-m 1024`).
+ */
+export async function measureAll(
   ctx: RowContext,
   label: string,
   [s, c]: Side[],
+  common = "",
 ): Promise<Record<string, number>> {
   const got: Record<string, number> = {};
   for (const [i, pc] of PERF_CASES.entries()) {
     const port = 19000 + i;
-    const flags = pc.flags ? ` ${pc.flags}` : "";
+    const flags = `${common ? ` ${common}` : ""}${pc.flags ? ` ${pc.flags}` : ""}`;
+    const gid = (x: Side) => x.gid === undefined ? "" : ` -x ${x.gid}`;
     const args = (x: Side) =>
-      `${pc.prog} -d ${shq(x.ibdev)} -x ${x.gid} -p ${port} -s ${pc.size} -F${flags}`;
+      `${pc.prog} -d ${shq(x.ibdev)}${gid(x)} -p ${port} -s ${pc.size} -F${flags}`;
     await ctx.step(`${label}: ${pc.prog} -s ${pc.size}${flags}`, async () => {
       const r = await runPair(s.g, args(s), c.g, `${args(c)} ${s.ip}`, port, 600);
       for (const x of [s, c]) {
@@ -137,7 +151,7 @@ async function measureAll(
 async function measureFanout(
   ctx: RowContext,
   label: string,
-  [m, s]: Side[],
+  [m, s]: RoceSide[],
 ): Promise<Record<string, number>> {
   const got: Record<string, number> = {};
   for (const members of FANOUT_MEMBERS) {
@@ -170,7 +184,7 @@ async function measureFanout(
 }
 
 /** Swap cnuas_ib for rdma_rxe on the same netdev; returns the rxe side. */
-async function switchToRxe(g: Guest, iface: string, ip: string): Promise<Side> {
+async function switchToRxe(g: Guest, iface: string, ip: string): Promise<RoceSide> {
   await bindRxe(g, iface);
   return { g, ibdev: RXE_DEV, gid: await rxeGidIndex(g, ip), ip };
 }
@@ -182,7 +196,7 @@ export const rdmaPerfRow: Row = {
   needs: rdmaPairNeeds("eth", "guestprogs"),
   timeoutSec: 1800,
   async run(ctx) {
-    const cnuas: Side[] = [];
+    const cnuas: RoceSide[] = [];
     const ifaces: string[] = [];
     for (const [i, g] of ctx.guests.entries()) {
       const dev = await ctx.step(`${g.name}: cnuas_ib`, () => loadCnuasIb(g));
@@ -196,7 +210,7 @@ export const rdmaPerfRow: Row = {
       ...await measureAll(ctx, "cnuas_ib", cnuas),
       ...await measureFanout(ctx, "cnuas_ib", cnuas),
     };
-    const rxe: Side[] = [];
+    const rxe: RoceSide[] = [];
     for (const [i, g] of ctx.guests.entries()) {
       rxe.push(await ctx.step(`${g.name}: rdma_rxe`, () => switchToRxe(g, ifaces[i], IPS[i])));
     }

@@ -12,6 +12,7 @@ import { progress } from "../progress.ts";
 import type { Measurement } from "../report/schema.ts";
 import { benchCnuasdev } from "./cnuasdev.ts";
 import { benchGpu } from "./gpu.ts";
+import { benchIbPerf } from "./ib_perf.ts";
 import { benchNet } from "./net.ts";
 import { runBenchRow } from "./one_row.ts";
 import { benchRdmaChecker } from "./rdma.ts";
@@ -74,6 +75,7 @@ const BENCHES: Bench[] = [
   { name: "benchRdmaPerf", run: benchRdmaPerf },
   { name: "benchRdmaPoll", run: benchRdmaPoll },
   { name: "benchRdmaPost", run: benchRdmaPost },
+  { name: "benchIbPerf", run: benchIbPerf },
 ];
 
 /** Every bench's name, as `bench --only` takes it. */

@@ -121,8 +121,10 @@ async function spawnDaemon(
 
 /** A running cnuas-switch daemon and its control connection. */
 export class Fabric extends FabricClient {
-  /** The mode the daemon runs in. */
-  readonly mode: FabricMode;
+  /** The mode the daemon runs in (a {@link restart} may change it). */
+  get mode(): FabricMode {
+    return this.#opts.mode;
+  }
   /** Data socket (SEQPACKET) devices connect to. */
   readonly socketPath: string;
   /** Control socket (JSON lines). */
@@ -135,7 +137,7 @@ export class Fabric extends FabricClient {
   #child: Deno.ChildProcess;
   #client: ControlConnection;
   #stderr: Promise<string>;
-  readonly #opts: FabricOptions;
+  #opts: FabricOptions;
   #nextId = 1;
   #closed?: Promise<void>;
   #onAbort?: () => void;
@@ -150,7 +152,6 @@ export class Fabric extends FabricClient {
     stderr: Promise<string>,
   ) {
     super();
-    this.mode = opts.mode;
     this.#opts = opts;
     this.#dir = dir;
     this.socketPath = join(dir, "fabric.sock");
@@ -197,9 +198,11 @@ export class Fabric extends FabricClient {
    * Kill the daemon (SIGKILL by default: a crash, as a device sees it — its
    * socket closes) and start a new one on the same socket paths, so devices
    * reconnect on their own. Learned tables, LFT and a running capture do not
-   * survive; the log continues in the same file.
+   * survive; the log continues in the same file. With `mode` the new daemon
+   * runs in that mode instead (the same guests' vnics then sit on an eth or
+   * an ib fabric, as their driver is loaded for: bench ib-perf).
    */
-  async restart(signal: "SIGKILL" | "SIGTERM" = "SIGKILL"): Promise<void> {
+  async restart(signal: "SIGKILL" | "SIGTERM" = "SIGKILL", mode?: FabricMode): Promise<void> {
     if (this.#closed) throw new FabricProtocolError("restart after close");
     await this.#client.close();
     try {
@@ -209,6 +212,7 @@ export class Fabric extends FabricClient {
     }
     await this.#child.status;
     await this.#stderr.catch(() => "");
+    if (mode !== undefined) this.#opts = { ...this.#opts, mode };
     const proc = await spawnDaemon(this.#opts, this.#dir, this.logPath);
     this.#child = proc.child;
     this.#client = proc.client;

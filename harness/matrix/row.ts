@@ -70,8 +70,11 @@ export interface FabricHandle extends FabricOps {
   mode: FabricMode;
   /** Path of the data socket devices connect to. */
   socketPath: string;
-  /** Kill the daemon and start it again on the same socket (devices reconnect). */
-  restart(): Promise<void>;
+  /**
+   * Kill the daemon (SIGKILL by default) and start it again on the same
+   * socket (devices reconnect), in `mode` when given.
+   */
+  restart(signal?: "SIGKILL" | "SIGTERM", mode?: FabricMode): Promise<void>;
 }
 
 /** Paths of built artifacts, filled for the builds a row asked for. */

@@ -43,3 +43,24 @@ Deno.test("restart: a killed switch closes every device socket, comes back on th
     await fabric.close();
   }
 });
+
+Deno.test("restart in another mode: an ib switch comes back as eth on the same path (bench ib-perf)", async () => {
+  const fabric = await Fabric.start({ binary: await switchBinary(), mode: "ib" });
+  try {
+    assert.equal(fabric.mode, "ib");
+    assert.equal((await fabric.sm()).enabled, true, "the ib daemon runs its SM");
+    await fabric.restart("SIGKILL", "eth");
+    assert.equal(fabric.mode, "eth");
+    const c = await connect(fabric, 1);
+    const d = await connect(fabric, 2);
+    c.send(frame(1));
+    assert.deepEqual(d.recv(2000), frame(1), "the eth switch floods a broadcast");
+    assert.deepEqual((await fabric.macs()).map((m) => m.port), [1], "and learns its source");
+    c.close();
+    d.close();
+    await fabric.restart();
+    assert.equal(fabric.mode, "eth", "a plain restart keeps the mode");
+  } finally {
+    await fabric.close();
+  }
+});
