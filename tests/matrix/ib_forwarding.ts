@@ -213,6 +213,8 @@ const TID = {
   rightMkey: 0xc0ffee08n,
   clearMkey: 0xc0ffee09n,
 };
+/** How many frames hostileSmps() injects. */
+const HOSTILE_SMPS = 9;
 /** The M_Key a rogue SM installs for a moment (protection bits 2: Gets need it too). */
 const MKEY = 0x1122334455667788n;
 
@@ -241,6 +243,7 @@ async function hostileSmps(ctx: RowContext, n: IbNode): Promise<Uint8Array[]> {
     smpFrame(drSmp(TID.rightMkey, 0x01, 0x0015, 1, undefined, 1, MKEY)),
     smpFrame(drSmp(TID.clearMkey, 0x02, 0x0015, 1, portInfoWithState(n, 0), 1, MKEY)),
   ];
+  if (sent.length !== HOSTILE_SMPS) throw new Error("HOSTILE_SMPS is out of date");
   for (const f of sent) await fabric.inject(n.swPort, f, "egress");
   await new Promise((r) => setTimeout(r, 2000));
   const view = await guestPort(n.g, n.dev.ibdev);
@@ -451,6 +454,7 @@ export const row: Row = {
         hostile = smaAnswers(await Deno.readFile(path), nodes[1].swPort);
         return [];
       },
+      injectedEgress: HOSTILE_SMPS,
     });
     await ctx.step("the SMA answered each hostile SMP as IBA says", () => {
       const a = hostile.get(TID.unknownAttr);
