@@ -72,7 +72,10 @@ export class Lab {
   image?: GuestImage;
   /** Extra kernel command line words for every guest (fault injection in tests). */
   bootAppend: string[] = [];
-  /** Seconds a guest gets to answer SSH; default BOOT_TIMEOUT_SEC scaled by the accelerator. */
+  /**
+   * Seconds a guest gets to answer SSH; default BOOT_TIMEOUT_SEC scaled by the
+   * accelerator and, beyond two guests booting together, by their number.
+   */
   bootTimeoutSec?: number;
   #builds = new Map<BuildTarget, Promise<Partial<BuildOutputs>>>();
   #buildFailures = new Map<BuildTarget, { row: string; firstLine: string }>();
@@ -195,7 +198,10 @@ export class Lab {
         const accel = await this.resolveAccel();
         const img = this.image!;
         const q = this.qemu!;
-        const bootTimeout = this.bootTimeoutSec ?? BOOT_TIMEOUT_SEC * timeoutScale(accel);
+        // The guests boot at once and share the host's cores: beyond two
+        // (what the budget was measured with) each gets proportionally longer.
+        const bootTimeout = this.bootTimeoutSec ??
+          BOOT_TIMEOUT_SEC * timeoutScale(accel) * Math.max(1, n / 2);
         const virtioPort = freePort();
         const specs = Array.from({ length: n }, (_, i) => {
           const name = `g${i}`;
