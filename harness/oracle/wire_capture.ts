@@ -35,6 +35,12 @@ export interface CounterSample {
   rxFrames: number;
   /** Packets the running capture has recorded so far. */
   packets: number;
+  /**
+   * ib mode: MADs the switch's SM and SA have sent (`sm` reply, `mads.sent`),
+   * unchanged across the `stats` request. They are captured as outbound
+   * without being received; absent in the other modes.
+   */
+  smSent?: number;
 }
 
 /** What the switch said about one capture segment. */
@@ -73,8 +79,10 @@ export type FileVerdictInput = Pick<
  * switch's receive total and the capture's packet count at the same instant,
  * so no frame can fall between the two numbers of a sample: over the
  * interval the capture must have grown by exactly the frames the switch
- * received. (Frames injected `egress` are captured without being received;
- * rows inject outside their captures.)
+ * received, plus in ib mode the MADs its SM and SA sent (SMPs of the
+ * periodic sweep, SA answers: captured as outbound, never received).
+ * (Frames injected `egress` are captured without being received; rows
+ * inject outside their captures.)
  */
 export function segmentProblems(
   seg: SegmentRecord,
@@ -90,9 +98,11 @@ export function segmentProblems(
   } else {
     const received = seg.end.rxFrames - seg.start.rxFrames;
     const recorded = seg.end.packets - seg.start.packets;
-    if (received !== recorded) {
+    const smSent = (seg.end.smSent ?? 0) - (seg.start.smSent ?? 0);
+    if (received + smSent !== recorded) {
       out.push(
-        `${n}: the switch received ${received} frames while the capture ran, ` +
+        `${n}: the switch received ${received} frames ` +
+          `${smSent ? `and its SM sent ${smSent} ` : ""}while the capture ran, ` +
           `the capture recorded ${recorded}`,
       );
     }
@@ -145,6 +155,8 @@ export class WireCapture {
   readonly #kind: CaptureKind;
   readonly #pending: SegmentRecord[] = [];
   #active?: SegmentRecord;
+  /** The fabric runs in ib mode (learnt from the first `stats` reply). */
+  #ib = false;
 
   /** A capture of the row `ctx` runs; the row must have a fabric. */
   constructor(ctx: RowContext, opts: WireCaptureOptions) {
@@ -157,11 +169,27 @@ export class WireCapture {
     return this.#ctx.fabric;
   }
 
-  /** One `stats` reply: the receive total and the running capture's packets. */
+  /**
+   * One `stats` reply: the receive total and the running capture's packets;
+   * in ib mode also the SM's sent MADs, read before and after it and taken
+   * only when both reads agree (the daemon answers one request at a time,
+   * so then no MAD left between the two numbers).
+   */
   async #sample(): Promise<CounterSample> {
-    const s = await this.#client().stats();
-    if (!s.capture?.active) throw new RowFailure("the switch has no capture running");
-    return { rxFrames: s.rxFrames, packets: s.capture.packets ?? 0 };
+    const fabric = this.#client();
+    for (let tries = 0;; tries++) {
+      const sent0 = this.#ib ? (await fabric.sm()).mads.sent : undefined;
+      const s = await fabric.stats();
+      if (!s.capture?.active) throw new RowFailure("the switch has no capture running");
+      this.#ib = s.mode === "ib";
+      const sample = { rxFrames: s.rxFrames, packets: s.capture.packets ?? 0 };
+      if (!this.#ib) return sample;
+      const sent1 = (await fabric.sm()).mads.sent;
+      if (sent0 === sent1) return { ...sample, smSent: sent1 };
+      if (tries >= 20) {
+        throw new RowFailure("the SM kept sending while the switch's counters were sampled");
+      }
+    }
   }
 
   /** Start capturing into `<name>.pcapng` in the row's directory. */

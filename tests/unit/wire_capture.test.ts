@@ -57,6 +57,24 @@ Deno.test("a capture that grew less than the switch's receive counter fails the 
   ]);
 });
 
+Deno.test("ib mode: MADs the SM sent while capturing count as recorded, no more, no less", () => {
+  // 990 frames received, 10 SMPs/SA answers sent by the switch's SM: 1000 recorded
+  const ib = seg({
+    start: { rxFrames: 5000, packets: 2, smSent: 40 },
+    end: { rxFrames: 5990, packets: 1002, smSent: 50 },
+  });
+  assert.deepEqual(segmentProblems(ib, "rdma", file()), []);
+  const lost = seg({
+    start: { rxFrames: 5000, packets: 2, smSent: 40 },
+    end: { rxFrames: 5990, packets: 1001, smSent: 50 },
+  });
+  assert.deepEqual(segmentProblems(lost, "rdma", file({ fileFrames: 1003 }), undefined), [
+    "pingpong: the switch received 990 frames and its SM sent 10 while the capture ran, " +
+    "the capture recorded 999",
+    "pingpong: the file holds 1003 frames, the switch wrote 1004",
+  ]);
+});
+
 Deno.test("missing counter samples fail the segment", () => {
   const p = segmentProblems(seg({ end: undefined }), "rdma", file());
   assert.deepEqual(p, ["pingpong: the switch's counters were not sampled at start and stop"]);
