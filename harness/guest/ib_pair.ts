@@ -70,9 +70,7 @@ export async function waitSmActive(
   const t0 = performance.now();
   for (;;) {
     const sm = await fabric.sm();
-    const ok = guids.every((guid) =>
-      sm.ports.some((p) => p.guid === guid && p.state === "active")
-    );
+    const ok = guids.every((guid) => sm.ports.some((p) => p.guid === guid && p.state === "active"));
     const ms = performance.now() - t0;
     if (ok || ms > deadlineMs) return { sm, ok, ms };
     await new Promise((r) => setTimeout(r, 100));
@@ -123,7 +121,9 @@ export async function setupIbNodes(
           `${l.g.name}: the port shows ${JSON.stringify(view)}; the SM has LID ${p.lid}, ` +
             `SM LID ${w.sm.lid}`,
         );
-        ctx.log(`${l.g.name}: ${l.dev.ibdev} GUID ${l.guid} on switch port ${p.port}, LID ${p.lid}`);
+        ctx.log(
+          `${l.g.name}: ${l.dev.ibdev} GUID ${l.guid} on switch port ${p.port}, LID ${p.lid}`,
+        );
         nodes.push({ g: l.g, dev: l.dev, guid: l.guid, swPort: p.port, lid: p.lid!, ip: ips[i] });
       }
       const lids = new Set(nodes.map((n) => n.lid));
