@@ -14,6 +14,7 @@
  *
  * Measurements, the same names and units in every row:
  * `oracle.<segment>.framesChecked` / `.rdmaFrames` / `.switchFrames` (frames),
+ * in ib mode `.smFrames` (MADs the switch's SM and SA sent, captured too),
  * `oracle.<segment>.violations` (violations), and the row's running totals
  * `framesChecked` (frames) and `violations` (violations).
  */
@@ -250,6 +251,10 @@ export class WireCapture {
     if (seg.start && seg.end) {
       const received = seg.end.rxFrames - seg.start.rxFrames;
       ctx.measure(`oracle.${seg.name}.switchFrames`, received, "frames");
+      if (seg.start.smSent !== undefined && seg.end.smSent !== undefined) {
+        const sent = seg.end.smSent - seg.start.smSent;
+        ctx.measure(`oracle.${seg.name}.smFrames`, sent, "frames");
+      }
     }
     if (file) {
       ctx.artifact(file.reportPath);
