@@ -2,7 +2,8 @@
  * What the RoCEv2 rows share: guests with cnuas_ib loaded and an address on
  * the fabric (a {@link RoceNode} each), server/client runs that fail the row
  * unless both ends exit 0, the pingpong data check, perftest runs recorded
- * as measurements, and the port counters.
+ * as measurements, and the port counters. Everything but the setup takes any
+ * {@link RdmaNode}, so the native-InfiniBand rows (ib_pair.ts) use it too.
  */
 import type { Guest } from "../vm/types.ts";
 import { type RowContext, RowFailure } from "../matrix/row.ts";
@@ -19,16 +20,41 @@ import {
   type ServerReady,
 } from "./cnuas_ib.ts";
 
-/** One guest ready for RDMA over RoCEv2. */
-export interface RoceNode {
+/**
+ * What the two-guest helpers need of a node, RoCEv2 ({@link RoceNode}) or
+ * native InfiniBand (IbNode): the guest, its cnuas_ib device, the IPv4
+ * address the tools' TCP side channel (and rdma_cm) use, and — RoCE only —
+ * the GID index the tools must be given. Without `gid` the tools address
+ * the peer by LID (the port's own addressing on InfiniBand).
+ */
+export interface RdmaNode {
   /** The guest. */
   g: Guest;
-  /** Its cnuas_ib device and netdev. */
+  /** Its cnuas_ib device. */
   dev: CnuasIbDev;
-  /** Its IPv4 address on the fabric. */
+  /** Its IPv4 address: on the fabric (RoCE) or on IPoIB (native IB). */
   ip: string;
-  /** The RoCE v2 GID index of that address. */
+  /** RoCE: the RoCE v2 GID index of that address; absent on native InfiniBand. */
+  gid?: number;
+}
+
+/** One guest ready for RDMA over RoCEv2. */
+export interface RoceNode extends RdmaNode {
+  /** The RoCE v2 GID index of its address. */
   gid: number;
+}
+
+/**
+ * The addressing flag a tool needs for node `n`, with a leading space:
+ * ` -g <gid>` (`flag` "-g": ibv_*_pingpong, the examples, roce_security) or
+ * ` -x <gid>` (`flag` "-x": perftest) on RoCE, where every path is global;
+ * nothing on native InfiniBand, where the tools use the port's LID.
+ *
+ * @example
+ * `ibv_rc_pingpong -d ${n.dev.ibdev}${addrFlag(n, "-g")} -s 64`
+ */
+export function addrFlag(n: RdmaNode, flag: "-g" | "-x"): string {
+  return n.gid === undefined ? "" : ` ${flag} ${n.gid}`;
 }
 
 /**
@@ -84,7 +110,7 @@ export function expectBothExit0(what: string, r: PairResult): PairResult {
  */
 export async function pairBoth(
   what: string,
-  [s, c]: RoceNode[],
+  [s, c]: Pick<RdmaNode, "g">[],
   server: string,
   client: string,
   port: ServerReady,
@@ -96,7 +122,7 @@ export async function pairBoth(
 /** {@link pairBoth}, returning the client's output. */
 export async function pair(
   what: string,
-  nodes: RoceNode[],
+  nodes: Pick<RdmaNode, "g">[],
   server: string,
   client: string,
   port: ServerReady,
@@ -158,22 +184,24 @@ export function perftestFigures(
 
 /**
  * A step that runs perftest `prog` between the two nodes (`-d` the node's
- * device, `-x` its GID index, `-p port`, `-F`, then `extra`; the client
- * connects to the first node), fails the row unless both ends exit 0 and the
+ * device, on RoCE `-x` its GID index (see {@link addrFlag}), `-p port`, `-F`,
+ * then `extra`; the client connects to the first node's `ip`), fails the row unless both ends exit 0 and the
  * client printed a result row, and records that row ({@link perftestFigures}).
  * perftest checks no data: a run proves completion and speed only.
  */
 export async function measurePerftest(
   ctx: RowContext,
-  nodes: RoceNode[],
+  nodes: RdmaNode[],
   prog: string,
   port: number,
   extra = "",
 ): Promise<void> {
   const [s, c] = nodes;
   const flags = extra ? ` ${extra}` : "";
-  await ctx.step(`${prog} -x <gid>${flags}`, async () => {
-    const args = (n: RoceNode) => `${prog} -d ${n.dev.ibdev} -x ${n.gid} -p ${port} -F${flags}`;
+  const addr = s.gid === undefined ? "" : " -x <gid>";
+  await ctx.step(`${prog}${addr}${flags}`, async () => {
+    const args = (n: RdmaNode) =>
+      `${prog} -d ${n.dev.ibdev}${addrFlag(n, "-x")} -p ${port} -F${flags}`;
     const out = await pair(`${prog}${flags}`, nodes, args(s), `${args(c)} ${s.ip}`, port);
     const row = parsePerftest(out);
     ctx.expect(row !== undefined, `${prog}${flags}: no result row in its output: ${out}`);
@@ -182,7 +210,7 @@ export async function measurePerftest(
 }
 
 /** The port's hw_counters (`rdma statistic` names) of a node. */
-export async function hwCounters(n: RoceNode): Promise<Record<string, number>> {
+export async function hwCounters(n: Pick<RdmaNode, "g" | "dev">): Promise<Record<string, number>> {
   const d = `/sys/class/infiniband/${n.dev.ibdev}/ports/1/hw_counters`;
   const r = await n.g.run(`cd ${d} && grep -H . *`, { timeoutSec: 30 });
   const out: Record<string, number> = {};

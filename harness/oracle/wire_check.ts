@@ -50,7 +50,13 @@ export async function checkPcapngFile(
   path: string,
   opts: CheckOptions = {},
 ): Promise<PcapngCheckSummary> {
-  const { interfaces, packets } = readPcapng(await Deno.readFile(path));
+  const bytes = await Deno.readFile(path);
+  const onDisk = (await Deno.stat(path)).size;
+  // a capture read short (seen once with a 2.15 GB file: 0 frames, no error) must not pass as empty
+  if (bytes.length !== onDisk) {
+    throw new Error(`${path}: read ${bytes.length} bytes of the ${onDisk} on disk`);
+  }
+  const { interfaces, packets } = readPcapng(bytes);
   let truncatedFrames = 0;
   let ipv4Frames = 0;
   const frames: CaptureFrame[] = packets.map((p) => {

@@ -1,6 +1,6 @@
 /** roce-e2e's loss seed: replayable from the command line, checked against the driver's dmesg line. */
 import assert from "node:assert/strict";
-import { lastLossLine, lossSeed } from "../matrix/roce_e2e.ts";
+import { lastLossLine, lossSeed } from "../../harness/guest/rdma_e2e.ts";
 import { lossSeedFrom } from "../../harness/cli.ts";
 
 Deno.test("--loss-seed takes a decimal uint32 and refuses anything else", () => {

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { parsePerftest } from "../../harness/guest/cnuas_ib.ts";
-import { perftestFigures } from "../../harness/guest/roce_pair.ts";
+import { addrFlag, perftestFigures, type RdmaNode } from "../../harness/guest/roce_pair.ts";
 
 const LAT =
   " #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    " +
@@ -41,4 +41,16 @@ Deno.test("perftestFigures skips the # columns and keeps each column's unit", ()
     value: 5.08,
     unit: "usec",
   });
+});
+
+Deno.test("addrFlag: a GID index on RoCE, nothing (the LID) on native InfiniBand", () => {
+  const dev = { ibdev: "cnuas_ib0", iface: "eth1" } as RdmaNode["dev"];
+  const g = {} as RdmaNode["g"];
+  const roce: RdmaNode = { g, dev, ip: "10.77.0.1", gid: 3 };
+  const ib: RdmaNode = { g, dev, ip: "10.78.0.1" };
+  assert.equal(addrFlag(roce, "-g"), " -g 3");
+  assert.equal(addrFlag(roce, "-x"), " -x 3");
+  assert.equal(addrFlag({ ...roce, gid: 0 }, "-x"), " -x 0");
+  assert.equal(addrFlag(ib, "-g"), "");
+  assert.equal(addrFlag(ib, "-x"), "");
 });

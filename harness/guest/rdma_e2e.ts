@@ -1,0 +1,414 @@
+/**
+ * The steps the two-guest end-to-end rows share (roce-e2e over RoCEv2,
+ * ib-e2e over native InfiniBand): the pingpongs with their data check,
+ * perftest with its figures, rping -V, the example programs, roce_security,
+ * the loss segment and the ICRC injection. Each takes {@link RdmaNode}s and
+ * builds the tools' addressing from them ({@link addrFlag}: a GID index on
+ * RoCE, nothing — the LID — on InfiniBand); the rows decide which steps run,
+ * in which capture segment. The first node is the server, the second the
+ * client, which reaches the server at its `ip`.
+ */
+import { type RowContext, RowFailure } from "../matrix/row.ts";
+import { GUEST_PATHS } from "../vm/types.ts";
+import { pingpongDataErrors, rpingDataErrors, startPair } from "./cnuas_ib.ts";
+import {
+  addrFlag,
+  expectBothExit0,
+  hwCounters,
+  measurePerftest,
+  pair,
+  pairBoth,
+  pingpongResult,
+  type RdmaNode,
+} from "./roce_pair.ts";
+
+/** ibv_rc_pingpong message sizes: 1 B to 1 MiB. */
+export const PINGPONG_SIZES = [1, 64, 1024, 4096, 65536, 1048576];
+/** Iterations of each pingpong (the issue asks for 1,000). */
+export const PINGPONG_ITERS = 1000;
+
+/** perftest programs the rows run, each exiting 0 with its figures recorded. */
+export const PERFTESTS = [
+  "ib_send_bw",
+  "ib_write_bw",
+  "ib_read_bw",
+  "ib_atomic_bw",
+  "ib_send_lat",
+  "ib_write_lat",
+  "ib_read_lat",
+];
+
+/** One ibv_rc_pingpong pair run, its figures recorded as `pingpong.mtu<m>[.events].<size>.*`. */
+export async function pingpong(
+  ctx: RowContext,
+  nodes: RdmaNode[],
+  opts: { size: number; iters: number; events: boolean; mtu: number },
+): Promise<void> {
+  const [s, c] = nodes;
+  // --chk: the tool's own data check (see pingpongDataErrors for what it covers)
+  const flags = `-s ${opts.size} -n ${opts.iters} -m ${opts.mtu}${opts.events ? " -e" : ""} --chk`;
+  await ctx.step(`ibv_rc_pingpong ${flags}`, async () => {
+    const args = (n: RdmaNode) => `ibv_rc_pingpong -d ${n.dev.ibdev}${addrFlag(n, "-g")} ${flags}`;
+    const what = `ibv_rc_pingpong ${flags}`;
+    const r = await pairBoth(what, nodes, args(s), `${args(c)} ${s.ip}`, 18515, 900);
+    const f = pingpongResult(what, r);
+    const key = `pingpong.mtu${opts.mtu}.${opts.events ? "events." : ""}${opts.size}`;
+    ctx.measure(`${key}.usecPerIter`, f!.usecPerIter, "us");
+    ctx.measure(`${key}.mbitPerSec`, f!.mbitPerSec, "Mbit/s");
+  });
+}
+
+/**
+ * One ibv_ud_pingpong pair run with --chk (each datagram within the path
+ * MTU), its figures recorded as `udPingpong.<size>.*`.
+ */
+export async function udPingpong(
+  ctx: RowContext,
+  nodes: RdmaNode[],
+  opts: { size: number; iters: number },
+): Promise<void> {
+  const [s, c] = nodes;
+  const flags = `-s ${opts.size} -n ${opts.iters} --chk`;
+  await ctx.step(`ibv_ud_pingpong ${flags}`, async () => {
+    const args = (n: RdmaNode) =>
+      `ibv_ud_pingpong -d ${n.dev.ibdev}${addrFlag(n, "-g")} -p 18517 ${flags}`;
+    const what = `ibv_ud_pingpong ${flags}`;
+    const r = await pairBoth(what, nodes, args(s), `${args(c)} ${s.ip}`, 18517, 600);
+    // with --chk both ends check what they received: the server's lines
+    // fail pingpongResult, the client's are looked at here
+    const bad = pingpongDataErrors(r.clientOut);
+    if (bad.length) {
+      throw new RowFailure(`${what}: the client's --chk found wrong data: ${bad.join("; ")}`);
+    }
+    const f = pingpongResult(what, r);
+    ctx.measure(`udPingpong.${opts.size}.usecPerIter`, f.usecPerIter, "us");
+    ctx.measure(`udPingpong.${opts.size}.mbitPerSec`, f.mbitPerSec, "Mbit/s");
+  });
+}
+
+/**
+ * perftest has no check of the data it moves (it measures; no option makes
+ * it compare buffers): its runs here prove completion and speed, and the
+ * wire oracle checks every frame of them. Payload is checked by the
+ * pingpongs (--chk), rping (-V), the examples and peermem.
+ */
+export async function perftests(ctx: RowContext, nodes: RdmaNode[]): Promise<void> {
+  for (const [i, prog] of PERFTESTS.entries()) {
+    await measurePerftest(ctx, nodes, prog, 18600 + i);
+  }
+}
+
+/** rdma_cm: address and route resolution, CM MADs on QP1, then RC traffic (`rping -V`). */
+export async function rping(ctx: RowContext, nodes: RdmaNode[]): Promise<void> {
+  const s = nodes[0];
+  await ctx.step("rping -V (rdma_cm: CM over the GSI QP, then RDMA READ/WRITE)", async () => {
+    // -V: the client compares what the server wrote back with what it sent
+    const out = await pair(
+      "rping",
+      nodes,
+      `rping -s -a ${s.ip} -p 18850 -C 20 -S 1024 -v -V`,
+      `rping -c -a ${s.ip} -p 18850 -C 20 -S 1024 -v -V`,
+      0,
+    );
+    const bad = rpingDataErrors(out);
+    ctx.expect(bad.length === 0, `rping -V found wrong data: ${bad.join("; ")}`);
+    const pings = out.split("\n").filter((l) => /ping data:/.test(l)).length;
+    ctx.expect(pings === 20, `rping printed ${pings} of 20 pings: ${out.slice(-800)}`);
+  });
+}
+
+/**
+ * The example programs `names` (drivers/examples, in the guest's program
+ * directory), each run as a pair on TCP port 18700 + its index
+ * (`-d dev [-g gid] -p port [SERVER_IP]`); each must print PASS.
+ */
+export async function examples(
+  ctx: RowContext,
+  nodes: RdmaNode[],
+  names: string[],
+): Promise<void> {
+  const [s, c] = nodes;
+  for (const [i, ex] of names.entries()) {
+    await ctx.step(`example ${ex}`, async () => {
+      const port = 18700 + i;
+      const bin = `${GUEST_PATHS.bin}/${ex}`;
+      const args = (n: RdmaNode) => `${bin} -d ${n.dev.ibdev}${addrFlag(n, "-g")} -p ${port}`;
+      const out = await pair(ex, nodes, args(s), `${args(c)} ${s.ip}`, port);
+      ctx.expect(/PASS/.test(out), `${ex} did not report PASS: ${out.slice(-1500)}`);
+    });
+  }
+}
+
+/** Inline-length cases roce_security runs: RC and UD, each with inline room and with none. */
+export const INLINE_CASES = 4;
+
+/** roce_security between the nodes: access flags, foreign PD, bounds, RNR, inline lengths. */
+export async function security(ctx: RowContext, nodes: RdmaNode[]): Promise<void> {
+  const [s, c] = nodes;
+  const bin = `${GUEST_PATHS.bin}/roce_security`;
+  await ctx.step(
+    "security and RNR: access flags, foreign PD, bounds, receive not ready, inline lengths",
+    async () => {
+      const args = (n: RdmaNode) => `${bin} -d ${n.dev.ibdev}${addrFlag(n, "-g")} -p 18800`;
+      const out = await pair("roce_security", nodes, args(s), `${args(c)} ${s.ip}`, 18800);
+      ctx.log(out);
+      // the exit status covers every case; this proves the inline ones ran at all
+      const inline = out.split("\n").filter((l) => /^case inline .*: ok$/.test(l)).length;
+      ctx.measure("security.inlineCasesOk", inline, "count");
+      ctx.expect(
+        inline === INLINE_CASES,
+        `roce_security: ${inline} of ${INLINE_CASES} inline-length cases ok:\n${out.slice(-1500)}`,
+      );
+    },
+  );
+}
+
+/** Each frame either guest's cnuas_ib receives is dropped with probability 1/N in the loss step. */
+export const LOSS_ONE_IN = 100;
+
+async function setLoss(nodes: RdmaNode[], every: number): Promise<void> {
+  for (const n of nodes) {
+    await n.g.run(`echo ${every} >/sys/module/cnuas_ib/parameters/rx_drop_one_in`, {
+      check: true,
+      timeoutSec: 30,
+    });
+  }
+}
+
+/** The loss pattern's seed: the one asked for (`--loss-seed`), else a random uint32. */
+export function lossSeed(asked: number | undefined): number {
+  return asked ?? crypto.getRandomValues(new Uint32Array(1))[0];
+}
+
+/** The seed and ratio of the last "rx loss injection" line of a kernel log. */
+export function lastLossLine(dmesg: string): { oneIn: number; seed: number } | undefined {
+  const all = [...dmesg.matchAll(/cnuas_ib: rx loss injection 1\/(\d+) seed (\d+)\s*$/gm)];
+  const m = all.at(-1);
+  return m ? { oneIn: Number(m[1]), seed: Number(m[2]) } : undefined;
+}
+
+/**
+ * Seed the loss pattern, then switch loss on (the seed first: the driver
+ * re-seeds on each write and says so in dmesg once N is set); check that
+ * each guest's kernel says it drops 1 in `every` with that seed.
+ */
+async function startLoss(
+  ctx: RowContext,
+  nodes: RdmaNode[],
+  every: number,
+  seed: number,
+): Promise<void> {
+  const p = "/sys/module/cnuas_ib/parameters";
+  for (const n of nodes) {
+    await n.g.run(`echo ${seed} >${p}/rx_drop_seed && echo ${every} >${p}/rx_drop_one_in`, {
+      check: true,
+      timeoutSec: 30,
+    });
+    const said = lastLossLine((await n.g.run("dmesg", { timeoutSec: 30 })).stdout);
+    ctx.expect(
+      said?.oneIn === every && said?.seed === seed,
+      `${n.g.name}: dmesg says ${
+        said ? `1/${said.oneIn} seed ${said.seed}` : "nothing"
+      } about rx loss injection, want 1/${every} seed ${seed}`,
+    );
+  }
+}
+
+/**
+ * ibv_rc_pingpong --chk under loss. Its server exits once its own work is
+ * done, so a lost ACK of the client's last SEND would leave the client
+ * retrying into a QP that is gone (RETRY_EXC_ERR, on any RDMA device). So
+ * loss is switched off while the run is still going: every frame before is
+ * exposed to loss, the final exchange is not. The run must still be going
+ * on both ends when loss goes off, or the step fails (make it longer).
+ */
+export const LOSS_PINGPONG = {
+  size: 65536,
+  iters: 2000,
+  mtu: 1024,
+  /** Frames each guest must have dropped before loss goes off. */
+  minDrops: 20,
+  /** How long to wait for those drops. */
+  dropWaitSec: 120,
+};
+
+/** rx_drop_injected of each guest since `before`. */
+async function dropsSince(nodes: RdmaNode[], before: Record<string, number>[]): Promise<number[]> {
+  const now = await Promise.all(nodes.map(hwCounters));
+  return now.map((a, i) => (a.rx_drop_injected ?? 0) - (before[i].rx_drop_injected ?? 0));
+}
+
+async function pingpongUnderLoss(ctx: RowContext, nodes: RdmaNode[]): Promise<void> {
+  const [s, c] = nodes;
+  const { size, iters, mtu, minDrops, dropWaitSec } = LOSS_PINGPONG;
+  const flags = `-s ${size} -n ${iters} -m ${mtu} --chk`;
+  const what = `ibv_rc_pingpong ${flags} under loss`;
+  await ctx.step(
+    `loss 1/${LOSS_ONE_IN}: ibv_rc_pingpong ${flags}, loss off before its end`,
+    async () => {
+      const args = (n: RdmaNode) =>
+        `ibv_rc_pingpong -d ${n.dev.ibdev}${addrFlag(n, "-g")} -p 18516 ${flags}`;
+      const before = await Promise.all(nodes.map(hwCounters));
+      const run = await startPair(s.g, args(s), c.g, `${args(c)} ${s.ip}`, 18516, 900);
+      const deadline = performance.now() + dropWaitSec * 1000;
+      let drops = await dropsSince(nodes, before);
+      while (drops.some((d) => d < minDrops) && performance.now() < deadline) {
+        const st = await run.running();
+        if (!st.server || !st.client) break;
+        await new Promise((r) => setTimeout(r, 500));
+        drops = await dropsSince(nodes, before);
+      }
+      await setLoss(nodes, 0);
+      const st = await run.running();
+      const r = await run.wait();
+      ctx.log(`${what}: ${drops.join(" + ")} frames dropped before loss went off`);
+      ctx.measure("loss.pingpong.rxDropInjected", drops[0] + drops[1], "frames");
+      ctx.expect(
+        st.server && st.client,
+        `${what}: it ended (server ${st.server ? "running" : "done"}, client ` +
+          `${st.client ? "running" : "done"}) before loss went off; give it more iterations`,
+      );
+      ctx.expect(
+        drops.every((d) => d >= minDrops),
+        `${what}: ${drops.join(" and ")} frames dropped in ${dropWaitSec} s, want ${minDrops} each`,
+      );
+      const f = pingpongResult(what, expectBothExit0(what, r));
+      ctx.measure("loss.pingpong.usecPerIter", f.usecPerIter, "us");
+    },
+  );
+}
+
+/**
+ * The recovery paths under 1/{@link LOSS_ONE_IN} receive loss on both
+ * guests: sequence NAKs, timeouts, duplicates, lost read responses.
+ * perftest send/write/read/atomic, then a checked pingpong; the counters
+ * must show drops, retransmissions and sequence NAKs.
+ */
+export async function lossRecovery(ctx: RowContext, nodes: RdmaNode[]): Promise<void> {
+  const [s, c] = nodes;
+  const before = await Promise.all(nodes.map(hwCounters));
+  const seed = lossSeed(ctx.config.lossSeed);
+  ctx.log(`loss seed ${seed} (replay this pattern with --loss-seed ${seed})`);
+  ctx.measure("loss.seed", seed, "seed");
+  await startLoss(ctx, nodes, LOSS_ONE_IN, seed);
+  try {
+    // perftest holds both QPs until a final handshake over TCP, so loss
+    // stays on to its end; it checks no data (see perftests). The pingpong
+    // after them checks data under loss (see LOSS_PINGPONG).
+    const perf = (prog: string, port: number, extra: string) => (n: RdmaNode) =>
+      `${prog} -d ${n.dev.ibdev}${addrFlag(n, "-x")} -p ${port} ${extra} -F`;
+    const runs: [string, (n: RdmaNode) => string, number][] = [
+      ["ib_send_bw -s 65536 -n 200", perf("ib_send_bw", 18903, "-s 65536 -n 200"), 18903],
+      ["ib_write_bw -s 65536 -n 200", perf("ib_write_bw", 18900, "-s 65536 -n 200"), 18900],
+      ["ib_read_bw -s 65536 -n 200", perf("ib_read_bw", 18901, "-s 65536 -n 200"), 18901],
+      ["ib_atomic_bw -n 500", perf("ib_atomic_bw", 18902, "-n 500"), 18902],
+    ];
+    for (const [name, cmd, port] of runs) {
+      await ctx.step(`loss 1/${LOSS_ONE_IN}: ${name}`, async () => {
+        await pair(`${name} with loss`, nodes, cmd(s), `${cmd(c)} ${s.ip}`, port);
+      });
+    }
+    // last: it switches loss off itself before its end
+    await pingpongUnderLoss(ctx, nodes);
+  } finally {
+    await setLoss(nodes, 0);
+  }
+  const after = await Promise.all(nodes.map(hwCounters));
+  const delta = (k: string) =>
+    after.reduce((sum, a, i) => sum + (a[k] ?? 0) - (before[i][k] ?? 0), 0);
+  for (
+    const k of [
+      "rx_drop_injected",
+      "retransmits",
+      "send_seq_nak",
+      "rcvd_seq_nak",
+      "duplicate_request",
+    ]
+  ) {
+    ctx.measure(`loss.${k}`, delta(k), "count");
+  }
+  ctx.expect(delta("rx_drop_injected") > 0, "no frame was dropped: the loss knob did nothing");
+  ctx.expect(delta("retransmits") > 0, "frames were lost but nothing was retransmitted");
+  ctx.expect(delta("send_seq_nak") > 0, "no sequence NAK was sent for a gap");
+}
+
+/** Frames of each kind the ICRC step sends to the second node from the switch. */
+export const ICRC_FRAMES = { bad: 7, good: 5 };
+
+/** A QP number no QP of the rows has (cnuas_ib hands out small ones). */
+export const NO_SUCH_QP = 0xabcde;
+
+/** How the ICRC step reaches the second node: its switch port and the frames it sends. */
+export interface IcrcInjection {
+  /** The switch port the frames leave by (egress) to reach the node. */
+  port: number;
+  /** A frame to the node (an RC SEND_ONLY to {@link NO_SUCH_QP}) with a correct ICRC. */
+  frame(psn: number): Uint8Array;
+  /**
+   * Flip one bit of frame `f`'s ICRC (the `i`-th bad frame), mending
+   * whatever link-level check covers it (the VCRC on InfiniBand).
+   */
+  breakIcrc(f: Uint8Array, i: number): void;
+}
+
+/**
+ * ICRC: frames built by the TypeScript model (IBTA ICRC) are sent to the
+ * second node from its switch port, outside any capture: those with one
+ * ICRC bit flipped must be dropped and counted as rcvd_icrc_err; those with
+ * the model's ICRC must pass the check (and be dropped later, counted as
+ * rcvd_drop, for want of a QP). Exact counts both ways.
+ */
+export async function icrc(
+  ctx: RowContext,
+  nodes: RdmaNode[],
+  how: (ctx: RowContext) => Promise<IcrcInjection>,
+): Promise<void> {
+  const dst = nodes[1];
+  await ctx.step(
+    `ICRC: ${ICRC_FRAMES.bad} frames with a bad ICRC counted and dropped, ` +
+      `${ICRC_FRAMES.good} with a good one pass the check`,
+    async () => {
+      const fabric = ctx.fabric;
+      if (!fabric) throw new RowFailure("the ICRC step needs the fabric");
+      const inj = await how(ctx);
+      const inject = (f: Uint8Array) => fabric.inject(inj.port, f, "egress");
+      const before = await hwCounters(dst);
+      for (let i = 0; i < ICRC_FRAMES.bad; i++) {
+        const f = inj.frame(100 + i);
+        inj.breakIcrc(f, i);
+        await inject(f);
+      }
+      for (let i = 0; i < ICRC_FRAMES.good; i++) {
+        await inject(inj.frame(200 + i));
+      }
+      let d = { icrc: 0, drop: 0 };
+      for (let t = 0; t < 40; t++) {
+        const after = await hwCounters(dst);
+        const delta = (k: string) => (after[k] ?? 0) - (before[k] ?? 0);
+        d = { icrc: delta("rcvd_icrc_err"), drop: delta("rcvd_drop") };
+        if (d.icrc >= ICRC_FRAMES.bad && d.drop >= ICRC_FRAMES.good) break;
+        await new Promise((r) => setTimeout(r, 250));
+      }
+      ctx.measure("icrc.rcvd_icrc_err", d.icrc, "count");
+      ctx.expect(
+        d.icrc === ICRC_FRAMES.bad,
+        `rcvd_icrc_err rose by ${d.icrc}, want ${ICRC_FRAMES.bad}`,
+      );
+      ctx.expect(
+        d.drop === ICRC_FRAMES.good,
+        `rcvd_drop rose by ${d.drop}, want ${ICRC_FRAMES.good} (good ICRC, no such QP)`,
+      );
+    },
+  );
+}
+
+/** Record every hw_counter of each node as `counters.<guest>.<name>`. */
+export async function recordPortCounters(ctx: RowContext, nodes: RdmaNode[]): Promise<void> {
+  await ctx.step("port counters", async () => {
+    for (const n of nodes) {
+      for (const [k, v] of Object.entries(await hwCounters(n))) {
+        ctx.measure(`counters.${n.g.name}.${k}`, v, "count");
+      }
+    }
+  });
+}
