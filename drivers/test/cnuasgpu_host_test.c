@@ -1060,8 +1060,8 @@ static void case_dmabuf_ib(int fd)
 		goto out;
 	qa = rc_create_qp(pd, cq, acc);
 	qb = rc_create_qp(pd, cq, acc);
-	rc_connect(qa, 1, qb->qp_num, 2, gid.raw, ib_gid_index, IBV_MTU_1024, 7);
-	rc_connect(qb, 2, qa->qp_num, 1, gid.raw, ib_gid_index, IBV_MTU_1024, 7);
+	rc_connect(qa, 1, qb->qp_num, 2, gid.raw, 0, ib_gid_index, IBV_MTU_1024, 7);
+	rc_connect(qb, 2, qa->qp_num, 1, gid.raw, 0, ib_gid_index, IBV_MTU_1024, 7);
 
 	struct ibv_sge sge = { .addr = (uintptr_t)src, .length = len, .lkey = smr->lkey };
 	struct ibv_send_wr wr = { .wr_id = 1, .sg_list = &sge, .num_sge = 1,

@@ -214,7 +214,7 @@ int main(int argc, char **argv)
 	me.rkey = mr->rkey;
 	sock = tcp_rendezvous(server, port);
 	tcp_xfer(sock, &me, &peer, sizeof(me));
-	rc_connect(qp, me.psn, peer.qpn, peer.psn, peer.gid, gid_index, pa.active_mtu, 7);
+	rc_connect(qp, me.psn, peer.qpn, peer.psn, peer.gid, 0, gid_index, pa.active_mtu, 7);
 
 	/*
 	 * Lock step over TCP: after each step that touches the server's memory

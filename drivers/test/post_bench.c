@@ -248,8 +248,8 @@ static void connect_loop(int gid_index)
 				  IBV_QP_ACCESS_FLAGS))
 			DIE("QP 0x%x to INIT: %s", (*qp)->qp_num, strerror(errno));
 	}
-	rc_connect(b.sq, 100, b.dq->qp_num, 200, gid.raw, gid_index, pa.active_mtu, 7);
-	rc_connect(b.dq, 200, b.sq->qp_num, 100, gid.raw, gid_index, pa.active_mtu, 7);
+	rc_connect(b.sq, 100, b.dq->qp_num, 200, gid.raw, 0, gid_index, pa.active_mtu, 7);
+	rc_connect(b.dq, 200, b.sq->qp_num, 100, gid.raw, 0, gid_index, pa.active_mtu, 7);
 }
 
 /* ---- post_recv and post_srq_recv ---- */

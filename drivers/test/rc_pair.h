@@ -3,7 +3,8 @@
  * rc_pair.h: what the two-guest RDMA test programs share.  A TCP rendezvous
  * on which the two ends swap their connection details (and later use to
  * step through a test together), an RC QP in INIT, and its move from INIT
- * to RTS over RoCEv2 (global routing by GID, as every RoCE connection needs).
+ * to RTS: over RoCEv2 by GID (global routing, as every RoCE connection
+ * needs), over native InfiniBand by LID (a subnet-local peer, no GRH).
  */
 #ifndef RC_PAIR_H
 #define RC_PAIR_H
@@ -121,21 +122,51 @@ static inline struct ibv_qp *rc_create_qp(struct ibv_pd *pd, struct ibv_cq *cq, 
 }
 
 /*
- * INIT -> RTR -> RTS towards the peer's QP.  min_rnr_timer 20: a sender told
+ * The port's LID when it is native InfiniBand, 0 on RoCE: what an end sends
+ * its peer beside its GID, and what rc_peer_av() takes.
+ */
+static inline uint16_t rc_local_lid(struct ibv_context *ctx)
+{
+	struct ibv_port_attr pa;
+
+	if (ibv_query_port(ctx, 1, &pa))
+		DIE("ibv_query_port");
+	return pa.link_layer == IBV_LINK_LAYER_INFINIBAND ? pa.lid : 0;
+}
+
+/*
+ * The address of a peer: by LID alone when it has one (native IB), else by
+ * GID with a GRH from our @gid_index (RoCE).
+ */
+static inline void rc_peer_av(struct ibv_ah_attr *aa, const uint8_t *peer_gid,
+			      uint16_t peer_lid, int gid_index)
+{
+	memset(aa, 0, sizeof(*aa));
+	aa->port_num = 1;
+	if (peer_lid) {
+		aa->dlid = peer_lid;
+		return;
+	}
+	aa->is_global = 1;
+	aa->grh.sgid_index = gid_index;
+	aa->grh.hop_limit = 64;
+	memcpy(aa->grh.dgid.raw, peer_gid, 16);
+}
+
+/*
+ * INIT -> RTR -> RTS towards the peer's QP (@peer_lid 0: by GID).  min_rnr_timer 20: a sender told
  * "receiver not ready" waits 10.24 ms; timeout 14 (67 ms), retry_cnt 7.
  */
 static inline void rc_connect(struct ibv_qp *qp, uint32_t my_psn, uint32_t peer_qpn,
-			      uint32_t peer_psn, const uint8_t *peer_gid, int gid_index,
-			      enum ibv_mtu mtu, int rnr_retry)
+			      uint32_t peer_psn, const uint8_t *peer_gid, uint16_t peer_lid,
+			      int gid_index, enum ibv_mtu mtu, int rnr_retry)
 {
 	struct ibv_qp_attr a = {
 		.qp_state = IBV_QPS_RTR, .path_mtu = mtu, .dest_qp_num = peer_qpn,
 		.rq_psn = peer_psn, .max_dest_rd_atomic = 4, .min_rnr_timer = 20,
-		.ah_attr = { .is_global = 1, .port_num = 1,
-			     .grh = { .sgid_index = gid_index, .hop_limit = 64 } },
 	};
 
-	memcpy(a.ah_attr.grh.dgid.raw, peer_gid, 16);
+	rc_peer_av(&a.ah_attr, peer_gid, peer_lid, gid_index);
 	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
 			  IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
 		DIE("RTR");

@@ -20,6 +20,9 @@
  *   server:  roce_security -d dev -g gid_index -p tcp_port
  *   client:  roce_security -d dev -g gid_index -p tcp_port SERVER_IP
  *
+ * On a native InfiniBand port both ends connect by LID instead (each sends
+ * its LID with its GID; -g is then 0, the port's one GID, and unused).
+ *
  * Prints one line per case and PASS at the end; exits 1 on any mismatch.
  */
 #include <getopt.h>
@@ -72,6 +75,7 @@ static const struct test_case cases[] = {
 struct msg {
 	uint32_t qpn, psn;
 	uint8_t gid[16];
+	uint16_t lid, pad;	/* native IB: the LID, and connections use it */
 	uint64_t addr;
 	uint32_t rkey, len;
 	int32_t status;
@@ -105,6 +109,7 @@ struct inline_env {
 	unsigned char *rw, *local;
 	const char *ibdev;
 	union ibv_gid gid;
+	uint16_t lid;		/* native IB: ours (0 on RoCE) */
 	int gid_index, fd, client;
 	enum ibv_mtu mtu;
 };
@@ -336,17 +341,18 @@ static int inline_case(struct inline_env *e, enum ibv_qp_type type, uint32_t ask
 	me.qpn = qp->qp_num;
 	me.len = got;
 	memcpy(me.gid, e->gid.raw, 16);
+	me.lid = e->lid;
 	tcp_xfer(e->fd, &me, &peer, sizeof(me));
 	if (ud && e->client) {
-		struct ibv_ah_attr aa = { .is_global = 1, .port_num = 1,
-					  .grh = { .sgid_index = e->gid_index, .hop_limit = 64 } };
+		struct ibv_ah_attr aa;
 
-		memcpy(aa.grh.dgid.raw, peer.gid, 16);
+		rc_peer_av(&aa, peer.gid, peer.lid, e->gid_index);
 		ah = ibv_create_ah(e->pd, &aa);
 		if (!ah)
 			DIE("ibv_create_ah: %s", strerror(errno));
 	} else if (!ud) {
-		rc_connect(qp, me.psn, peer.qpn, peer.psn, peer.gid, e->gid_index, e->mtu, 7);
+		rc_connect(qp, me.psn, peer.qpn, peer.psn, peer.gid, peer.lid, e->gid_index,
+			   e->mtu, 7);
 	}
 	if (got > INLINE_BIG - 1)
 		DIE("inline room %u leaves no oversize case below %u", got, INLINE_BIG);
@@ -397,6 +403,7 @@ int main(int argc, char **argv)
 
 	if (ibv_query_port(ctx, 1, &pa) || ibv_query_gid(ctx, 1, gid_index, &gid))
 		DIE("open/query");
+	uint16_t lid = rc_local_lid(ctx);
 	struct ibv_pd *pd = ibv_alloc_pd(ctx), *pd2 = ibv_alloc_pd(ctx);
 	struct ibv_cq *cq = ibv_create_cq(ctx, 8, NULL, NULL, 0);
 	unsigned char *rw = aligned_alloc(4096, MR_LEN), *ro = aligned_alloc(4096, MR_LEN);
@@ -430,6 +437,7 @@ int main(int argc, char **argv)
 			     IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC);
 		me.qpn = qp->qp_num;
 		memcpy(me.gid, gid.raw, 16);
+		me.lid = lid;
 		if (!client) {
 			struct ibv_mr *m = t->target == T_RW ? mr_rw :
 					   t->target == T_RO ? mr_ro : mr_other;
@@ -438,7 +446,8 @@ int main(int argc, char **argv)
 			me.rkey = t->bad_rkey ? m->rkey ^ 0x5a5a00 : m->rkey;
 		}
 		tcp_xfer(fd, &me, &peer, sizeof(me));
-		rc_connect(qp, me.psn, peer.qpn, peer.psn, peer.gid, gid_index, pa.active_mtu,
+		rc_connect(qp, me.psn, peer.qpn, peer.psn, peer.gid, peer.lid, gid_index,
+			   pa.active_mtu,
 			   client && t->no_rnr_retry ? 0 : 7);
 		tcp_xfer(fd, &me, &peer, sizeof(me));	/* both ready */
 
@@ -524,6 +533,7 @@ int main(int argc, char **argv)
 		.pd = pd, .cq = cq, .mr_rw = mr_rw, .mr_local = mr_local, .rw = rw,
 		.local = local, .ibdev = ibv_get_device_name(ctx->device), .gid = gid,
 		.gid_index = gid_index, .fd = fd, .client = client, .mtu = pa.active_mtu,
+		.lid = lid,
 	};
 	const enum ibv_qp_type types[] = { IBV_QPT_RC, IBV_QPT_UD };
 	const uint32_t asks[] = { INLINE_ASK, 0 };

@@ -348,7 +348,7 @@ static void event_cases(struct ibv_context *ctx, struct ibv_pd *pd, struct ibv_c
 	fd = tcp_rendezvous(server, port);
 	tcp_xfer(fd, &me, &peer, sizeof(me));
 	for (int i = 0; i < N_QP; i++)
-		rc_connect(qp[i], me.psn, peer.qpn[i], peer.psn, peer.gid, gid_index,
+		rc_connect(qp[i], me.psn, peer.qpn[i], peer.psn, peer.gid, 0, gid_index,
 			   pa.active_mtu, 7);
 	step(fd);
 

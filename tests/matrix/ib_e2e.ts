@@ -1,4 +1,4 @@
-import { type Row, type RowContext, RowFailure, RowMiss } from "../../harness/matrix/row.ts";
+import { type Row, type RowContext, RowFailure } from "../../harness/matrix/row.ts";
 import { rdmaPairNeeds } from "../../harness/matrix/needs.ts";
 import { captured } from "../../harness/oracle/wire_capture.ts";
 import { buildIbFrame, ibVcrc, OP, writeVcrc } from "../../harness/models/rdma/mod.ts";
@@ -16,6 +16,7 @@ import {
   PINGPONG_SIZES,
   recordPortCounters,
   rping,
+  security,
   udPingpong,
 } from "../../harness/guest/rdma_e2e.ts";
 
@@ -30,16 +31,6 @@ export const UD_PINGPONG_SIZES = [64, 2048, 4096];
 
 /** Frames with one VCRC bit flipped the VCRC step sends to g1. */
 export const VCRC_FRAMES = 3;
-
-/**
- * Why the row cannot pass yet, though everything else runs: roce_security
- * connects by GID only (drivers/test/rc_pair.h rc_connect: is_global 1, no
- * DLID), which native InfiniBand refuses (an address vector needs a DLID).
- * Undefined once it has a LID mode and the row runs it.
- */
-export const SECURITY_MISS =
-  "security cases: roce_security addresses its peer by GID only (rc_pair.h rc_connect sets " +
-  "no DLID), so it cannot connect over native InfiniBand; it needs a LID mode";
 
 /** A frame from g0's LID to g1's, SEND_ONLY to no QP, with a correct ICRC and VCRC. */
 function ibFrame(src: IbNode, dst: IbNode, psn: number): Uint8Array {
@@ -143,8 +134,10 @@ export const row: Row = {
       for (const size of UD_PINGPONG_SIZES) await udPingpong(ctx, nodes, { size, iters: 500 });
     });
     await captured(ctx, "perftest", () => perftests(ctx, nodes));
-    await captured(ctx, "examples-rping", async () => {
+    await captured(ctx, "examples-security-rping", async () => {
       await examples(ctx, nodes, ["ib_send_recv"]);
+      // roce_security connects by LID on a native IB port (rc_pair.h rc_peer_av)
+      await security(ctx, nodes);
       await rping(ctx, nodes);
     });
     await captured(ctx, "loss", () => lossRecovery(ctx, nodes));
@@ -159,7 +152,5 @@ export const row: Row = {
       );
     }
     await recordPortCounters(ctx, nodes);
-    // everything else ran and passed: say what is missing rather than PASS
-    throw new RowMiss(SECURITY_MISS);
   },
 };
