@@ -396,10 +396,13 @@ export const row: Row = {
     let trapped = { caps: [] as number[], represses: 0 };
     await captured(ctx, "traps", async () => {
       await ctx.step(`${nodes[0].g.name}: ib_cm leaves and comes back (rdma_ucm)`, async () => {
-        await nodes[0].g.run("modprobe -r rdma_ucm && modprobe rdma_ucm && sleep 2", {
-          check: true,
-          timeoutSec: 60,
-        });
+        await nodes[0].g.run(
+          "modprobe -r rdma_ucm rdma_cm iw_cm ib_cm && modprobe rdma_ucm && sleep 2",
+          {
+            check: true,
+            timeoutSec: 60,
+          },
+        );
       });
     }, {
       kind: "rdma",
