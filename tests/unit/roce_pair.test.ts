@@ -1,6 +1,11 @@
 import assert from "node:assert/strict";
 import { parsePerftest } from "../../harness/guest/cnuas_ib.ts";
-import { addrFlag, perftestFigures, type RdmaNode } from "../../harness/guest/roce_pair.ts";
+import {
+  addrFlag,
+  perftestFigures,
+  perftestResult,
+  type RdmaNode,
+} from "../../harness/guest/roce_pair.ts";
 
 const LAT =
   " #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    " +
@@ -53,4 +58,21 @@ Deno.test("addrFlag: a GID index on RoCE, nothing (the LID) on native InfiniBand
   assert.equal(addrFlag({ ...roce, gid: 0 }, "-x"), " -x 0");
   assert.equal(addrFlag(ib, "-g"), "");
   assert.equal(addrFlag(ib, "-x"), "");
+});
+
+Deno.test("perftestResult: a client that could not calibrate its clock gives way to the server", () => {
+  const rowText = (bw: string) =>
+    ` #bytes     #iterations    BW peak[MiB/sec]    BW average[MiB/sec]   MsgRate[Mpps]\n` +
+    ` 65536      1000             0.00               ${bw}  \t\t     0.000277\n`;
+  const warn = "Correlation coefficient r^2: 0.244288 < 0.9\n";
+  const good = perftestResult(rowText("15.00"), rowText("17.32"));
+  assert.equal(good.side, "client");
+  assert.equal(good.row?.["BW average[MiB/sec]"], 15);
+  const voidClient = perftestResult(warn + rowText("0.00"), rowText("17.32"));
+  assert.equal(voidClient.side, "server");
+  assert.equal(voidClient.row?.["BW average[MiB/sec]"], 17.32);
+  const neither = perftestResult(warn + rowText("0.00"), warn + rowText("0.00"));
+  assert.equal(neither.row, undefined);
+  assert.equal(neither.why, "neither end calibrated its clock");
+  assert.equal(perftestResult("", "").why, "no result row in its output");
 });
