@@ -8,7 +8,7 @@
  * manager sweeps while a row runs).
  */
 import type { LftEntry, PortStatus } from "../fabric/client.ts";
-import type { PcapngPacket } from "../fabric/pcapng.ts";
+import type { PcapngInterface, PcapngPacket } from "../fabric/pcapng.ts";
 import { DROP_REASONS, SwitchModel } from "../models/switch.ts";
 
 /** The switch's tables and ports while the capture ran (they must not change meanwhile). */
@@ -36,14 +36,24 @@ export interface ReplaySummary {
 }
 
 /**
- * Replay `packets` (in file order; `interfaceId` is the port, as the
- * switch writes one interface per port number) through a model holding
+ * The switch port a captured packet went through: the switch names each
+ * capture interface `port<N>` (docs/switch.md, "Capture"); interfaces are
+ * numbered in the order ports appeared, not by port.
+ */
+export function switchPort(interfaces: PcapngInterface[], pkt: PcapngPacket): number {
+  const m = /^port(\d+)$/.exec(interfaces[pkt.interfaceId]?.name ?? "");
+  if (!m) throw new Error(`capture interface ${pkt.interfaceId} is not named port<N>`);
+  return Number(m[1]);
+}
+
+/**
+ * Replay a capture's packets (in file order) through a model holding
  * `tables`, and list every port counter that moved differently on the
  * daemon between `before` and `after`. Empty list: the daemon forwarded,
  * dropped and counted exactly as the model.
  */
 export function replayIbCapture(
-  packets: PcapngPacket[],
+  { interfaces, packets }: { interfaces: PcapngInterface[]; packets: PcapngPacket[] },
   tables: IbFabricTables,
   before: PortStatus[],
   after: PortStatus[],
@@ -66,7 +76,7 @@ export function replayIbCapture(
   };
   const differences: string[] = [];
   for (const [i, pkt] of packets.entries()) {
-    const port = pkt.interfaceId;
+    const port = switchPort(interfaces, pkt);
     if (pkt.data.length !== pkt.origLen) {
       differences.push(`packet ${i} on port ${port} was captured truncated`);
       continue;

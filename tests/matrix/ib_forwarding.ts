@@ -4,7 +4,7 @@ import type { FabricHandle } from "../../harness/matrix/row.ts";
 import type { Guest } from "../../harness/vm/types.ts";
 import { readPcapng } from "../../harness/fabric/pcapng.ts";
 import { captured } from "../../harness/oracle/wire_capture.ts";
-import { ibTables, replayIbCapture } from "../../harness/oracle/switch_replay.ts";
+import { ibTables, replayIbCapture, switchPort } from "../../harness/oracle/switch_replay.ts";
 import {
   buildIbFrame,
   decodeMadHeader,
@@ -45,7 +45,7 @@ function replayInspector(ctx: RowContext) {
     const fabric = fabricOf(ctx);
     const tables = await ibTables(fabric);
     const cap = readPcapng(await Deno.readFile(path));
-    const r = replayIbCapture(cap.packets, tables, start, end);
+    const r = replayIbCapture(cap, tables, start, end);
     ctx.log(
       `switch model replay: ${r.summary.inbound} frames in, ${r.summary.forwarded} forwarded, ` +
         `${r.summary.toSwitch} to the SM, ${r.summary.outbound} sent by the SM, drops ` +
@@ -284,8 +284,9 @@ function smaAnswers(
   port: number,
 ): Map<bigint, SmaAnswer> {
   const out = new Map<bigint, SmaAnswer>();
-  for (const p of readPcapng(path).packets) {
-    if (p.interfaceId !== port || p.direction !== "inbound") continue;
+  const cap = readPcapng(path);
+  for (const p of cap.packets) {
+    if (switchPort(cap.interfaces, p) !== port || p.direction !== "inbound") continue;
     const f = p.data;
     if ((f[1] & 3) !== 2 || f.length < 8 + 12 + 8 + 256) continue;
     const mad = f.subarray(28, 28 + 256);
@@ -305,8 +306,10 @@ function smaAnswers(
 function traps(bytes: Uint8Array, port: number): { caps: number[]; represses: number } {
   const caps: number[] = [];
   let represses = 0;
-  for (const p of readPcapng(bytes).packets) {
-    if (p.interfaceId !== port || (p.data[1] & 3) !== 2 || p.data.length < 28 + 256) continue;
+  const cap = readPcapng(bytes);
+  for (const p of cap.packets) {
+    if (switchPort(cap.interfaces, p) !== port) continue;
+    if ((p.data[1] & 3) !== 2 || p.data.length < 28 + 256) continue;
     const mad = p.data.subarray(28, 28 + 256);
     const h = decodeMadHeader(mad, 0);
     if (h.mgmtClass !== 0x01 || h.attributeId !== 0x0002) continue;

@@ -14,8 +14,20 @@ function ud(dlid: number, slid: number): Uint8Array {
   });
 }
 
+/** Port 2 appeared first: interface 0 is port2, interface 1 is port1. */
+const interfaces = [
+  { linkType: 247, name: "port2", tsResolNs: 1n },
+  { linkType: 247, name: "port1", tsResolNs: 1n },
+];
+
 function pkt(port: number, data: Uint8Array, direction: "inbound" | "outbound"): PcapngPacket {
-  return { interfaceId: port, timestampNs: 0n, data, origLen: data.length, direction };
+  return {
+    interfaceId: port === 2 ? 0 : 1,
+    timestampNs: 0n,
+    data,
+    origLen: data.length,
+    direction,
+  };
 }
 
 function status(port: number, c: Partial<PortStatus> = {}): PortStatus {
@@ -70,7 +82,7 @@ function scenario() {
 
 Deno.test("replay: the daemon's counters equal the model's for every frame", () => {
   const { packets, after } = scenario();
-  const r = replayIbCapture(packets, tables, [status(1), status(2)], after);
+  const r = replayIbCapture({ interfaces, packets }, tables, [status(1), status(2)], after);
   assert.deepEqual(r.differences, []);
   assert.equal(r.summary.inbound, 4);
   assert.equal(r.summary.outbound, 1);
@@ -85,7 +97,7 @@ Deno.test("replay: a frame the switch sent elsewhere, or a drop it did not count
   wrong[1].txFrames -= 1; // the peer never got one
   wrong[0].drops.bad_vcrc = 0;
   wrong[0].drops.bad_lrh = 1; // counted under the wrong reason
-  const r = replayIbCapture(packets, tables, [status(1), status(2)], wrong);
+  const r = replayIbCapture({ interfaces, packets }, tables, [status(1), status(2)], wrong);
   assert.deepEqual(r.differences, [
     "port 1 drops.bad_vcrc: the switch counted 0, the model 1",
     "port 1 drops.bad_lrh: the switch counted 1, the model 0",
@@ -95,7 +107,7 @@ Deno.test("replay: a frame the switch sent elsewhere, or a drop it did not count
 
 Deno.test("replay: a port that went down during the capture is reported, not compared", () => {
   const { packets, after } = scenario();
-  const r = replayIbCapture(packets, tables, [status(1), status(2)], [
+  const r = replayIbCapture({ interfaces, packets }, tables, [status(1), status(2)], [
     after[0],
     { ...after[1], state: "down" },
   ]);
@@ -105,7 +117,10 @@ Deno.test("replay: a port that went down during the capture is reported, not com
 Deno.test("replay: a truncated packet cannot be replayed and says so", () => {
   const f = ud(3, 2);
   const r = replayIbCapture(
-    [{ interfaceId: 1, timestampNs: 0n, data: f.subarray(0, 10), origLen: f.length }],
+    {
+      interfaces,
+      packets: [{ interfaceId: 1, timestampNs: 0n, data: f.subarray(0, 10), origLen: f.length }],
+    },
     tables,
     [status(1), status(2)],
     [status(1), status(2)],
