@@ -58,8 +58,6 @@ export interface SegmentRecord {
   stopped?: number;
   /** Why `capture_stop` (or a counter sample) failed. */
   stopError?: string;
-  /** Frames the segment's work injected `egress` (captured, never received). */
-  injectedEgress?: number;
   /** Port counters at the instant the capture started (the `capture_start` reply). */
   startPorts?: PortStatus[];
   /** Port counters at the instant it stopped (the `capture_stop` reply). */
@@ -88,8 +86,8 @@ export type FileVerdictInput = Pick<
  * interval the capture must have grown by exactly the frames the switch
  * received, plus in ib mode the MADs its SM and SA sent (SMPs of the
  * periodic sweep, SA answers: captured as outbound, never received).
- * Frames injected `egress` are captured without being received: a
- * segment that injects some says how many (`injectedEgress`).
+ * (Frames injected `egress` are captured without being received; rows
+ * inject outside their captures.)
  */
 export function segmentProblems(
   seg: SegmentRecord,
@@ -106,12 +104,10 @@ export function segmentProblems(
     const received = seg.end.rxFrames - seg.start.rxFrames;
     const recorded = seg.end.packets - seg.start.packets;
     const smSent = (seg.end.smSent ?? 0) - (seg.start.smSent ?? 0);
-    const injected = seg.injectedEgress ?? 0;
-    if (received + smSent + injected !== recorded) {
+    if (received + smSent !== recorded) {
       out.push(
         `${n}: the switch received ${received} frames ` +
-          `${smSent ? `and its SM sent ${smSent} ` : ""}` +
-          `${injected ? `and ${injected} were injected egress ` : ""}while the capture ran, ` +
+          `${smSent ? `and its SM sent ${smSent} ` : ""}while the capture ran, ` +
           `the capture recorded ${recorded}`,
       );
     }
@@ -156,8 +152,6 @@ export interface WireCaptureOptions {
    * the segment like the oracle's (e.g. replaying it through the switch model).
    */
   inspect?: (path: string, start: PortStatus[], end: PortStatus[]) => Promise<string[]>;
-  /** Frames the segment's work injects with direction `egress` (default 0). */
-  injectedEgress?: number;
 }
 
 /**
@@ -171,7 +165,6 @@ export class WireCapture {
   readonly #ctx: RowContext;
   readonly #kind: CaptureKind;
   readonly #inspect?: WireCaptureOptions["inspect"];
-  readonly #injectedEgress?: number;
   readonly #pending: SegmentRecord[] = [];
   #active?: SegmentRecord;
   /** The fabric runs in ib mode (learnt from the first `stats` reply). */
@@ -182,7 +175,6 @@ export class WireCapture {
     this.#ctx = ctx;
     this.#kind = opts.kind;
     this.#inspect = opts.inspect;
-    this.#injectedEgress = opts.injectedEgress;
   }
 
   #client(): FabricOps {
@@ -218,7 +210,7 @@ export class WireCapture {
     if (this.#active) throw new RowFailure(`capture ${this.#active.name} is still running`);
     const path = join(this.#ctx.dir, `${name}.pcapng`);
     const startPorts = await this.#client().startCapture(path);
-    const seg: SegmentRecord = { name, path, startPorts, injectedEgress: this.#injectedEgress };
+    const seg: SegmentRecord = { name, path, startPorts };
     this.#active = seg;
     this.#pending.push(seg);
     this.#ctx.artifact(path);

@@ -4,6 +4,7 @@ import type { FabricHandle } from "../../harness/matrix/row.ts";
 import type { Guest } from "../../harness/vm/types.ts";
 import { readPcapng } from "../../harness/fabric/pcapng.ts";
 import { captured } from "../../harness/oracle/wire_capture.ts";
+import { checkPcapngFile } from "../../harness/oracle/wire_check.ts";
 import { ibTables, replayIbCapture, switchPort } from "../../harness/oracle/switch_replay.ts";
 import {
   buildIbFrame,
@@ -213,8 +214,12 @@ const TID = {
   rightMkey: 0xc0ffee08n,
   clearMkey: 0xc0ffee09n,
 };
-/** How many frames hostileSmps() injects. */
-const HOSTILE_SMPS = 9;
+/** What the wire oracle must say of them: the three malformed ones, nothing else. */
+const HOSTILE_VIOLATIONS = [
+  "management: QP0 (SMI) traffic must use VL15, got VL0",
+  "management: a MAD to QP0 is 256 bytes, got 100",
+  "smp-semantics: hop pointer 5 beyond hop count 1 + 1",
+];
 /** The M_Key a rogue SM installs for a moment (protection bits 2: Gets need it too). */
 const MKEY = 0x1122334455667788n;
 
@@ -243,7 +248,6 @@ async function hostileSmps(ctx: RowContext, n: IbNode): Promise<Uint8Array[]> {
     smpFrame(drSmp(TID.rightMkey, 0x01, 0x0015, 1, undefined, 1, MKEY)),
     smpFrame(drSmp(TID.clearMkey, 0x02, 0x0015, 1, portInfoWithState(n, 0), 1, MKEY)),
   ];
-  if (sent.length !== HOSTILE_SMPS) throw new Error("HOSTILE_SMPS is out of date");
   for (const f of sent) await fabric.inject(n.swPort, f, "egress");
   await new Promise((r) => setTimeout(r, 2000));
   const view = await guestPort(n.g, n.dev.ibdev);
@@ -461,17 +465,25 @@ export const row: Row = {
     );
 
     let hostile = new Map<bigint, SmaAnswer>();
-    await captured(ctx, "hostile-smps", async () => {
-      await ctx.step(`hostile SMPs at ${nodes[1].g.name}'s QP0`, async () => {
+    await ctx.step(`hostile SMPs at ${nodes[1].g.name}'s QP0`, async () => {
+      // three of them are wrong on the wire on purpose: the oracle must flag exactly those
+      const path = `${ctx.dir}/hostile-smps.pcapng`;
+      await fabric.startCapture(path);
+      ctx.artifact(path);
+      try {
         await hostileSmps(ctx, nodes[1]);
-      });
-    }, {
-      kind: "rdma",
-      inspect: async (path) => {
-        hostile = smaAnswers(await Deno.readFile(path), nodes[1].swPort);
-        return [];
-      },
-      injectedEgress: HOSTILE_SMPS,
+      } finally {
+        await fabric.stopCapture();
+      }
+      hostile = smaAnswers(await Deno.readFile(path), nodes[1].swPort);
+      const oracle = await checkPcapngFile(path);
+      ctx.artifact(oracle.reportPath);
+      const got = oracle.violations.map((v) => `${v.rule}: ${v.message}`).sort();
+      ctx.expect(
+        JSON.stringify(got) === JSON.stringify(HOSTILE_VIOLATIONS),
+        `hostile-smps: the wire oracle found ${JSON.stringify(got)}, want exactly ` +
+          JSON.stringify(HOSTILE_VIOLATIONS),
+      );
     });
     await ctx.step("the SMA answered each hostile SMP as IBA says", () => {
       const a = hostile.get(TID.unknownAttr);
