@@ -326,8 +326,24 @@ function traps(bytes: Uint8Array, port: number): { caps: number[]; represses: nu
   return { caps, represses };
 }
 
-/** Pull g's cable; the port goes DOWN; plug it back; the SM makes it ACTIVE with its LID. */
+/** Pull n's cable: its port goes DOWN; plug it back: the SM makes it ACTIVE with its LID. */
 async function cablePull(ctx: RowContext, n: IbNode): Promise<void> {
+  const fabric = fabricOf(ctx);
+  // A vnic whose socket closes reconnects at once into any free slot (docs/switch.md):
+  // reserve the free ones, so the pulled port stays dark until it is plugged back.
+  const taken = new Set((await fabric.ports()).map((p) => p.port));
+  const { maxPorts } = await fabric.stats();
+  const reserved: number[] = [];
+  for (let p = 1; p <= maxPorts; p++) if (!taken.has(p)) reserved.push(p);
+  for (const p of reserved) await fabric.linkDown(p);
+  try {
+    await pullAndReplug(ctx, n);
+  } finally {
+    for (const p of reserved) await fabric.linkUp(p);
+  }
+}
+
+async function pullAndReplug(ctx: RowContext, n: IbNode): Promise<void> {
   const fabric = fabricOf(ctx);
   await fabric.linkDown(n.swPort);
   const down = await n.g.run(
