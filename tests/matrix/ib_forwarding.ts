@@ -41,7 +41,7 @@ function fabricOf(ctx: RowContext): FabricHandle {
 }
 
 /** Replay a capture through the switch model (see harness/oracle/switch_replay.ts). */
-function replayInspector(ctx: RowContext) {
+function replayInspector(ctx: RowContext, segment: string) {
   return async (path: string, start: Parameters<typeof replayIbCapture>[2], end: typeof start) => {
     const fabric = fabricOf(ctx);
     const tables = await ibTables(fabric);
@@ -52,7 +52,8 @@ function replayInspector(ctx: RowContext) {
         `${r.summary.toSwitch} to the SM, ${r.summary.outbound} sent by the SM, drops ` +
         JSON.stringify(r.summary.drops),
     );
-    ctx.measure("switchModel.framesReplayed", r.summary.inbound + r.summary.outbound, "frames");
+    const frames = r.summary.inbound + r.summary.outbound;
+    ctx.measure(`switchModel.${segment}.framesReplayed`, frames, "frames");
     return r.differences;
   };
 }
@@ -460,7 +461,7 @@ export const row: Row = {
           await pingpong(ctx, nodes, "ibv_ud_pingpong", "-s 2048 -n 200");
         },
       );
-    }, { kind: "rdma", inspect: replayInspector(ctx) });
+    }, { kind: "rdma", inspect: replayInspector(ctx, "forwarding") });
 
     await ctx.step(
       "unknown DLID, bad VCRC, bad LRH dropped at the switch; bad ICRC at the HCA",
@@ -474,7 +475,7 @@ export const row: Row = {
           await injections(ctx, nodes);
         } finally {
           const end = (await fabric.stopCapture()).ports;
-          const diff = await replayInspector(ctx)(path, start, end);
+          const diff = await replayInspector(ctx, "injected")(path, start, end);
           ctx.expect(diff.length === 0, `injected: ${diff.join("; ")}`);
         }
       },
