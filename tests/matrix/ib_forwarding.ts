@@ -16,7 +16,7 @@ import {
 } from "../../harness/models/rdma/mod.ts";
 import { readIbModeAttributes, runPair } from "../../harness/guest/cnuas_ib.ts";
 import { ibModeAttributeDifferences } from "../../harness/guest/cnuas_ib_attrs.ts";
-import { expectBothExit0, pingpongResult } from "../../harness/guest/roce_pair.ts";
+import { expectBothExit0, hwCounters, pingpongResult } from "../../harness/guest/roce_pair.ts";
 import {
   guestPort,
   type IbNode,
@@ -95,18 +95,6 @@ async function ipoibCarrier(n: IbNode, timeoutSec = 60): Promise<void> {
       `${n.g.name}: ${n.ipoibIface} has no carrier (broadcast group not joined)`,
     );
   }
-}
-
-/** The port's hw_counters of a node's device. */
-async function hwCounters(n: IbNode): Promise<Record<string, number>> {
-  const d = `/sys/class/infiniband/${n.dev.ibdev}/ports/1/hw_counters`;
-  const r = await n.g.run(`cd ${d} && grep -H . *`, { timeoutSec: 30 });
-  const out: Record<string, number> = {};
-  for (const line of r.stdout.split("\n")) {
-    const m = /^(\w+):(\d+)$/.exec(line.trim());
-    if (m) out[m[1]] = Number(m[2]);
-  }
-  return out;
 }
 
 /** A UD SEND_ONLY from `slid` to `dlid`, correct in every CRC. */
