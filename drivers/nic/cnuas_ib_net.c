@@ -386,6 +386,18 @@ static void cnuas_ib_roce_mgid(const struct sk_buff *skb, union ib_gid *mgid)
 }
 
 /*
+ * A frame went (to the wire or round the loop queue): sent_pkts, and
+ * sent_mgmt_pkts for QP0's and QP1's MADs, so a test can tell its own
+ * QP's frames from the SMA's answers and the CM's MADs.
+ */
+static void cnuas_ib_count_sent(struct cnuas_ib_qp *qp)
+{
+	cnuas_stat_inc(qp->dev, CNUAS_STAT_SENT_PKTS);
+	if (qp->type == IB_QPT_SMI || qp->type == IB_QPT_GSI)
+		cnuas_stat_inc(qp->dev, CNUAS_STAT_SENT_MGMT_PKTS);
+}
+
+/*
  * Native IB: the part of sending that stays on this device.  Data frames
  * (anything but QP0's) go nowhere while the port is not ACTIVE; a frame to
  * our own LID goes round the loopback path; one to a multicast LID gives
@@ -406,7 +418,7 @@ static bool cnuas_ib_xmit_ib_local(struct cnuas_ib_qp *qp, struct sk_buff *skb)
 	}
 	lid = cnuas_ib_port_lid(dev);
 	if (lid && dlid == lid) {
-		cnuas_stat_inc(dev, CNUAS_STAT_SENT_PKTS);
+		cnuas_ib_count_sent(qp);
 		cnuas_ib_loop_queue(dev, skb);
 		return true;
 	}
@@ -446,7 +458,7 @@ int cnuas_ib_xmit(struct cnuas_ib_qp *qp, struct sk_buff *skb)
 			return 0;
 	} else if (ether_addr_equal(eth_hdr(skb)->h_dest,
 				    dev->netdev->dev_addr)) {
-		cnuas_stat_inc(dev, CNUAS_STAT_SENT_PKTS);
+		cnuas_ib_count_sent(qp);
 		cnuas_ib_loop_queue(dev, skb);
 		return 0;
 	} else if (is_multicast_ether_addr(eth_hdr(skb)->h_dest)) {
@@ -467,7 +479,7 @@ int cnuas_ib_xmit(struct cnuas_ib_qp *qp, struct sk_buff *skb)
 	gen = READ_ONCE(dev->tx_gen);
 	err = cnuas_net_xmit(dev->net, skb);
 	if (likely(!err)) {
-		cnuas_stat_inc(dev, CNUAS_STAT_SENT_PKTS);
+		cnuas_ib_count_sent(qp);
 		return 0;
 	}
 	if (err != -ENOBUFS)

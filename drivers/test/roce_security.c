@@ -132,15 +132,15 @@ static struct ibv_qp *ud_create_qp(struct ibv_pd *pd, struct ibv_cq *cq, uint32_
 	return qp;
 }
 
-/* The port's sent_pkts counter: every frame the device sent; -1 unreadable. */
-static long sent_pkts(const char *ibdev)
+/* One of the port's hw_counters; -1 unreadable. */
+static long hw_counter(const char *ibdev, const char *name)
 {
 	char path[256];
 	long v = -1;
 	FILE *f;
 
-	snprintf(path, sizeof(path), "/sys/class/infiniband/%s/ports/1/hw_counters/sent_pkts",
-		 ibdev);
+	snprintf(path, sizeof(path), "/sys/class/infiniband/%s/ports/1/hw_counters/%s",
+		 ibdev, name);
 	f = fopen(path, "r");
 	if (f) {
 		if (fscanf(f, "%ld", &v) != 1)
@@ -148,6 +148,19 @@ static long sent_pkts(const char *ibdev)
 		fclose(f);
 	}
 	return v;
+}
+
+/*
+ * Frames the device sent from QPs other than QP0 and QP1: on native IB the
+ * SMA answers the subnet manager's sweeps meanwhile (sent_mgmt_pkts), which
+ * says nothing about this QP.  -1 unreadable.
+ */
+static long sent_pkts(const char *ibdev)
+{
+	long all = hw_counter(ibdev, "sent_pkts");
+	long mgmt = hw_counter(ibdev, "sent_mgmt_pkts");
+
+	return all < 0 || mgmt < 0 ? -1 : all - mgmt;
 }
 
 
