@@ -128,7 +128,7 @@ enum cnuas_ib_stat {
 	/* native IB data path (names are ABI: only ever appended) */
 	CNUAS_STAT_RCVD_VCRC_ERR,
 	CNUAS_STAT_TX_PORT_NOT_ACTIVE,
-	CNUAS_STAT_SENT_MGMT_PKTS,	/* of sent_pkts, QP0's and QP1's */
+	CNUAS_STAT_SENT_KERNEL_PKTS,	/* of sent_pkts, kernel QPs' */
 	CNUAS_STAT_NUM,
 };
 

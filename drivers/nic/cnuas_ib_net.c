@@ -387,14 +387,15 @@ static void cnuas_ib_roce_mgid(const struct sk_buff *skb, union ib_gid *mgid)
 
 /*
  * A frame went (to the wire or round the loop queue): sent_pkts, and
- * sent_mgmt_pkts for QP0's and QP1's MADs, so a test can tell its own
- * QP's frames from the SMA's answers and the CM's MADs.
+ * sent_kernel_pkts when a kernel QP sent it (QP0's SMA answers, QP1's SA
+ * and CM MADs, IPoIB), so a test can tell its own user QP's frames from
+ * what the kernel sends meanwhile.
  */
 static void cnuas_ib_count_sent(struct cnuas_ib_qp *qp)
 {
 	cnuas_stat_inc(qp->dev, CNUAS_STAT_SENT_PKTS);
-	if (qp->type == IB_QPT_SMI || qp->type == IB_QPT_GSI)
-		cnuas_stat_inc(qp->dev, CNUAS_STAT_SENT_MGMT_PKTS);
+	if (!qp->user)
+		cnuas_stat_inc(qp->dev, CNUAS_STAT_SENT_KERNEL_PKTS);
 }
 
 /*

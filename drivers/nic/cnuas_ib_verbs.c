@@ -264,7 +264,7 @@ static const struct rdma_stat_desc cnuas_ib_stat_desc[CNUAS_STAT_NUM] = {
 	[CNUAS_STAT_RCVD_MCAST_PKTS] = { .name = "rcvd_mcast_pkts" },
 	[CNUAS_STAT_RCVD_VCRC_ERR] = { .name = "rcvd_vcrc_err" },
 	[CNUAS_STAT_TX_PORT_NOT_ACTIVE] = { .name = "tx_port_not_active" },
-	[CNUAS_STAT_SENT_MGMT_PKTS] = { .name = "sent_mgmt_pkts" },
+	[CNUAS_STAT_SENT_KERNEL_PKTS] = { .name = "sent_kernel_pkts" },
 };
 
 static struct rdma_hw_stats *cnuas_ib_alloc_port_stats(struct ib_device *ibdev,

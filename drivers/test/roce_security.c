@@ -151,16 +151,17 @@ static long hw_counter(const char *ibdev, const char *name)
 }
 
 /*
- * Frames the device sent from QPs other than QP0 and QP1: on native IB the
- * SMA answers the subnet manager's sweeps meanwhile (sent_mgmt_pkts), which
- * says nothing about this QP.  -1 unreadable.
+ * Frames user QPs made the device send: on native IB the kernel sends
+ * meanwhile (the SMA's answers to the SM's sweeps, IPoIB carrying this
+ * program's own TCP side channel), which says nothing about this QP.
+ * -1 unreadable.
  */
 static long sent_pkts(const char *ibdev)
 {
 	long all = hw_counter(ibdev, "sent_pkts");
-	long mgmt = hw_counter(ibdev, "sent_mgmt_pkts");
+	long kernel = hw_counter(ibdev, "sent_kernel_pkts");
 
-	return all < 0 || mgmt < 0 ? -1 : all - mgmt;
+	return all < 0 || kernel < 0 ? -1 : all - kernel;
 }
 
 
