@@ -817,3 +817,22 @@ Deno.test("PathRecord and MCMemberRecord codecs put fields where IBA 15.2.5.16/1
   assert.equal(sa[55], 0x0c);
   assert.deepEqual(sa.subarray(r.SA_DATA_OFFSET, r.SA_DATA_OFFSET + 64), pr);
 });
+
+Deno.test("mad-pairing: answers at a capture's start to requests sent before it are counted, not judged", () => {
+  const good = discover(NODES[0]);
+  // the capture begins with the node's answer: its request went out before the capture started
+  const early = good.filter((_, i) => i !== 0);
+  const res = check(early);
+  assert.deepEqual(res.violations.filter((v) => v.rule === "mad-pairing"), []);
+  assert.equal(res.unpairedAtStart, 1);
+  // once a request of that class is in the capture, an orphan answer is judged again
+  const stray = dr({
+    method: r.MAD_METHOD.GET_RESP,
+    attr: r.SMP_ATTR.NODE_INFO,
+    tid: 0x77n,
+    port: 1,
+    data: nodeInfo(1n),
+  });
+  const late = check([...good, stray]);
+  assert.equal(late.violations.filter((v) => v.rule === "mad-pairing").length, 1);
+});

@@ -32,7 +32,11 @@
  *
  * Requests still unanswered when the capture ends are counted (`unanswered`),
  * not reported: an SM retrying a port whose driver is not loaded yet is
- * normal; the row decides what it tolerates.
+ * normal; the row decides what it tolerates. The other edge of a capture
+ * likewise: a response of a management class of which no request has been
+ * seen yet may answer one sent before the capture started (the switch's SM
+ * sweeps all the time); it is counted (`unpairedAtStart`), not reported.
+ * Once a class's first request is in the capture, its responses must pair.
  */
 import type { RuleId, ViolationLog } from "./check_log.ts";
 import { endpoints, frameFlow } from "./check_frame.ts";
@@ -186,6 +190,10 @@ export class MadChecker {
   requests = 0;
   /** MAD responses seen. */
   responses = 0;
+  /** Responses at the capture's start, before any request of their class (not judged). */
+  unpairedAtStart = 0;
+  /** Management classes of which a request has been seen. */
+  private readonly requestClasses = new Set<number>();
 
   /** A checker reporting into `log`. */
   constructor(private readonly log: ViolationLog) {}
@@ -367,6 +375,7 @@ export class MadChecker {
     flow: string,
   ): void {
     this.requests++;
+    this.requestClasses.add(h.mgmtClass);
     const status = h.mgmtClass === MGMT_CLASS.SUBN_DIRECTED_ROUTE ? h.status & 0x7fff : h.status;
     if (status !== 0) {
       this.log.report(
@@ -407,6 +416,10 @@ export class MadChecker {
     this.responses++;
     const what = `${methodName(h.method)} ${attrName(h)} TID ${hex(h.transactionId, 16)}`;
     const t = this.txns.get(this.key(p, h, smp, true));
+    if (!t && !this.requestClasses.has(h.mgmtClass)) {
+      this.unpairedAtStart++;
+      return;
+    }
     if (!t) {
       const others = this.keysByTid.get(h.transactionId);
       this.log.report(

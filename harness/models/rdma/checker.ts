@@ -118,6 +118,11 @@ export interface CheckResult {
    * probing a port whose driver is not up yet retries into silence).
    */
   unanswered: number;
+  /**
+   * MAD responses at the capture's start answering requests sent before it
+   * (no request of their class seen yet): a count, not judged.
+   */
+  unpairedAtStart: number;
 }
 
 /** Streaming checker: `push` every frame in capture order, then `finish`. */
@@ -217,6 +222,7 @@ export class CaptureChecker {
       madRequests: this.mads.requests,
       madResponses: this.mads.responses,
       unanswered: this.unanswered,
+      unpairedAtStart: this.mads.unpairedAtStart,
     };
   }
 
