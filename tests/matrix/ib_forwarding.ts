@@ -15,6 +15,7 @@ import {
   writeVcrc,
 } from "../../harness/models/rdma/mod.ts";
 import { readIbModeAttributes, runPair } from "../../harness/guest/cnuas_ib.ts";
+import { waitCarrier } from "../../harness/guest/cnuas_net.ts";
 import { ibModeAttributeDifferences } from "../../harness/guest/cnuas_ib_attrs.ts";
 import { expectBothExit0, hwCounters, pingpongResult } from "../../harness/guest/roce_pair.ts";
 import {
@@ -84,13 +85,7 @@ async function ping(from: IbNode, to: IbNode, count = 5): Promise<void> {
 
 /** Wait (bounded) until IPoIB has its carrier: it joined the broadcast group through the SA. */
 async function ipoibCarrier(n: IbNode, timeoutSec = 60): Promise<void> {
-  const r = await n.g.run(
-    `for i in $(seq ${
-      timeoutSec * 10
-    }); do [ "$(cat /sys/class/net/${n.ipoibIface}/carrier)" = 1 ] && exit 0; sleep 0.1; done; exit 1`,
-    { timeoutSec: timeoutSec + 30 },
-  );
-  if (r.code !== 0) {
+  if (!await waitCarrier(n.g, n.ipoibIface!, true, timeoutSec)) {
     throw new RowFailure(
       `${n.g.name}: ${n.ipoibIface} has no carrier (broadcast group not joined)`,
     );
