@@ -66,7 +66,7 @@ export interface FabricStats {
   /** Dropped frames by reason since start, over all ports (closed connections included). */
   drops: Record<DropReason, number>;
   /** Capture state: file and packet count while active, the last error if any. */
-  capture: { active: boolean; path?: string; packets?: number; error?: string };
+  capture: { active: boolean; path?: string; packets?: number; files?: number; error?: string };
 }
 
 /** One LFT entry; `port: null` clears it, port 0 is the switch itself. */
@@ -184,18 +184,42 @@ export interface FabricOps {
   advanceTime(seconds: number): Promise<void>;
   /**
    * Start a pcapng capture of every frame received (and injected) to `path`;
-   * resolves to the port counters at the instant it started.
+   * resolves to the port counters at the instant it started. With
+   * `fileBytes` the switch rolls over to `<stem>.1.pcapng`, `<stem>.2.pcapng`…
+   * before a file would pass that size (docs/switch.md, "Capture").
    */
-  startCapture(path: string): Promise<PortStatus[]>;
+  startCapture(path: string, opts?: { fileBytes?: number }): Promise<PortStatus[]>;
   /**
-   * Stop the capture; resolves once the file is complete on disk, with the
+   * Stop the capture; resolves once the files are complete on disk, with the
    * port counters at the instant it stopped.
    */
-  stopCapture(): Promise<{ path: string; packets: number; ports: PortStatus[] }>;
+  stopCapture(): Promise<CaptureStopped>;
   /** Wait until `n` ports are up (devices connect asynchronously). */
   waitForPorts(n: number, timeoutMs?: number): Promise<PortStatus[]>;
   /** The subnet manager's state (ib mode): LIDs, port states, groups, MAD counters. */
   sm(): Promise<SmStatus>;
+}
+
+/** One file of a capture, as `capture_stop` lists it. */
+export interface CaptureFile {
+  /** Where it is. */
+  path: string;
+  /** Packets in it. */
+  packets: number;
+  /** Its length in bytes: everything the switch wrote to it. */
+  bytes: number;
+}
+
+/** What `capture_stop` said. */
+export interface CaptureStopped {
+  /** The first file's path (the one `capture_start` named). */
+  path: string;
+  /** Packets over every file. */
+  packets: number;
+  /** Every file, in the order written (one unless the capture rolled over). */
+  files: CaptureFile[];
+  /** Port counters at the instant the capture stopped. */
+  ports: PortStatus[];
 }
 
 /** The `ports` list of a reply (ports, capture_start, capture_stop). */
@@ -333,14 +357,24 @@ export abstract class FabricClient implements FabricOps {
   }
 
   /** Start a pcapng capture of every frame received (and injected) to `path`. */
-  async startCapture(path: string): Promise<PortStatus[]> {
-    return portList((await this.request({ op: "capture_start", path })).ports);
+  async startCapture(path: string, opts: { fileBytes?: number } = {}): Promise<PortStatus[]> {
+    const req = {
+      op: "capture_start",
+      path,
+      ...(opts.fileBytes ? { file_bytes: opts.fileBytes } : {}),
+    };
+    return portList((await this.request(req)).ports);
   }
 
-  /** Stop the capture; resolves once the file is complete on disk. */
-  async stopCapture(): Promise<{ path: string; packets: number; ports: PortStatus[] }> {
+  /** Stop the capture; resolves once the files are complete on disk. */
+  async stopCapture(): Promise<CaptureStopped> {
     const r = await this.request({ op: "capture_stop" });
-    return { path: String(r.path), packets: num(r.packets), ports: portList(r.ports) };
+    const files = ((r.files ?? []) as Record<string, unknown>[]).map((f) => ({
+      path: String(f.path),
+      packets: num(f.packets),
+      bytes: num(f.bytes),
+    }));
+    return { path: String(r.path), packets: num(r.packets), files, ports: portList(r.ports) };
   }
 
   /** The subnet manager's state (ib mode): LIDs, port states, groups, MAD counters. */

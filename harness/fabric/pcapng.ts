@@ -8,7 +8,8 @@
  * Wireshark and tshark open as they are.
  *
  * cnuas-switch writes its captures in this format; its tests read them back
- * with {@link readPcapng}, so the API below is stable.
+ * with {@link readPcapng} (in memory) or {@link scanPcapngFile} (a block at a
+ * time, for captures of any size), so the API below is stable.
  *
  * @example
  * ```ts
@@ -74,127 +75,225 @@ interface IfState {
 }
 
 /**
- * Read every interface and packet of a pcapng file.
+ * Read every interface and packet of a pcapng file held in memory.
  *
  * @throws {PcapngFormatError} when the bytes are not pcapng or a block is cut short.
  */
 export function readPcapng(
   bytes: Uint8Array,
 ): { interfaces: PcapngInterface[]; packets: PcapngPacket[] } {
-  const dv = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  const interfaces: PcapngInterface[] = [];
-  const ifStates: IfState[] = [];
+  const parser = new BlockParser();
   const packets: PcapngPacket[] = [];
-  let le = true;
-  let sectionBase = -1; // index in `interfaces` of the current section's interface 0
   let off = 0;
   while (off < bytes.length) {
-    if (off + 12 > bytes.length) {
-      throw new PcapngFormatError("file ends inside a block header", off);
+    const len = parser.blockLength(bytes, off, off, bytes.length - off);
+    const pkt = parser.parseBlock(bytes.subarray(off, off + len), off);
+    if (pkt) packets.push(pkt);
+    off += len;
+  }
+  return { interfaces: parser.interfaces, packets };
+}
+
+/** What {@link scanPcapngFile} read. */
+export interface PcapngScan {
+  /** Every interface the file describes, in order. */
+  interfaces: PcapngInterface[];
+  /** Packets handed to the callback. */
+  packets: number;
+  /** Bytes read: the whole file, or the scan threw. */
+  bytes: number;
+}
+
+/** Read size of {@link scanPcapngFile}; a block larger than this grows the buffer. */
+const SCAN_CHUNK = 4 << 20;
+
+/**
+ * Read a pcapng file a block at a time, handing each packet to `onPacket`
+ * with the interfaces described so far — memory stays at one read buffer
+ * however large the file (a 1 MiB pingpong's capture is over 2 GiB, more
+ * than one `Deno.readFile` returns intact).
+ *
+ * @throws {PcapngFormatError} as {@link readPcapng}, or what `onPacket` throws.
+ */
+export async function scanPcapngFile(
+  path: string,
+  onPacket: (pkt: PcapngPacket, interfaces: readonly PcapngInterface[]) => void,
+): Promise<PcapngScan> {
+  const parser = new BlockParser();
+  const file = await Deno.open(path, { read: true });
+  try {
+    const size = (await file.stat()).size;
+    let buf = new Uint8Array(SCAN_CHUNK);
+    let head = 0; // buf[head..tail) is unparsed file content starting at file offset `at`
+    let tail = 0;
+    let at = 0;
+    let packets = 0;
+    /** Make buf hold `need` unparsed bytes, or as many as remain; returns how many it holds. */
+    const fill = async (need: number): Promise<number> => {
+      if (tail - head >= need) return tail - head;
+      buf.copyWithin(0, head, tail);
+      tail -= head;
+      head = 0;
+      if (need > buf.length) {
+        const bigger = new Uint8Array(Math.max(need, buf.length * 2));
+        bigger.set(buf.subarray(0, tail));
+        buf = bigger;
+      }
+      while (tail < need) {
+        const n = await file.read(buf.subarray(tail));
+        if (n === null) break;
+        tail += n;
+      }
+      return tail - head;
+    };
+    while ((await fill(28)) > 0) {
+      const len = parser.blockLength(buf.subarray(head, tail), 0, at, size - at);
+      if ((await fill(len)) < len) {
+        throw new PcapngFormatError("the file ends inside a block (it changed while read?)", at);
+      }
+      const pkt = parser.parseBlock(buf.subarray(head, head + len), at);
+      if (pkt) {
+        packets++;
+        onPacket(pkt, parser.interfaces);
+      }
+      head += len;
+      at += len;
     }
-    const rawType = dv.getUint32(off, true);
-    if (rawType === BT_SHB) {
+    return { interfaces: parser.interfaces, packets, bytes: at };
+  } finally {
+    file.close();
+  }
+}
+
+/**
+ * The block-by-block state of a pcapng reader: the current section's byte
+ * order and first interface, and every interface so far.
+ */
+class BlockParser {
+  readonly interfaces: PcapngInterface[] = [];
+  readonly #ifStates: IfState[] = [];
+  #le = true;
+  #sectionBase = -1; // index in `interfaces` of the current section's interface 0
+
+  /**
+   * Check the header of the block at `bytes[off]` (its first `avail` bytes
+   * up to 28 are there; `remaining` bytes are left in the file from it) and
+   * return its total length, which fits in `remaining`. A section header
+   * switches the byte order here. `fileOff` places errors in the file.
+   */
+  blockLength(bytes: Uint8Array, off: number, fileOff: number, remaining: number): number {
+    const avail = bytes.length - off;
+    if (avail < 12) throw new PcapngFormatError("file ends inside a block header", fileOff);
+    const dv = new DataView(bytes.buffer, bytes.byteOffset + off, Math.min(avail, 28));
+    if (dv.getUint32(0, true) === BT_SHB) {
       // The byte-order magic decides how this section (this block included) is read.
-      if (off + 28 > bytes.length) {
-        throw new PcapngFormatError("section header block cut short", off);
-      }
-      const magicLe = dv.getUint32(off + 8, true);
-      if (magicLe === BYTE_ORDER_MAGIC) le = true;
-      else if (dv.getUint32(off + 8, false) === BYTE_ORDER_MAGIC) le = false;
-      else {throw new PcapngFormatError(
+      if (avail < 28) throw new PcapngFormatError("section header block cut short", fileOff);
+      if (dv.getUint32(8, true) === BYTE_ORDER_MAGIC) this.#le = true;
+      else if (dv.getUint32(8, false) === BYTE_ORDER_MAGIC) this.#le = false;
+      else {
+        throw new PcapngFormatError(
           "section header without the byte-order magic 0x1A2B3C4D",
-          off,
-        );}
-      const major = dv.getUint16(off + 12, le);
-      if (major !== 1) {
-        throw new PcapngFormatError(`unsupported pcapng major version ${major}`, off);
+          fileOff,
+        );
       }
-      sectionBase = interfaces.length;
-    } else if (sectionBase < 0) {
-      throw new PcapngFormatError("file does not start with a section header block", off);
+      const major = dv.getUint16(12, this.#le);
+      if (major !== 1) {
+        throw new PcapngFormatError(`unsupported pcapng major version ${major}`, fileOff);
+      }
+      this.#sectionBase = this.interfaces.length;
+    } else if (this.#sectionBase < 0) {
+      throw new PcapngFormatError("file does not start with a section header block", fileOff);
     }
-    const type = dv.getUint32(off, le);
-    const len = dv.getUint32(off + 4, le);
+    const type = dv.getUint32(0, this.#le);
+    const len = dv.getUint32(4, this.#le);
     if (len < 12 || len % 4 !== 0) {
       throw new PcapngFormatError(
         `block of type 0x${type.toString(16)} has invalid length ${len}`,
-        off,
+        fileOff,
       );
     }
-    if (off + len > bytes.length) {
+    if (len > remaining) {
       throw new PcapngFormatError(
         `block of type 0x${type.toString(16)} (${len} bytes) runs past the end of the file`,
-        off,
+        fileOff,
       );
     }
-    if (dv.getUint32(off + len - 4, le) !== len) {
+    return len;
+  }
+
+  /** Parse one whole block (`block` is exactly its bytes, checked by blockLength); a packet block gives its packet. */
+  parseBlock(block: Uint8Array, off: number): PcapngPacket | undefined {
+    const le = this.#le;
+    const dv = new DataView(block.buffer, block.byteOffset, block.byteLength);
+    const len = block.length;
+    const type = dv.getUint32(0, le);
+    if (dv.getUint32(len - 4, le) !== len) {
       throw new PcapngFormatError(
         `block of type 0x${type.toString(16)}: trailing length differs from leading length`,
         off,
       );
     }
-    const body = off + 8;
-    const end = off + len - 4;
+    const body = 8;
+    const end = len - 4;
     if (type === BT_IDB) {
       if (end - body < 8) throw new PcapngFormatError("interface description block too short", off);
       const linkType = dv.getUint16(body, le);
       const st: IfState = { base: 10, exp: 6, offsetNs: 0n };
       let name: string | undefined;
       forEachOption(dv, body + 8, end, le, off, (code, vo, vl) => {
-        if (code === OPT_IF_NAME) name = new TextDecoder().decode(bytes.subarray(vo, vo + vl));
+        if (code === OPT_IF_NAME) name = new TextDecoder().decode(block.subarray(vo, vo + vl));
         else if (code === OPT_IF_TSRESOL && vl >= 1) {
-          const r = bytes[vo];
+          const r = block[vo];
           st.base = r & 0x80 ? 2 : 10;
           st.exp = r & 0x7f;
         } else if (code === OPT_IF_TSOFFSET && vl >= 8) {
           st.offsetNs = dv.getBigInt64(vo, le) * 1_000_000_000n;
         }
       });
-      ifStates.push(st);
-      interfaces.push({
+      this.#ifStates.push(st);
+      this.interfaces.push({
         linkType,
         ...(name !== undefined ? { name } : {}),
         tsResolNs: nsPerTick(st),
       });
-    } else if (type === BT_EPB) {
-      if (end - body < 20) throw new PcapngFormatError("enhanced packet block too short", off);
-      const local = dv.getUint32(body, le);
-      const id = sectionBase + local;
-      if (id >= interfaces.length) {
-        throw new PcapngFormatError(
-          `packet names interface ${local}, which this section does not describe`,
-          off,
-        );
-      }
-      const ticks = (BigInt(dv.getUint32(body + 4, le)) << 32n) |
-        BigInt(dv.getUint32(body + 8, le));
-      const capLen = dv.getUint32(body + 12, le);
-      const origLen = dv.getUint32(body + 16, le);
-      if (body + 20 + capLen > end) {
-        throw new PcapngFormatError(
-          `packet claims ${capLen} captured bytes but its block holds fewer`,
-          off,
-        );
-      }
-      const pkt: PcapngPacket = {
-        interfaceId: id,
-        timestampNs: ticksToNs(ticks, ifStates[id]),
-        data: bytes.slice(body + 20, body + 20 + capLen),
-        origLen,
-      };
-      // options follow the packet data, padded to 32 bits
-      forEachOption(dv, body + 20 + ((capLen + 3) & ~3), end, le, off, (code, v, vlen) => {
-        if (code !== OPT_EPB_FLAGS || vlen !== 4) return;
-        const dir = dv.getUint32(v, le) & 3;
-        if (dir === 1) pkt.direction = "inbound";
-        if (dir === 2) pkt.direction = "outbound";
-      });
-      packets.push(pkt);
+      return undefined;
     }
-    // SHB handled above; SPB, name resolution, statistics and unknown blocks are skipped.
-    off += len;
+    // SHB handled in blockLength; SPB, name resolution, statistics and unknown blocks are skipped.
+    if (type !== BT_EPB) return undefined;
+    if (end - body < 20) throw new PcapngFormatError("enhanced packet block too short", off);
+    const local = dv.getUint32(body, le);
+    const id = this.#sectionBase + local;
+    if (id >= this.interfaces.length) {
+      throw new PcapngFormatError(
+        `packet names interface ${local}, which this section does not describe`,
+        off,
+      );
+    }
+    const ticks = (BigInt(dv.getUint32(body + 4, le)) << 32n) |
+      BigInt(dv.getUint32(body + 8, le));
+    const capLen = dv.getUint32(body + 12, le);
+    const origLen = dv.getUint32(body + 16, le);
+    if (body + 20 + capLen > end) {
+      throw new PcapngFormatError(
+        `packet claims ${capLen} captured bytes but its block holds fewer`,
+        off,
+      );
+    }
+    const pkt: PcapngPacket = {
+      interfaceId: id,
+      timestampNs: ticksToNs(ticks, this.#ifStates[id]),
+      data: block.slice(body + 20, body + 20 + capLen),
+      origLen,
+    };
+    // options follow the packet data, padded to 32 bits
+    forEachOption(dv, body + 20 + ((capLen + 3) & ~3), end, le, off, (code, v, vlen) => {
+      if (code !== OPT_EPB_FLAGS || vlen !== 4) return;
+      const dir = dv.getUint32(v, le) & 3;
+      if (dir === 1) pkt.direction = "inbound";
+      if (dir === 2) pkt.direction = "outbound";
+    });
+    return pkt;
   }
-  return { interfaces, packets };
 }
 
 function forEachOption(

@@ -17,6 +17,7 @@
 import { HilError } from "../errors.ts";
 import { join } from "node:path";
 import {
+  type CaptureStopped,
   ControlConnection,
   FabricClient,
   type FabricMode,
@@ -236,10 +237,17 @@ export class Fabric extends FabricClient {
   }
 
   /** Start a capture (see FabricClient); its file becomes one of the artifacts `close` returns. */
-  override async startCapture(path: string): Promise<PortStatus[]> {
-    const ports = await super.startCapture(path);
+  override async startCapture(path: string, opts?: { fileBytes?: number }): Promise<PortStatus[]> {
+    const ports = await super.startCapture(path, opts);
     this.captures.push(path);
     return ports;
+  }
+
+  /** Stop the capture (see FabricClient); the files it rolled over to become artifacts too. */
+  override async stopCapture(): Promise<CaptureStopped> {
+    const stopped = await super.stopCapture();
+    for (const f of stopped.files) if (!this.captures.includes(f.path)) this.captures.push(f.path);
+    return stopped;
   }
 
   /**

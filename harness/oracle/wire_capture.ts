@@ -5,10 +5,10 @@
  * segment at a time with {@link captured} — and the same rules fail the row:
  *
  * - `capture_stop` failed (the file may be cut short);
- * - the file holds a different number of frames than `capture_stop` said it
- *   wrote, or the capture's own count moved differently from the switch's
- *   receive counters over the same interval (frames lost between the
- *   forwarding path and the file);
+ * - the files hold a different number of frames or bytes than `capture_stop`
+ *   said it wrote, or the capture's own count moved differently from the
+ *   switch's receive counters over the same interval (frames lost between
+ *   the forwarding path and the file);
  * - the capture is empty, or holds no frame of the kind the row checks;
  * - a frame was cut short, or the oracle found a violation.
  *
@@ -19,9 +19,17 @@
  * `framesChecked` (frames) and `violations` (violations).
  */
 import { join } from "node:path";
-import type { FabricOps, PortStatus } from "../fabric/client.ts";
+import type { CaptureFile, FabricOps, PortStatus } from "../fabric/client.ts";
 import { type RowContext, RowFailure } from "../matrix/row.ts";
-import { checkPcapngFile, type PcapngCheckSummary } from "./wire_check.ts";
+import { checkPcapngFiles, type PcapngCheckSummary } from "./wire_check.ts";
+
+/**
+ * The switch rolls a capture over to a next file before one passes this
+ * size: a 1 MiB pingpong's 1,000 iterations are over 2 GiB of frames, and
+ * files of that size were twice read back as empty in CI (once with the
+ * whole file read at once, once a block at a time was not yet tried).
+ */
+export const CAPTURE_FILE_BYTES = 1 << 30;
 
 /**
  * What a row's capture must contain: some RDMA transport frames, some IPv4
@@ -56,6 +64,8 @@ export interface SegmentRecord {
   end?: CounterSample;
   /** Packets `capture_stop` said it wrote. */
   stopped?: number;
+  /** The files `capture_stop` listed, in order. */
+  files?: CaptureFile[];
   /** Why `capture_stop` (or a counter sample) failed. */
   stopError?: string;
   /** Port counters at the instant the capture started (the `capture_start` reply). */
@@ -67,6 +77,7 @@ export interface SegmentRecord {
 /** The parts of an oracle summary the gate judges. */
 export type FileVerdictInput = Pick<
   PcapngCheckSummary,
+  | "files"
   | "fileFrames"
   | "rdmaFrames"
   | "ipv4Frames"
@@ -119,6 +130,15 @@ export function segmentProblems(
   if (seg.stopped !== undefined && file.fileFrames !== seg.stopped) {
     out.push(`${n}: the file holds ${file.fileFrames} frames, the switch wrote ${seg.stopped}`);
   }
+  if (seg.files) {
+    const read = file.files.map((f) => `${f.path} (${f.frames} frames, ${f.bytes} bytes)`);
+    const wrote = seg.files.map((f) => `${f.path} (${f.packets} frames, ${f.bytes} bytes)`);
+    if (read.join() !== wrote.join()) {
+      out.push(
+        `${n}: the files read were ${read.join(", ")}; the switch wrote ${wrote.join(", ")}`,
+      );
+    }
+  }
   if (kind === "no-rdma") {
     if (file.rdmaFrames > 0) {
       out.push(`${n}: ${file.rdmaFrames} RDMA frames reached the wire, want none`);
@@ -151,7 +171,7 @@ export interface WireCaptureOptions {
    * counters of its first and last instant; the problems it returns fail
    * the segment like the oracle's (e.g. replaying it through the switch model).
    */
-  inspect?: (path: string, start: PortStatus[], end: PortStatus[]) => Promise<string[]>;
+  inspect?: (paths: string[], start: PortStatus[], end: PortStatus[]) => Promise<string[]>;
 }
 
 /**
@@ -209,7 +229,7 @@ export class WireCapture {
   async start(name: string): Promise<void> {
     if (this.#active) throw new RowFailure(`capture ${this.#active.name} is still running`);
     const path = join(this.#ctx.dir, `${name}.pcapng`);
-    const startPorts = await this.#client().startCapture(path);
+    const startPorts = await this.#client().startCapture(path, { fileBytes: CAPTURE_FILE_BYTES });
     const seg: SegmentRecord = { name, path, startPorts };
     this.#active = seg;
     this.#pending.push(seg);
@@ -233,8 +253,10 @@ export class WireCapture {
     try {
       const st = await this.#client().stopCapture();
       seg.stopped = st.packets;
+      seg.files = st.files;
       seg.endPorts = st.ports;
-      this.#ctx.log(`capture ${seg.name}: the switch wrote ${seg.stopped} frames to ${seg.path}`);
+      const where = st.files.length > 1 ? `${st.files.length} files from ${seg.path}` : seg.path;
+      this.#ctx.log(`capture ${seg.name}: the switch wrote ${seg.stopped} frames to ${where}`);
     } catch (e) {
       seg.stopError = `capture_stop failed: ${(e as Error).message}`;
       this.#ctx.log(`capture ${seg.name}: ${seg.stopError}`);
@@ -258,7 +280,7 @@ export class WireCapture {
     let readError: string | undefined;
     const t0 = performance.now();
     try {
-      file = await checkPcapngFile(seg.path);
+      file = await checkPcapngFiles(seg.files?.map((f) => f.path) ?? [seg.path]);
     } catch (e) {
       readError = (e as Error).message;
     }
@@ -290,14 +312,17 @@ export class WireCapture {
     const problems = segmentProblems(seg, this.#kind, file, readError);
     if (this.#inspect && seg.startPorts && seg.endPorts && !seg.stopError) {
       try {
-        problems.push(...await this.#inspect(seg.path, seg.startPorts, seg.endPorts));
+        const paths = seg.files?.map((f) => f.path) ?? [seg.path];
+        problems.push(...await this.#inspect(paths, seg.startPorts, seg.endPorts));
       } catch (e) {
         problems.push(`${seg.name}: inspecting the capture failed: ${(e as Error).message}`);
       }
     }
     // A clean capture can be hundreds of MB: its .violations.json stays as
     // the proof the check ran; one with a problem is kept for inspection.
-    if (problems.length === 0) await Deno.remove(seg.path);
+    if (problems.length === 0) {
+      for (const f of seg.files ?? [{ path: seg.path }]) await Deno.remove(f.path);
+    }
     ctx.expect(problems.length === 0, problems.join("; "));
   }
 }

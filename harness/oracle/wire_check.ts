@@ -11,17 +11,12 @@
  * if (r.violationCount > 0) throw new RowFailure(`${r.violationCount} wire violations, see ${r.reportPath}`);
  * ```
  */
-import {
-  type CaptureFrame,
-  checkCapture,
-  type CheckOptions,
-  type CheckResult,
-} from "../models/rdma/mod.ts";
-import { readPcapng } from "../fabric/pcapng.ts";
+import { CaptureChecker, type CheckOptions, type CheckResult } from "../models/rdma/mod.ts";
+import { scanPcapngFile } from "../fabric/pcapng.ts";
 
 /** What {@link checkPcapngFile} found, and where it wrote the report. */
 export interface PcapngCheckSummary extends CheckResult {
-  /** The capture that was checked. */
+  /** The capture that was checked (its first file). */
   capturePath: string;
   /** The `<capture>.violations.json` written beside it. */
   reportPath: string;
@@ -31,6 +26,18 @@ export interface PcapngCheckSummary extends CheckResult {
   fileFrames: number;
   /** Ethernet frames carrying IPv4 (ethertype 0x0800), RoCEv2 included. */
   ipv4Frames: number;
+  /** Each file read, in order (one unless the switch rolled the capture over). */
+  files: PcapngFileRead[];
+}
+
+/** One file of a checked capture. */
+export interface PcapngFileRead {
+  /** Where it is. */
+  path: string;
+  /** Packets in it. */
+  frames: number;
+  /** Its length in bytes (all of it was read). */
+  bytes: number;
 }
 
 /** pcapng/libpcap link type of Ethernet. */
@@ -46,38 +53,56 @@ function isIpv4(linkType: number, data: Uint8Array): boolean {
  * Check a pcapng capture and write `<path>.violations.json` beside it (always,
  * so an empty report proves the check ran).
  */
-export async function checkPcapngFile(
+export function checkPcapngFile(
   path: string,
   opts: CheckOptions = {},
 ): Promise<PcapngCheckSummary> {
-  const bytes = await Deno.readFile(path);
-  const onDisk = (await Deno.stat(path)).size;
-  // a capture read short (seen once with a 2.15 GB file: 0 frames, no error) must not pass as empty
-  if (bytes.length !== onDisk) {
-    throw new Error(`${path}: read ${bytes.length} bytes of the ${onDisk} on disk`);
-  }
-  const { interfaces, packets } = readPcapng(bytes);
+  return checkPcapngFiles([path], opts);
+}
+
+/**
+ * Check a capture that the switch rolled over into several files, in the
+ * order written, as one frame sequence (flows go on across files), and write
+ * `<first>.violations.json`.
+ */
+export async function checkPcapngFiles(
+  paths: string[],
+  opts: CheckOptions = {},
+): Promise<PcapngCheckSummary> {
+  if (paths.length === 0) throw new Error("checkPcapngFiles: no file to check");
+  const checker = new CaptureChecker(opts);
   let truncatedFrames = 0;
   let ipv4Frames = 0;
-  const frames: CaptureFrame[] = packets.map((p) => {
-    if (p.data.length < p.origLen) truncatedFrames++;
-    if (isIpv4(interfaces[p.interfaceId].linkType, p.data)) ipv4Frames++;
-    return {
-      data: p.data,
-      linkType: interfaces[p.interfaceId].linkType,
-      interfaceId: p.interfaceId,
-      timestampNs: p.timestampNs,
-    };
-  });
-  const result = checkCapture(frames, opts);
-  const reportPath = `${path}.violations.json`;
+  const files: PcapngFileRead[] = [];
+  for (const path of paths) {
+    // a block at a time: memory stays flat however large the file
+    const scan = await scanPcapngFile(path, (p, interfaces) => {
+      const linkType = interfaces[p.interfaceId].linkType;
+      if (p.data.length < p.origLen) truncatedFrames++;
+      if (isIpv4(linkType, p.data)) ipv4Frames++;
+      checker.push({
+        data: p.data,
+        linkType,
+        interfaceId: p.interfaceId,
+        timestampNs: p.timestampNs,
+      });
+    });
+    const onDisk = (await Deno.stat(path)).size;
+    if (scan.bytes !== onDisk) {
+      throw new Error(`${path}: read ${scan.bytes} bytes of the ${onDisk} on disk`);
+    }
+    files.push({ path, frames: scan.packets, bytes: scan.bytes });
+  }
+  const result = checker.finish();
+  const reportPath = `${paths[0]}.violations.json`;
   const summary: PcapngCheckSummary = {
     ...result,
-    capturePath: path,
+    capturePath: paths[0],
     reportPath,
     truncatedFrames,
-    fileFrames: packets.length,
+    fileFrames: files.reduce((n, f) => n + f.frames, 0),
     ipv4Frames,
+    files,
   };
   await Deno.writeTextFile(reportPath, JSON.stringify(summary, null, 2) + "\n");
   return summary;

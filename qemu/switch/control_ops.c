@@ -162,6 +162,8 @@ bool op_stats(struct req *r)
 		jb_str(b, sw->cap.path);
 		jb_key(b, "packets");
 		jb_u64(b, sw->cap.packets);
+		jb_key(b, "files");
+		jb_u64(b, sw->cap.n_files);
 	}
 	/*
 	 * The error of the last capture stays visible after capture_stop, until
@@ -591,6 +593,7 @@ bool op_capture_start(struct req *r)
 {
 	struct sw *sw = r->sw;
 	const struct jval *path = json_get(r->j, "path");
+	int64_t file_bytes = 0;
 	int err;
 
 	/*
@@ -599,6 +602,10 @@ bool op_capture_start(struct req *r)
 	 */
 	if (!path || path->t != J_STR || !path->slen || strlen(path->s) != path->slen)
 		return fail(r, "\"path\" must be a non-empty file path");
+	/* Optional: roll over to a next file before one passes this many bytes. */
+	if (json_get(r->j, "file_bytes") &&
+	    !get_int(r, "file_bytes", CAP_MIN_FILE_BYTES, INT64_MAX, &file_bytes))
+		return false;
 	if (cap_active(&sw->cap))
 		return fail(r, "a capture to %s is running; capture_stop it first", sw->cap.path);
 	/*
@@ -609,7 +616,7 @@ bool op_capture_start(struct req *r)
 	 */
 	err = cap_start(&sw->cap, path->s,
 			sw->mode == MODE_IB ? LINKTYPE_INFINIBAND : LINKTYPE_ETHERNET,
-			sw->max_ports + 1);
+			sw->max_ports + 1, (uint64_t)file_bytes);
 	if (err)
 		return fail(r, "cannot write %s: %s", path->s, strerror(-err));
 	for (unsigned int id = 1; id <= sw->max_ports; id++)
@@ -631,30 +638,50 @@ bool op_capture_start(struct req *r)
 	return true;
 }
 
-/* The path is copied first: cap_stop frees it, and the reply still names it. */
+/*
+ * The path is copied first: cap_stop frees it, and the reply still names it;
+ * the file list is taken over from cap_stop for the same reason.
+ */
 bool op_capture_stop(struct req *r)
 {
 	struct capture *c = &r->sw->cap;
 	uint64_t packets = c->packets;
+	struct cap_file *files = NULL;
+	uint32_t n_files = 0;
 	char *path;
 	int err;
 
 	if (!cap_active(c))
 		return fail(r, "no capture is running");
 	path = strdup(c->path);
-	err = cap_stop(c);
+	err = cap_stop(c, &files, &n_files);
 	if (err) {
 		fail(r, "capture to %s failed: %s", path ? path : "?",
 		     c->error[0] ? c->error : strerror(-err));
 		free(path);
+		cap_free_files(files, n_files);
 		return false;
 	}
 	jb_key(r->body, "path");
 	jb_str(r->body, path ? path : "");
 	jb_key(r->body, "packets");
 	jb_u64(r->body, packets);
+	jb_key(r->body, "files");
+	jb_arr(r->body);
+	for (uint32_t i = 0; i < n_files; i++) {
+		jb_obj(r->body);
+		jb_key(r->body, "path");
+		jb_str(r->body, files[i].path);
+		jb_key(r->body, "packets");
+		jb_u64(r->body, files[i].packets);
+		jb_key(r->body, "bytes");
+		jb_u64(r->body, files[i].bytes);
+		jb_end_obj(r->body);
+	}
+	jb_end_arr(r->body);
 	emit_ports(r);
 	free(path);
+	cap_free_files(files, n_files);
 	return true;
 }
 

@@ -337,7 +337,7 @@ static void teardown(struct sw *sw)
 	 * port and tells the SM seam, as a device leaving would.  The sockets
 	 * are unlinked so the next run finds clean paths.
 	 */
-	if (cap_active(&sw->cap) && cap_stop(&sw->cap))
+	if (cap_active(&sw->cap) && cap_stop(&sw->cap, NULL, NULL))
 		sw_log(sw, "capture: %s", sw->cap.error);
 	for (unsigned int id = 1; id <= sw->max_ports; id++)
 		port_close(sw, id, "switch stopping");

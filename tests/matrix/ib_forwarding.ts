@@ -2,7 +2,11 @@ import type { Row, RowContext } from "../../harness/matrix/row.ts";
 import { RowFailure } from "../../harness/matrix/row.ts";
 import type { FabricHandle } from "../../harness/matrix/row.ts";
 import type { Guest } from "../../harness/vm/types.ts";
-import { readPcapng } from "../../harness/fabric/pcapng.ts";
+import {
+  type PcapngInterface,
+  type PcapngPacket,
+  scanPcapngFile,
+} from "../../harness/fabric/pcapng.ts";
 import { captured } from "../../harness/oracle/wire_capture.ts";
 import { checkPcapngFile } from "../../harness/oracle/wire_check.ts";
 import { ibTables, replayIbCapture, switchPort } from "../../harness/oracle/switch_replay.ts";
@@ -41,13 +45,28 @@ function fabricOf(ctx: RowContext): FabricHandle {
   return ctx.fabric;
 }
 
+/** A capture's packets over all its files (a rolled-over capture numbers interfaces alike in each). */
+async function readCapture(
+  paths: string[],
+): Promise<{ interfaces: PcapngInterface[]; packets: PcapngPacket[] }> {
+  const packets: PcapngPacket[] = [];
+  let interfaces: PcapngInterface[] = [];
+  for (const path of paths) {
+    interfaces = (await scanPcapngFile(path, (p) => packets.push(p))).interfaces;
+  }
+  return { interfaces, packets };
+}
+
 /** Replay a capture through the switch model (see harness/oracle/switch_replay.ts). */
 function replayInspector(ctx: RowContext, segment: string) {
-  return async (path: string, start: Parameters<typeof replayIbCapture>[2], end: typeof start) => {
+  return async (
+    paths: string[],
+    start: Parameters<typeof replayIbCapture>[2],
+    end: typeof start,
+  ) => {
     const fabric = fabricOf(ctx);
     const tables = await ibTables(fabric);
-    const cap = readPcapng(await Deno.readFile(path));
-    const r = replayIbCapture(cap, tables, start, end);
+    const r = replayIbCapture(await readCapture(paths), tables, start, end);
     ctx.log(
       `switch model replay: ${r.summary.inbound} frames in, ${r.summary.forwarded} forwarded, ` +
         `${r.summary.toSwitch} to the SM, ${r.summary.outbound} sent by the SM, drops ` +
@@ -268,11 +287,10 @@ interface SmaAnswer {
 
 /** The SMA's answers to the hostile SMPs, from the capture (inbound on the node's port). */
 function smaAnswers(
-  path: Uint8Array,
+  cap: { interfaces: PcapngInterface[]; packets: PcapngPacket[] },
   port: number,
 ): Map<bigint, SmaAnswer> {
   const out = new Map<bigint, SmaAnswer>();
-  const cap = readPcapng(path);
   for (const p of cap.packets) {
     if (switchPort(cap.interfaces, p) !== port || p.direction !== "inbound") continue;
     const f = p.data;
@@ -291,10 +309,12 @@ function smaAnswers(
 }
 
 /** Trap 144s (CapabilityMask changed) a port sent, and the SM's TrapRepresses, from a capture. */
-function traps(bytes: Uint8Array, port: number): { caps: number[]; represses: number } {
+function traps(
+  cap: { interfaces: PcapngInterface[]; packets: PcapngPacket[] },
+  port: number,
+): { caps: number[]; represses: number } {
   const caps: number[] = [];
   let represses = 0;
-  const cap = readPcapng(bytes);
   for (const p of cap.packets) {
     if (switchPort(cap.interfaces, p) !== port) continue;
     if ((p.data[1] & 3) !== 2 || p.data.length < 28 + 256) continue;
@@ -413,8 +433,8 @@ export const row: Row = {
       });
     }, {
       kind: "rdma",
-      inspect: async (path) => {
-        trapped = traps(await Deno.readFile(path), nodes[0].swPort);
+      inspect: async (paths) => {
+        trapped = traps(await readCapture(paths), nodes[0].swPort);
         return [];
       },
     });
@@ -458,7 +478,7 @@ export const row: Row = {
           await injections(ctx, nodes);
         } finally {
           const end = (await fabric.stopCapture()).ports;
-          const diff = await replayInspector(ctx, "injected")(path, start, end);
+          const diff = await replayInspector(ctx, "injected")([path], start, end);
           ctx.expect(diff.length === 0, `injected: ${diff.join("; ")}`);
         }
       },
@@ -475,7 +495,7 @@ export const row: Row = {
       } finally {
         await fabric.stopCapture();
       }
-      hostile = smaAnswers(await Deno.readFile(path), nodes[1].swPort);
+      hostile = smaAnswers(await readCapture([path]), nodes[1].swPort);
       const oracle = await checkPcapngFile(path);
       ctx.artifact(oracle.reportPath);
       const got = oracle.violations.map((v) => `${v.rule}: ${v.message}`).sort();

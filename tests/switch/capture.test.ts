@@ -164,3 +164,70 @@ Deno.test("capture: starting a second capture is refused while one runs", async 
     await cleanup();
   }
 });
+
+Deno.test("capture: with a file limit it rolls over to numbered files, no frame lost or doubled", async () => {
+  const { path, cleanup } = await tempFile("roll.pcapng");
+  const limit = 64 << 10;
+  try {
+    await withRig("eth", 3, async (rig) => {
+      await rig.fabric.startCapture(path, { fileBytes: limit });
+      const rng = prng(0x7011);
+      const sent: { port: string; data: Uint8Array }[] = [];
+      for (let i = 0; i < 120; i++) {
+        const port = randInt(rng, 1, 3);
+        const f = randBytes(rng, randInt(rng, 1000, 3000));
+        f[0] &= 0xfe; // unicast: one frame in per frame sent
+        await sendAndCheck(rig, port, [f], `frame ${i}`);
+        sent.push({ port: `port${port}`, data: f });
+      }
+      // a port that joins in a later file gets its interface there, the earlier ids unchanged
+      const late = await connectPort(rig);
+      const lateFrame = randBytes(rng, 64);
+      await sendAndCheck(rig, late, [lateFrame], "late port");
+      sent.push({ port: `port${late}`, data: lateFrame });
+      const stopped = await rig.fabric.stopCapture();
+
+      const stem = path.slice(0, -".pcapng".length);
+      assert.ok(stopped.files.length >= 4, `${stopped.files.length} files for ~240 KB`);
+      assert.deepEqual(
+        stopped.files.map((f) => f.path),
+        [path, ...stopped.files.slice(1).map((_, k) => `${stem}.${k + 1}.pcapng`)],
+      );
+      assert.equal(stopped.packets, sent.length);
+      const got: { port: string; data: Uint8Array }[] = [];
+      for (const f of stopped.files) {
+        const bytes = await Deno.readFile(f.path);
+        assert.equal(bytes.length, f.bytes, `${f.path}: the size the switch reported`);
+        assert.ok(f.bytes <= limit, `${f.path}: ${f.bytes} bytes, over the ${limit} limit`);
+        const cap = readPcapng(bytes);
+        assert.equal(cap.packets.length, f.packets, `${f.path}: packets`);
+        assert.ok(cap.packets.length > 0, `${f.path}: empty`);
+        assert.deepEqual(
+          cap.interfaces.map((i) => i.name),
+          ["port1", "port2", "port3", `port${late}`].slice(0, cap.interfaces.length),
+          `${f.path}: interfaces in id order`,
+        );
+        for (const p of cap.packets) {
+          got.push({ port: cap.interfaces[p.interfaceId].name ?? "?", data: p.data });
+        }
+      }
+      assert.deepEqual(got, sent);
+    });
+  } finally {
+    await cleanup();
+  }
+});
+
+Deno.test("capture: a file limit below 64 KiB is refused and nothing starts", async () => {
+  const { path, cleanup } = await tempFile("small.pcapng");
+  try {
+    await withRig("eth", 1, async (rig) => {
+      const r = await rig.fabric.control({ op: "capture_start", path, file_bytes: 1000 });
+      assert.equal(r.ok, false);
+      assert.match(String(r.error), /file_bytes/);
+      assert.equal((await rig.fabric.stats()).capture?.active, false);
+    });
+  } finally {
+    await cleanup();
+  }
+});

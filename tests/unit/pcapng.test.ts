@@ -5,7 +5,12 @@
  * if_tsoffset = 14; EPB type 6; SPB type 3).
  */
 import assert from "node:assert/strict";
-import { PcapngFormatError, readPcapng, writePcapng } from "../../harness/fabric/pcapng.ts";
+import {
+  PcapngFormatError,
+  readPcapng,
+  scanPcapngFile,
+  writePcapng,
+} from "../../harness/fabric/pcapng.ts";
 import { prng, randBytes, randInt } from "../../harness/prng.ts";
 
 /** Little helper that writes blocks in either byte order. */
@@ -164,4 +169,43 @@ Deno.test("writer refuses a packet on an interface it was not given", () => {
       }]),
     RangeError,
   );
+});
+
+Deno.test("scanPcapngFile reads a file larger than its buffer as readPcapng reads it whole", async () => {
+  const rng = prng(0x5ca9);
+  const interfaces = [{ linkType: 1, name: "port1" }, { linkType: 247, name: "port2" }];
+  const packets = [];
+  let t = 0n;
+  // ~10 MiB: blocks straddle the 4 MiB reads, and one packet (5 MiB) is larger than a read
+  for (let i = 0; i < 700; i++) {
+    const len = i === 350 ? 5 << 20 : randInt(rng, 0, 9000);
+    packets.push({
+      interfaceId: randInt(rng, 0, 1),
+      timestampNs: t += 7n,
+      data: randBytes(rng, len),
+    });
+  }
+  const bytes = writePcapng(interfaces, packets);
+  const path = await Deno.makeTempFile({ suffix: ".pcapng" });
+  try {
+    await Deno.writeFile(path, bytes);
+    const whole = readPcapng(bytes);
+    const seen: typeof whole.packets = [];
+    const scan = await scanPcapngFile(path, (p) => seen.push(p));
+    assert.equal(scan.bytes, bytes.length);
+    assert.equal(scan.packets, packets.length);
+    assert.deepEqual(scan.interfaces, whole.interfaces);
+    assert.deepEqual(seen, whole.packets);
+
+    // cut inside a packet's block: an error naming the block's offset, not a short read
+    await Deno.writeFile(path, bytes.subarray(0, bytes.length - 100));
+    await assert.rejects(() => scanPcapngFile(path, () => {}), PcapngFormatError);
+    // a length field larger than the file: refused before any buffer of that size
+    const huge = bytes.slice(0, 200);
+    new DataView(huge.buffer).setUint32(huge.length - 200 + 28 + 4, 0xfffffff0, true);
+    await Deno.writeFile(path, huge);
+    await assert.rejects(() => scanPcapngFile(path, () => {}), /runs past the end of the file/);
+  } finally {
+    await Deno.remove(path);
+  }
 });

@@ -27,6 +27,7 @@ function file(over: Partial<FileVerdictInput> = {}): FileVerdictInput {
     violationCount: 0,
     byRule: {},
     reportPath: "/tmp/pingpong.pcapng.violations.json",
+    files: [{ path: "/tmp/pingpong.pcapng", frames: 1004, bytes: 200_000 }],
     ...over,
   };
 }
@@ -48,6 +49,18 @@ Deno.test("a failed capture_stop fails the segment", () => {
 Deno.test("a file with fewer frames than the switch wrote fails the segment", () => {
   const p = segmentProblems(seg(), "rdma", file({ fileFrames: 1003 }));
   assert.deepEqual(p, ["pingpong: the file holds 1003 frames, the switch wrote 1004"]);
+});
+
+Deno.test("files that differ from what the switch wrote, in bytes or in number, fail the segment", () => {
+  const wrote = [{ path: "/tmp/pingpong.pcapng", packets: 1004, bytes: 200_000 }];
+  assert.deepEqual(segmentProblems(seg({ files: wrote }), "rdma", file()), []);
+  const short = file({ files: [{ path: "/tmp/pingpong.pcapng", frames: 1004, bytes: 199_996 }] });
+  assert.deepEqual(segmentProblems(seg({ files: wrote }), "rdma", short), [
+    "pingpong: the files read were /tmp/pingpong.pcapng (1004 frames, 199996 bytes); " +
+    "the switch wrote /tmp/pingpong.pcapng (1004 frames, 200000 bytes)",
+  ]);
+  const rolled = [...wrote, { path: "/tmp/pingpong.1.pcapng", packets: 0, bytes: 120 }];
+  assert.equal(segmentProblems(seg({ files: rolled }), "rdma", file()).length, 1);
 });
 
 Deno.test("a capture that grew less than the switch's receive counter fails the segment", () => {
