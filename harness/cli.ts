@@ -37,7 +37,7 @@ import { progress } from "./progress.ts";
 import { isFailing } from "./report/schema.ts";
 import { mergeReports } from "./report/merge.ts";
 import { runBench } from "./bench/run.ts";
-import { checkPcapngFile } from "./oracle/wire_check.ts";
+import { checkPcapngFiles, rolledOverFiles } from "./oracle/wire_check.ts";
 
 const BUILD_TARGETS: BuildTarget[] = [
   "qemu",
@@ -141,8 +141,10 @@ async function denoTests(config: Config): Promise<{ passed: number; failed: numb
 }
 
 /**
- * Check captures with the RDMA wire oracle; prints one line per file and its
- * first violations. Returns 1 when any file has a violation.
+ * Check captures with the RDMA wire oracle; prints one line per capture and
+ * its first violations. A capture the switch rolled over is checked as one
+ * (its first file named, the rest found beside it). Returns 1 when any
+ * capture has a violation.
  */
 async function wirecheck(files: string[], pathMtu: string | undefined): Promise<number> {
   if (files.length === 0) {
@@ -153,15 +155,20 @@ async function wirecheck(files: string[], pathMtu: string | undefined): Promise<
     throw new UsageError(`--path-mtu takes 256, 512, 1024, 2048 or 4096, not ${pathMtu}`);
   }
   let dirty = 0;
+  const done = new Set<string>();
   for (const f of files) {
+    if (done.has(f)) continue;
     let r;
     try {
-      r = await checkPcapngFile(f, mtu === undefined ? {} : { pathMtu: mtu });
+      const series = await rolledOverFiles(f);
+      series.forEach((s) => done.add(s));
+      r = await checkPcapngFiles(series, mtu === undefined ? {} : { pathMtu: mtu });
     } catch (e) {
       throw new UsageError(`${f}: ${(e as Error).message}`);
     }
+    const more = r.files.length > 1 ? ` (and ${r.files.length - 1} rolled-over files)` : "";
     console.log(
-      `${f}: ${r.framesChecked} frames (${r.rdmaFrames} RDMA), ${r.violationCount} violations` +
+      `${f}${more}: ${r.framesChecked} frames (${r.rdmaFrames} RDMA), ${r.violationCount} violations` +
         (r.violationCount ? ` ${JSON.stringify(r.byRule)}` : "") + ` — ${r.reportPath}`,
     );
     for (const v of r.violations.slice(0, 5)) {

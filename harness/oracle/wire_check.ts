@@ -61,6 +61,26 @@ export function checkPcapngFile(
 }
 
 /**
+ * The files of a capture whose first file is `first`: itself, then the files
+ * the switch rolled over to (`<stem>.1.pcapng`, `<stem>.2.pcapng`, … while
+ * they exist; docs/switch.md, "Capture").
+ */
+export async function rolledOverFiles(first: string): Promise<string[]> {
+  const stem = first.endsWith(".pcapng") ? first.slice(0, -".pcapng".length) : first;
+  const ext = stem === first ? "" : ".pcapng";
+  const files = [first];
+  for (let k = 1;; k++) {
+    const next = `${stem}.${k}${ext}`;
+    try {
+      await Deno.stat(next);
+    } catch {
+      return files;
+    }
+    files.push(next);
+  }
+}
+
+/**
  * Check a capture that the switch rolled over into several files, in the
  * order written, as one frame sequence (flows go on across files), and write
  * `<first>.violations.json`.

@@ -39,3 +39,28 @@ Deno.test("wirecheck: no file, a missing file, a non-capture, a bad MTU are clea
   );
   await assert.rejects(() => main(["wirecheck", "--path-mtu", "1500", "x"]), /256, 512/);
 });
+
+Deno.test("wirecheck: a rolled-over capture is checked as one, its later files found beside it", async () => {
+  const dir = await Deno.makeTempDir();
+  const conv = new RcConversation({ pmtu: 1024 }).send("a", 3000).read("a", 5000);
+  const frames = conv.frames.map((f, i) => ({
+    interfaceId: 0,
+    timestampNs: BigInt(i) * 1000n,
+    data: f.data,
+  }));
+  const half = frames.length >> 1;
+  const first = join(dir, "roll.pcapng");
+  await Deno.writeFile(first, writePcapng([{ linkType: 1 }], frames.slice(0, half)));
+  await Deno.writeFile(
+    join(dir, "roll.1.pcapng"),
+    writePcapng([{ linkType: 1 }], frames.slice(half)),
+  );
+  assert.equal(await main(["wirecheck", first, join(dir, "roll.1.pcapng")]), 0);
+  const report = JSON.parse(await Deno.readTextFile(`${first}.violations.json`));
+  assert.equal(report.framesChecked, frames.length);
+  assert.deepEqual(report.files.map((f: { frames: number }) => f.frames), [
+    half,
+    frames.length - half,
+  ]);
+  await Deno.remove(dir, { recursive: true });
+});
