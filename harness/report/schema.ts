@@ -41,6 +41,8 @@ export interface RowResult {
   status: Status;
   /** Wall time of the row in seconds. */
   durationSec: number;
+  /** When the row started, ISO 8601 (reports before this field lack it). */
+  startedAt?: string;
   /** Why the row did not pass (or why it is missing). */
   reason?: string;
   /** Measurements by name. */
