@@ -16,6 +16,8 @@
  *                               (--fresh adds an empty-cache build + boot row; --only runs
  *                               just the benches named, e.g. benchRdmaPost)
  *   report merge DIR... --out D merge shard reports
+ *   report kcidb DIR [--out F|-] [--origin O] [--log-base-url U]
+ *                               the run as KCIDB JSON (docs/kcidb.md), default DIR/kcidb.json
  *   wirecheck FILE.pcapng...    run captures (from a row, or from real hardware)
  *       [--path-mtu N]          through the RDMA wire oracle; writes FILE.violations.json
  *   repin                       re-pin sources to what the mirror serves
@@ -36,6 +38,7 @@ import { fetchSource, readPins, repin } from "./pins.ts";
 import { progress } from "./progress.ts";
 import { isFailing } from "./report/schema.ts";
 import { mergeReports } from "./report/merge.ts";
+import { reportKcidb } from "./report/kcidb_export.ts";
 import { runBench } from "./bench/run.ts";
 import { checkPcapngFiles, rolledOverFiles } from "./oracle/wire_check.ts";
 
@@ -193,6 +196,8 @@ async function main(argv: string[]): Promise<number> {
       "reports-dir": { type: "string" },
       mirror: { type: "string" },
       out: { type: "string" },
+      origin: { type: "string" },
+      "log-base-url": { type: "string" },
       cache: { type: "boolean" },
       fresh: { type: "boolean" },
       "path-mtu": { type: "string" },
@@ -286,8 +291,11 @@ async function main(argv: string[]): Promise<number> {
       return 0;
     }
     case "report": {
+      if (rest[0] === "kcidb") return await reportKcidb(rest.slice(1), values, config.repoRoot);
       if (rest[0] !== "merge" || rest.length < 2) {
-        throw new UsageError("usage: report merge <report-dir>... --out <dir>");
+        throw new UsageError(
+          "usage: report merge <report-dir>... --out <dir> | report kcidb <run-dir>",
+        );
       }
       const out = (values.out as string | undefined) ??
         join(config.reportsDir, `merged-${Date.now()}`);

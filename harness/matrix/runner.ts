@@ -24,6 +24,7 @@ export class RowTimeoutError extends HilError {}
 /** Run one row to a result; never throws. */
 export async function runRow(row: Row, lab: Lab, runDir: string): Promise<RowResult> {
   const t0 = performance.now();
+  const startedAt = new Date().toISOString();
   const dir = join(runDir, "rows", row.id);
   await Deno.mkdir(dir, { recursive: true });
   const transcriptPath = join(dir, "transcript.log");
@@ -37,6 +38,7 @@ export async function runRow(row: Row, lab: Lab, runDir: string): Promise<RowRes
     title: row.title,
     status,
     durationSec: (performance.now() - t0) / 1000,
+    startedAt,
     ...(reason ? { reason } : {}),
     measurements,
     artifacts: [...artifacts],

@@ -3,8 +3,8 @@
  * page, and compat.json. Pure functions of the report.
  */
 import { LIBRARIES, type LibraryName, type ModuleName, MODULES } from "../matrix/row.ts";
-import type { MatrixJson, RowResult } from "./schema.ts";
-import { rollUp } from "./schema.ts";
+import type { MatrixJson, PageContext, RowResult } from "./schema.ts";
+import { emptyPageContext, rollUp } from "./schema.ts";
 
 function esc(s: string): string {
   return s.replaceAll("&", "&amp;").replaceAll("<", "&lt;").replaceAll(">", "&gt;")
@@ -84,7 +84,7 @@ const COLORS: Record<string, string> = {
 };
 
 /** A self-contained HTML page (no external assets). */
-export function toHtml(m: MatrixJson): string {
+export function toHtml(m: MatrixJson, _context: PageContext = emptyPageContext()): string {
   const p = m.provenance;
   const rows = m.rows.map((r) => {
     const arts = r.artifacts.map((a) => `<a href="${esc(a)}">${esc(a.split("/").pop()!)}</a>`)

@@ -41,6 +41,8 @@ export interface RowResult {
   status: Status;
   /** Wall time of the row in seconds. */
   durationSec: number;
+  /** When the row started, ISO 8601 (reports before this field lack it). */
+  startedAt?: string;
   /** Why the row did not pass (or why it is missing). */
   reason?: string;
   /** Measurements by name. */
@@ -81,6 +83,49 @@ export interface MatrixJson {
   provenance: Provenance;
   /** One result per row. */
   rows: RowResult[];
+}
+
+/** One past run of a row, as a page's trends show it. */
+export interface TrendPoint {
+  /** The run it comes from. */
+  runId: string;
+  /** That run's `provenance.project` (the commit). */
+  project: string;
+  /** Start time of that run, ISO 8601. */
+  startedAt: string;
+  /** How the row ended there. */
+  status: Status;
+  /** Its wall time there, in seconds. */
+  durationSec: number;
+}
+
+/** One bench figure over runs (bench.json runs published into the same history). */
+export interface BenchSeries {
+  /** Unit of every point. */
+  unit: string;
+  /** Oldest first. */
+  points: { runId: string; startedAt: string; project: string; value: number }[];
+}
+
+/**
+ * What a run's page shows beyond the run itself, from the history it was
+ * published into (harness/report/history.ts builds it; render.ts draws it).
+ * Without a history every field is empty and the page shows the run alone.
+ */
+export interface PageContext {
+  /** The run published before this one, for "what changed since the previous run". */
+  previous?: MatrixJson;
+  /** Per row id, its last runs oldest first, this run last. */
+  trends: Record<string, TrendPoint[]>;
+  /** Rows flagged flaky, each with why (a sentence). */
+  flaky: Record<string, string>;
+  /** Bench figures by name (e.g. `perf.cnuas_ib.ib_send_bw.MBps`), for charts over runs. */
+  bench: Record<string, BenchSeries>;
+}
+
+/** The context of a page with no history: the run alone. */
+export function emptyPageContext(): PageContext {
+  return { trends: {}, flaky: {}, bench: {} };
 }
 
 /** KCIDB roll-up: the highest-priority status present (SKIP for none). */
