@@ -20,6 +20,8 @@ import {
 } from "../../harness/report/schema.ts";
 import { MergeConflictError, mergeReports } from "../../harness/report/merge.ts";
 import { writeReport } from "../../harness/report/write.ts";
+import { keyMeasurement } from "../../harness/report/html.ts";
+import { splitTranscript } from "../../harness/report/page_data.ts";
 
 function sample(runId: string, ids: string[]): MatrixJson {
   return {
@@ -214,4 +216,35 @@ Deno.test("merge refuses two shards that both ran a row", async () => {
     MergeConflictError,
   );
   await Deno.remove(dir, { recursive: true });
+});
+
+Deno.test("a transcript splits into the lines of each step, by name and occurrence", () => {
+  const text = [
+    "[0.1s] before any step",
+    "[1.0s] == step outer",
+    "[1.1s] outer 1",
+    "[2.0s] == step inner",
+    "[2.1s] inner 1",
+    "g0$ multi",
+    "  → exit 0",
+    "[3.0s] == step outer",
+    "[3.1s] second outer",
+    "",
+  ].join("\n");
+  // matrix.json lists steps as they finished: inner before outer
+  const [inner, outer1, outer2, none] = splitTranscript(text, ["inner", "outer", "outer", "x"]);
+  assert.deepEqual(inner, ["[2.0s] == step inner", "[2.1s] inner 1", "g0$ multi", "  → exit 0"]);
+  assert.deepEqual(outer1, ["[1.0s] == step outer", "[1.1s] outer 1"]);
+  assert.deepEqual(outer2, ["[3.0s] == step outer", "[3.1s] second outer"]);
+  assert.deepEqual(none, []);
+});
+
+Deno.test("the page escapes every text and shows status as text, not colour alone", () => {
+  const m = sample("r<1>", ["boot", "sw<itch>"]);
+  const html = toHtml(m);
+  assert.doesNotMatch(html, /<itch>|r<1>|why <switch>/);
+  assert.match(html, /✗ FAIL<\/span>/);
+  assert.match(html, /data-count="FAIL">1</);
+  assert.equal(keyMeasurement(m.rows[0])?.[0], "bootToSshSec");
+  assert.match(toHtml({ ...m, rows: [] }), /This run has no rows/);
 });
