@@ -60,7 +60,8 @@ details>summary{cursor:pointer;color:#225}
 .trend{white-space:nowrap;font-family:ui-monospace,monospace;font-size:.85em}
 .spark{vertical-align:middle;color:#2a6fb0;margin-left:.4em}
 table.steps{width:100%;margin:.3em 0}table.steps td.err{overflow-wrap:anywhere}
-pre{background:#f6f6f6;border:1px solid #ddd;padding:.4em;overflow-x:auto;max-height:28em;margin:.2em 0;font-size:.85em}
+pre{background:#f6f6f6;border:1px solid #ddd;padding:.4em;white-space:pre-wrap;overflow-wrap:anywhere;max-height:28em;overflow-y:auto;margin:.2em 0;font-size:.85em}
+tr.more li,tr.more td{overflow-wrap:anywhere}
 ul.arts{columns:3 18em;margin:.3em 0}
 .charts{display:flex;flex-wrap:wrap;gap:1.5em}.charts figure{margin:0}
 .chart text{font-size:11px;fill:#333}

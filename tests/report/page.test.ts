@@ -4,7 +4,9 @@
  * and a 200-row synthetic run with trends, flaky rows and bench series;
  * headless Chromium loads each page, and its DOM must hold the counts of
  * matrix.json, every row, and only links that resolve to files beside the
- * page. Screenshots at 1400 px stay in reports/page-test/<case>/page.png.
+ * page. Screenshots at 1400 px stay in reports/page-test/<case>/page.png; a probe page
+ * measures the layout at 1400 px with every row open (no sideways scroll,
+ * no step column squeezed to a strip).
  * Needs Debian's `chromium` (host package group `report`): without it the
  * test fails, naming the package.
  */
@@ -57,12 +59,71 @@ async function browser(args: string[]): Promise<string> {
   return stdout;
 }
 
-/** The page's DOM after load (scripts ran) and a 1400 px screenshot beside it. */
-async function load(dir: string): Promise<string> {
+/**
+ * A page beside index.html that loads it in a 1400 px frame, opens every
+ * `<details>` and measures the layout: the page must not scroll sideways and
+ * no step column may shrink to a strip.
+ */
+const PROBE = `<!doctype html><meta charset="utf-8"><body style="margin:0">
+<iframe id="f" src="index.html" style="width:1400px;height:2000px;border:0"></iframe>
+<pre id="probe"></pre><script>
+document.getElementById("f").addEventListener("load", function () {
+  var d = this.contentDocument, e = d.documentElement, out = {};
+  out.closedWidth = e.scrollWidth;
+  d.querySelectorAll("details").forEach(function (x) { x.open = true; });
+  out.openWidth = e.scrollWidth;
+  out.viewWidth = e.clientWidth;
+  var w = Array.prototype.map.call(
+    d.querySelectorAll("table.steps tr[data-step-status] > td:nth-child(2)"),
+    function (c) { return c.getBoundingClientRect().width; });
+  out.narrowestStep = w.length ? Math.min.apply(null, w) : null;
+  document.getElementById("probe").textContent = JSON.stringify(out);
+});
+</script>`;
+
+/** What the probe measured. */
+interface Layout {
+  closedWidth: number;
+  openWidth: number;
+  viewWidth: number;
+  narrowestStep: number | null;
+}
+
+/** Narrowest a step's name column may get at 1400 px. */
+const MIN_STEP_COLUMN_PX = 150;
+
+/**
+ * The page's DOM after load (scripts ran), a 1400 px screenshot beside it,
+ * and its layout with every row open.
+ */
+async function load(dir: string): Promise<{ dom: string; layout: Layout }> {
   const url = pathToFileURL(join(dir, "index.html")).href;
   const dom = await browser(["--dump-dom", url]);
   await browser([`--screenshot=${join(dir, "page.png")}`, "--window-size=1400,2000", url]);
-  return dom;
+  await Deno.writeTextFile(join(dir, "probe.html"), PROBE);
+  const probed = await browser([
+    "--allow-file-access-from-files",
+    "--window-size=1440,2100",
+    "--dump-dom",
+    pathToFileURL(join(dir, "probe.html")).href,
+  ]);
+  const json = /<pre id="probe">([^<]*)<\/pre>/.exec(probed)?.[1];
+  assert.ok(json, `the layout probe measured nothing: ${probed.slice(0, 300)}`);
+  return { dom, layout: JSON.parse(unescape(json)) as Layout };
+}
+
+/** At 1400 px, with every row open: no sideways scrolling, no narrow step strips. */
+function checkLayout(layout: Layout): void {
+  assert.ok(
+    layout.openWidth <= layout.viewWidth && layout.closedWidth <= layout.viewWidth,
+    `the page scrolls sideways at 1400 px: ${JSON.stringify(layout)}`,
+  );
+  if (layout.narrowestStep !== null) {
+    assert.ok(
+      layout.narrowestStep >= MIN_STEP_COLUMN_PX,
+      `a step column shrank to ${layout.narrowestStep} px`,
+    );
+  }
 }
 
 function unescape(s: string): string {
@@ -149,6 +210,8 @@ async function syntheticRow(
   steps.forEach((s, i) => {
     text.push(`[${i + 1}.0s] == step ${s.name}`);
     for (let k = 0; k < lines; k++) text.push(`  ${id} step ${i + 1} line ${k} <tag> & "x"`);
+    // a long unbroken line, as guests print them (sysfs paths, hex dumps)
+    text.push(`  stdout: /sys/class/infiniband/${"cnuas_ib0/ports/1/".repeat(30)}state`);
   });
   await Deno.writeTextFile(join(rowDir, "transcript.log"), text.join("\n") + "\n");
   await Deno.writeTextFile(
@@ -177,8 +240,9 @@ Deno.test("a real run's page: counts, its row, steps and links resolve", async (
   await new Deno.Command("cp", { args: ["-a", `${FIXTURE}/.`, dir] }).output();
   const m = parseMatrixJson(await Deno.readTextFile(join(dir, "matrix.json")));
   await writeReport(dir, m);
-  const dom = await load(dir);
+  const { dom, layout } = await load(dir);
   await checkPage(dir, m, dom);
+  checkLayout(layout);
   const row = m.rows[0];
   // every step links its transcript lines, and the captures show the oracle's frames
   assert.equal([...dom.matchAll(/href="rows\/[^"]+\/steps\/\d+\.txt"/g)].length, row.steps.length);
@@ -196,8 +260,9 @@ Deno.test("an all-FAIL/ERROR run: every row a new failure, failing steps inline"
     rows: rows.map((r) => ({ ...r, status: "PASS" })),
   };
   await writeReport(dir, m, undefined, { ...emptyPageContext(), previous });
-  const dom = await load(dir);
+  const { dom, layout } = await load(dir);
   await checkPage(dir, m, dom);
+  checkLayout(layout);
   assert.equal(changes(dom, "new-failures"), 4);
   assert.equal((dom.match(/<pre>/g) ?? []).length, 4, "one inline excerpt per failing step");
   assert.match(dom, /gone\.log \(missing\)/);
@@ -209,8 +274,9 @@ Deno.test("a run with no rows says so", async () => {
   const dir = await fresh("empty");
   const m: MatrixJson = { provenance: provenance("empty"), rows: [] };
   await writeReport(dir, m);
-  const dom = await load(dir);
+  const { dom, layout } = await load(dir);
   await checkPage(dir, m, dom);
+  checkLayout(layout);
   assert.match(dom, /This run has no rows/);
 });
 
@@ -271,12 +337,15 @@ Deno.test("200 rows with trends, flaky rows and bench charts", async () => {
   await writeReport(dir, m, undefined, context);
   const writeMs = performance.now() - t;
   const t2 = performance.now();
-  const dom = await load(dir);
+  const { dom, layout } = await load(dir);
+  checkLayout(layout);
   const loadMs = performance.now() - t2;
   console.log(
-    `200 rows: writeReport ${writeMs.toFixed(0)} ms, browser dump+screenshot ${
-      loadMs.toFixed(0)
-    } ms, page ${(await Deno.stat(join(dir, "index.html"))).size} bytes`,
+    `200 rows: writeReport ${
+      writeMs.toFixed(0)
+    } ms, three browser runs (DOM, screenshot, layout probe) ${loadMs.toFixed(0)} ms, page ${
+      (await Deno.stat(join(dir, "index.html"))).size
+    } bytes`,
   );
   await checkPage(dir, m, dom);
   assert.equal((dom.match(/<svg class="spark"/g) ?? []).length, 200, "a sparkline per row");
@@ -287,7 +356,7 @@ Deno.test("200 rows with trends, flaky rows and bench charts", async () => {
   assert.match(dom, /<span class="flaky" title="PASS, FAIL, PASS/);
   // a 2000-line step is a file, not inline
   const long = await Deno.readTextFile(join(dir, "rows", "row-000", "steps", "1.txt"));
-  assert.equal(long.trimEnd().split("\n").length, 2001);
+  assert.equal(long.trimEnd().split("\n").length, 2002, "marker, 2000 lines, the long one");
   assert.ok((await Deno.stat(join(dir, "index.html"))).size < 4_000_000, "page stays small");
   assert.ok(writeMs < 10_000, `writeReport took ${writeMs} ms`);
   assert.equal(dirname(join(dir, "page.png")), dir);
