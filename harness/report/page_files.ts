@@ -4,7 +4,7 @@
  * transcript excerpt as `rows/<id>/steps/<n>.txt`, so the page links to
  * long transcripts instead of inlining them.
  */
-import { basename, dirname, join } from "node:path";
+import { basename, join } from "node:path";
 import type { MatrixJson, RowResult } from "./schema.ts";
 import {
   type CaptureSummary,
@@ -41,7 +41,8 @@ async function stepExcerpts(dir: string, r: RowResult): Promise<StepExcerpt[]> {
     return r.steps.map(() => ({ lineCount: 0, tail: [] }));
   }
   const sections = splitTranscript(text, r.steps.map((s) => s.name));
-  const stepsDir = join(dirname(transcript), "steps");
+  // Under this run's own rows/, also when the transcript is a merged shard's.
+  const stepsDir = join("rows", r.id.replace(/[^A-Za-z0-9_-]/g, "_"), "steps");
   if (sections.some((l) => l.length)) await Deno.mkdir(join(dir, stepsDir), { recursive: true });
   return Promise.all(sections.map(async (lines, i) => {
     const failed = r.steps[i].status !== "PASS";

@@ -77,7 +77,9 @@ export function lineChart(title: string, unit: string, points: ChartPoint[]): st
     `<line x1="${left}" y1="${top}" x2="${left}" y2="${axisY}" stroke="#555"/>` +
     `<line x1="${left}" y1="${axisY}" x2="${w - right}" y2="${axisY}" stroke="#555"/>` +
     `<text x="${left - 4}" y="${top + 4}" text-anchor="end">${esc(shortNumber(max))}</text>` +
-    `<text x="${left - 4}" y="${axisY}" text-anchor="end">${esc(shortNumber(min))}</text>` +
+    (min !== max
+      ? `<text x="${left - 4}" y="${axisY}" text-anchor="end">${esc(shortNumber(min))}</text>`
+      : "") +
     `<text x="12" y="${(top + axisY) / 2}" text-anchor="middle" transform="rotate(-90 12 ${
       (top + axisY) / 2
     })">${esc(unit)}</text>` +

@@ -196,6 +196,11 @@ Deno.test("a malformed matrix.json is rejected naming the file", () => {
 Deno.test("merge combines shards' rows and rewrites artifact paths", async () => {
   const dir = await Deno.makeTempDir();
   await writeReport(join(dir, "s1"), sample("s1", ["boot", "switch"]));
+  await Deno.mkdir(join(dir, "s2", "rows", "ibstat"), { recursive: true });
+  await Deno.writeTextFile(
+    join(dir, "s2", "rows", "ibstat", "transcript.log"),
+    "[1.0s] == step step & more\n[1.1s] a line\n",
+  );
   await writeReport(join(dir, "s2"), sample("s2", ["ibstat"]));
   const out = join(dir, "merged");
   const m = await mergeReports([join(dir, "s1"), join(dir, "s2")], out);
@@ -204,6 +209,11 @@ Deno.test("merge combines shards' rows and rewrites artifact paths", async () =>
   assert.match(m.provenance.shard!, /s1, s2/);
   const onDisk = parseMatrixJson(await Deno.readTextFile(join(out, "matrix.json")));
   assert.equal(onDisk.rows.length, 3);
+  // the merged page's step excerpts live under the merged directory, the shard's stay its own
+  const page = await Deno.readTextFile(join(out, "index.html"));
+  assert.match(page, /href="rows\/ibstat\/steps\/1\.txt"/);
+  assert.match(await Deno.readTextFile(join(out, "rows/ibstat/steps/1.txt")), /a line/);
+  assert.match(page, /href="\.\.\/s2\/rows\/ibstat\/transcript\.log"/);
   await Deno.remove(dir, { recursive: true });
 });
 
