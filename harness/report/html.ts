@@ -194,7 +194,7 @@ function trendCell(r: RowResult, context: PageContext): string {
       esc(`${p.runId}: ${p.status}, ${duration(p.durationSec)}`)
     }">${STATUS_SYMBOL[p.status]}</span>`
   ).join("");
-  return `<td class="trend"><span class="marks" aria-label="${
+  return `<td class="trend"><span class="marks" role="img" aria-label="${
     esc(`last ${points.length} statuses: ${points.map((p) => p.status).join(", ")}`)
   }">${marks}</span>${durationSparkline(points.map((p) => p.durationSec))}</td>`;
 }

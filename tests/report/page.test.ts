@@ -77,6 +77,15 @@ document.getElementById("f").addEventListener("load", function () {
     d.querySelectorAll("table.steps tr[data-step-status] > td:nth-child(2)"),
     function (c) { return c.getBoundingClientRect().width; });
   out.narrowestStep = w.length ? Math.min.apply(null, w) : null;
+  var box = d.querySelector("#filter input");
+  if (box) {
+    box.checked = false;
+    box.dispatchEvent(new this.contentWindow.Event("change", { bubbles: true }));
+    out.unchecked = box.value;
+    out.hidden = d.querySelectorAll("#matrix>tbody.row[hidden]").length;
+    out.hiddenOthers = d.querySelectorAll(
+      '#matrix>tbody.row[hidden]:not([data-status="' + box.value + '"])').length;
+  }
   document.getElementById("probe").textContent = JSON.stringify(out);
 });
 </script>`;
@@ -87,6 +96,10 @@ interface Layout {
   openWidth: number;
   viewWidth: number;
   narrowestStep: number | null;
+  /** The status the probe unchecked in the filter, and the rows it hid then. */
+  unchecked?: Status;
+  hidden?: number;
+  hiddenOthers?: number;
 }
 
 /** Narrowest a step's name column may get at 1400 px. */
@@ -112,8 +125,16 @@ async function load(dir: string): Promise<{ dom: string; layout: Layout }> {
   return { dom, layout: JSON.parse(unescape(json)) as Layout };
 }
 
-/** At 1400 px, with every row open: no sideways scrolling, no narrow step strips. */
-function checkLayout(layout: Layout): void {
+/**
+ * At 1400 px, with every row open: no sideways scrolling, no narrow step
+ * strips; unchecking a status in the filter hides exactly its rows.
+ */
+function checkLayout(layout: Layout, m: MatrixJson): void {
+  if (m.rows.length) {
+    assert.ok(layout.unchecked, "the status filter is missing");
+    assert.equal(layout.hidden, m.rows.filter((r) => r.status === layout.unchecked).length);
+    assert.equal(layout.hiddenOthers, 0, "the filter hid rows of other statuses");
+  }
   assert.ok(
     layout.openWidth <= layout.viewWidth && layout.closedWidth <= layout.viewWidth,
     `the page scrolls sideways at 1400 px: ${JSON.stringify(layout)}`,
@@ -242,7 +263,7 @@ Deno.test("a real run's page: counts, its row, steps and links resolve", async (
   await writeReport(dir, m);
   const { dom, layout } = await load(dir);
   await checkPage(dir, m, dom);
-  checkLayout(layout);
+  checkLayout(layout, m);
   const row = m.rows[0];
   // every step links its transcript lines, and the captures show the oracle's frames
   assert.equal([...dom.matchAll(/href="rows\/[^"]+\/steps\/\d+\.txt"/g)].length, row.steps.length);
@@ -262,7 +283,7 @@ Deno.test("an all-FAIL/ERROR run: every row a new failure, failing steps inline"
   await writeReport(dir, m, undefined, { ...emptyPageContext(), previous });
   const { dom, layout } = await load(dir);
   await checkPage(dir, m, dom);
-  checkLayout(layout);
+  checkLayout(layout, m);
   assert.equal(changes(dom, "new-failures"), 4);
   assert.equal((dom.match(/<pre>/g) ?? []).length, 4, "one inline excerpt per failing step");
   assert.match(dom, /gone\.log \(missing\)/);
@@ -276,7 +297,7 @@ Deno.test("a run with no rows says so", async () => {
   await writeReport(dir, m);
   const { dom, layout } = await load(dir);
   await checkPage(dir, m, dom);
-  checkLayout(layout);
+  checkLayout(layout, m);
   assert.match(dom, /This run has no rows/);
 });
 
@@ -338,7 +359,7 @@ Deno.test("200 rows with trends, flaky rows and bench charts", async () => {
   const writeMs = performance.now() - t;
   const t2 = performance.now();
   const { dom, layout } = await load(dir);
-  checkLayout(layout);
+  checkLayout(layout, m);
   const loadMs = performance.now() - t2;
   console.log(
     `200 rows: writeReport ${
