@@ -34,6 +34,8 @@ export const HOST_PACKAGES: Record<string, string[]> = {
   switch: ["gcc", "make", "libc6-dev"],
   /** libcnuasdev's host build (Soft-GPU and its no-device smoke); libc6-dev brings the uapi headers. */
   lib: ["gcc", "make", "libc6-dev"],
+  /** The report page's browser test renders pages in headless Chromium (tests/report). */
+  report: ["chromium"],
 };
 
 /** Every host package of the given groups (all groups by default), each once. */

@@ -28,7 +28,7 @@ export const FRESH_HOST_SUITE = "bookworm";
 /** Bump when the bare root's recipe changes. */
 const RECIPE_VERSION = 1;
 
-/** Commands the harness runs on the host (build stages, chroot steps, image). */
+/** Commands the harness runs on the host (build stages, chroot steps, image, the page test's browser). */
 export const HOST_COMMANDS = [
   "apt-get",
   "dpkg-query",
@@ -48,6 +48,7 @@ export const HOST_COMMANDS = [
   "python3",
   "cc",
   "make",
+  "chromium",
 ];
 
 /** Firmware QEMU loads to boot a guest with `-kernel` (searched in QEMU_FIRMWARE_DIRS). */

@@ -1,15 +1,13 @@
 /**
  * Renderings of a matrix.json: JUnit XML, Markdown, a self-contained HTML
- * page, and compat.json. Pure functions of the report.
+ * page (html.ts, re-exported here), and compat.json. Pure functions of the report.
  */
 import { LIBRARIES, type LibraryName, type ModuleName, MODULES } from "../matrix/row.ts";
-import type { MatrixJson, PageContext, RowResult } from "./schema.ts";
-import { emptyPageContext, rollUp } from "./schema.ts";
+import type { MatrixJson, RowResult } from "./schema.ts";
+import { rollUp } from "./schema.ts";
+import { esc } from "./escape.ts";
 
-function esc(s: string): string {
-  return s.replaceAll("&", "&amp;").replaceAll("<", "&lt;").replaceAll(">", "&gt;")
-    .replaceAll('"', "&quot;");
-}
+export { toHtml } from "./html.ts";
 
 function measurementsText(r: RowResult): string {
   return Object.entries(r.measurements)
@@ -72,44 +70,6 @@ export function toMarkdown(m: MatrixJson): string {
     "",
   ];
   return lines.join("\n");
-}
-
-const COLORS: Record<string, string> = {
-  FAIL: "#d9534f",
-  ERROR: "#a94442",
-  MISS: "#f0ad4e",
-  PASS: "#5cb85c",
-  DONE: "#5bc0de",
-  SKIP: "#999",
-};
-
-/** A self-contained HTML page (no external assets). */
-export function toHtml(m: MatrixJson, _context: PageContext = emptyPageContext()): string {
-  const p = m.provenance;
-  const rows = m.rows.map((r) => {
-    const arts = r.artifacts.map((a) => `<a href="${esc(a)}">${esc(a.split("/").pop()!)}</a>`)
-      .join(" ");
-    const steps = r.steps.map((s) =>
-      `<li>${esc(s.name)}: ${s.status} (${s.durationSec.toFixed(1)} s)${
-        s.error ? ` — ${esc(s.error)}` : ""
-      }</li>`
-    ).join("");
-    return `<tr><td>${esc(r.id)}</td><td style="background:${COLORS[r.status]}">${r.status}</td>` +
-      `<td>${r.durationSec.toFixed(1)}</td><td>${esc(measurementsText(r))}</td>` +
-      `<td>${esc(r.reason ?? "")}${steps ? `<ul>${steps}</ul>` : ""}</td><td>${arts}</td></tr>`;
-  }).join("\n");
-  return `<!doctype html><html><head><meta charset="utf-8"><title>Cnuas HIL ${
-    esc(p.runId)
-  }</title><style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}` +
-    `td,th{border:1px solid #ccc;padding:4px 8px;vertical-align:top}td:nth-child(2){color:#fff;font-weight:bold}</style>` +
-    `</head><body><h1>Cnuas HIL validation matrix</h1><p>Run ${esc(p.runId)} at ${
-      esc(p.startedAt)
-    }; overall <b>${rollUp(m.rows.map((r) => r.status))}</b></p><p>project ${
-      esc(p.project)
-    }; guest kernel ${esc(p.guestKernel ?? "n/a")}; QEMU ${esc(p.qemu ?? "n/a")}; rdma-core ${
-      esc(p.rdmaCore ?? "n/a")
-    }; accelerator ${esc(p.accel ?? "n/a")}${p.accelReason ? ` (${esc(p.accelReason)})` : ""}</p>` +
-    `<table><tr><th>row</th><th>status</th><th>s</th><th>measurements</th><th>reason / steps</th><th>artifacts</th></tr>\n${rows}\n</table></body></html>\n`;
 }
 
 /** One module or library in compat.json. */

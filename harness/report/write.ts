@@ -4,15 +4,29 @@
 import { join, relative } from "node:path";
 import { libraryCredits, moduleCredits } from "../matrix/registry.ts";
 import { toCompat, toHtml, toJunit, toMarkdown } from "./render.ts";
-import type { MatrixJson } from "./schema.ts";
+import { readPageFiles } from "./page_files.ts";
+import { emptyPageContext, type MatrixJson, type PageContext } from "./schema.ts";
 
-/** Write matrix.json and its renderings into `dir`; point `<reportsDir>/latest` at it. */
-export async function writeReport(dir: string, m: MatrixJson, reportsDir?: string): Promise<void> {
+/**
+ * Write matrix.json and its renderings into `dir`; point `<reportsDir>/latest`
+ * at it. The page shows `context` (the run's history; empty: the run alone)
+ * and what `dir` holds: each step's transcript excerpt is written to
+ * `rows/<id>/steps/<n>.txt` for it to link.
+ */
+export async function writeReport(
+  dir: string,
+  m: MatrixJson,
+  reportsDir?: string,
+  context: PageContext = emptyPageContext(),
+): Promise<void> {
   await Deno.mkdir(dir, { recursive: true });
   await Deno.writeTextFile(join(dir, "matrix.json"), JSON.stringify(m, null, 2) + "\n");
   await Deno.writeTextFile(join(dir, "junit.xml"), toJunit(m));
   await Deno.writeTextFile(join(dir, "matrix.md"), toMarkdown(m));
-  await Deno.writeTextFile(join(dir, "index.html"), toHtml(m));
+  await Deno.writeTextFile(
+    join(dir, "index.html"),
+    toHtml(m, context, await readPageFiles(dir, m)),
+  );
   // compat.json credits each module and library with the rows that declare it
   const compat = toCompat(m, await moduleCredits(), await libraryCredits());
   await Deno.writeTextFile(join(dir, "compat.json"), JSON.stringify(compat, null, 2) + "\n");

@@ -20,6 +20,8 @@ import {
 } from "../../harness/report/schema.ts";
 import { MergeConflictError, mergeReports } from "../../harness/report/merge.ts";
 import { writeReport } from "../../harness/report/write.ts";
+import { keyMeasurement } from "../../harness/report/html.ts";
+import { splitTranscript } from "../../harness/report/page_data.ts";
 
 function sample(runId: string, ids: string[]): MatrixJson {
   return {
@@ -194,6 +196,11 @@ Deno.test("a malformed matrix.json is rejected naming the file", () => {
 Deno.test("merge combines shards' rows and rewrites artifact paths", async () => {
   const dir = await Deno.makeTempDir();
   await writeReport(join(dir, "s1"), sample("s1", ["boot", "switch"]));
+  await Deno.mkdir(join(dir, "s2", "rows", "ibstat"), { recursive: true });
+  await Deno.writeTextFile(
+    join(dir, "s2", "rows", "ibstat", "transcript.log"),
+    "[1.0s] == step step & more\n[1.1s] a line\n",
+  );
   await writeReport(join(dir, "s2"), sample("s2", ["ibstat"]));
   const out = join(dir, "merged");
   const m = await mergeReports([join(dir, "s1"), join(dir, "s2")], out);
@@ -202,6 +209,11 @@ Deno.test("merge combines shards' rows and rewrites artifact paths", async () =>
   assert.match(m.provenance.shard!, /s1, s2/);
   const onDisk = parseMatrixJson(await Deno.readTextFile(join(out, "matrix.json")));
   assert.equal(onDisk.rows.length, 3);
+  // the merged page's step excerpts live under the merged directory, the shard's stay its own
+  const page = await Deno.readTextFile(join(out, "index.html"));
+  assert.match(page, /href="rows\/ibstat\/steps\/1\.txt"/);
+  assert.match(await Deno.readTextFile(join(out, "rows/ibstat/steps/1.txt")), /a line/);
+  assert.match(page, /href="\.\.\/s2\/rows\/ibstat\/transcript\.log"/);
   await Deno.remove(dir, { recursive: true });
 });
 
@@ -214,4 +226,35 @@ Deno.test("merge refuses two shards that both ran a row", async () => {
     MergeConflictError,
   );
   await Deno.remove(dir, { recursive: true });
+});
+
+Deno.test("a transcript splits into the lines of each step, by name and occurrence", () => {
+  const text = [
+    "[0.1s] before any step",
+    "[1.0s] == step outer",
+    "[1.1s] outer 1",
+    "[2.0s] == step inner",
+    "[2.1s] inner 1",
+    "g0$ multi",
+    "  → exit 0",
+    "[3.0s] == step outer",
+    "[3.1s] second outer",
+    "",
+  ].join("\n");
+  // matrix.json lists steps as they finished: inner before outer
+  const [inner, outer1, outer2, none] = splitTranscript(text, ["inner", "outer", "outer", "x"]);
+  assert.deepEqual(inner, ["[2.0s] == step inner", "[2.1s] inner 1", "g0$ multi", "  → exit 0"]);
+  assert.deepEqual(outer1, ["[1.0s] == step outer", "[1.1s] outer 1"]);
+  assert.deepEqual(outer2, ["[3.0s] == step outer", "[3.1s] second outer"]);
+  assert.deepEqual(none, []);
+});
+
+Deno.test("the page escapes every text and shows status as text, not colour alone", () => {
+  const m = sample("r<1>", ["boot", "sw<itch>"]);
+  const html = toHtml(m);
+  assert.doesNotMatch(html, /<itch>|r<1>|why <switch>/);
+  assert.match(html, /✗ FAIL<\/span>/);
+  assert.match(html, /data-count="FAIL">1</);
+  assert.equal(keyMeasurement(m.rows[0])?.[0], "bootToSshSec");
+  assert.match(toHtml({ ...m, rows: [] }), /This run has no rows/);
 });
