@@ -29,7 +29,7 @@ import { join } from "node:path";
 import { removeTree } from "./cache.ts";
 import { type Accel, type Config, defaultConfig, environmentSettings } from "./config.ts";
 import { hostPath } from "./exec.ts";
-import { ensurePackages, hostPackageList } from "./host.ts";
+import { ensureHostPackages, ensurePackages, hostPackageList } from "./host.ts";
 import { fabricStarter, Lab } from "./matrix/lab.ts";
 import { loadRows, ROW_IDS, shardRows } from "./matrix/registry.ts";
 import { runMatrix } from "./matrix/run.ts";
@@ -113,6 +113,8 @@ async function matrix(config: Config, values: Record<string, unknown>) {
 /** `deno test` over everything under tests/ except the matrix rows; returns counts. */
 async function denoTests(config: Config): Promise<{ passed: number; failed: number }> {
   progress("test", "deno test (unit, qtest, switch, vm, report)");
+  // the builds install their own host packages; the page test's browser is the tests' own
+  await ensureHostPackages(["report"], join(config.cacheDir, "logs", "test-host-packages.log"));
   const dirs = ["tests/unit", "tests/qtest", "tests/switch", "tests/vm", "tests/report"].filter(
     (d) => {
       try {
