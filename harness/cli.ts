@@ -16,6 +16,12 @@
  *                               (--fresh adds an empty-cache build + boot row; --only runs
  *                               just the benches named, e.g. benchRdmaPost)
  *   report merge DIR... --out D merge shard reports
+ *   report publish DIR [--to H] [--keep N] [--max-age-days D]  add a run (matrix report or
+ *                               reports/bench/<id>) to the history site H (default
+ *                               reports/history), pruning by count and age
+ *   report history [--from H] [--last N]  the last N runs per row; flaky rows flagged
+ *   report diff A B [--history H] [--markdown]  status changes, measurement deltas judged
+ *                               against H's noise (A, B: report dirs or run ids in H)
  *   wirecheck FILE.pcapng...    run captures (from a row, or from real hardware)
  *       [--path-mtu N]          through the RDMA wire oracle; writes FILE.violations.json
  *   repin                       re-pin sources to what the mirror serves
@@ -36,8 +42,17 @@ import { fetchSource, readPins, repin } from "./pins.ts";
 import { progress } from "./progress.ts";
 import { isFailing } from "./report/schema.ts";
 import { mergeReports } from "./report/merge.ts";
+import { HISTORY_SUBCOMMANDS, historyCommand } from "./report/command.ts";
 import { runBench } from "./bench/run.ts";
 import { checkPcapngFile } from "./oracle/wire_check.ts";
+
+/** Every `report` subcommand, for its usage error. */
+const REPORT_USAGE = [
+  "usage: report merge <report-dir>... --out <dir>",
+  "       report publish <run-dir> [--to <dir>] [--keep N] [--max-age-days D]",
+  "       report history [--from <dir>] [--last N]",
+  "       report diff <run-a> <run-b> [--history <dir>] [--markdown]",
+].join("\n");
 
 const BUILD_TARGETS: BuildTarget[] = [
   "qemu",
@@ -194,6 +209,13 @@ async function main(argv: string[]): Promise<number> {
       guests: { type: "string" },
       fabric: { type: "string" },
       gpus: { type: "string" },
+      to: { type: "string" },
+      from: { type: "string" },
+      history: { type: "string" },
+      keep: { type: "string" },
+      "max-age-days": { type: "string" },
+      last: { type: "string" },
+      markdown: { type: "boolean" },
       help: { type: "boolean", short: "h" },
     },
   });
@@ -279,9 +301,11 @@ async function main(argv: string[]): Promise<number> {
       return 0;
     }
     case "report": {
-      if (rest[0] !== "merge" || rest.length < 2) {
-        throw new UsageError("usage: report merge <report-dir>... --out <dir>");
+      const sub = HISTORY_SUBCOMMANDS.find((s) => s === rest[0]);
+      if (sub) {
+        return await historyCommand(sub, rest.slice(1), values, join(config.reportsDir, "history"));
       }
+      if (rest[0] !== "merge" || rest.length < 2) throw new UsageError(REPORT_USAGE);
       const out = (values.out as string | undefined) ??
         join(config.reportsDir, `merged-${Date.now()}`);
       const m = await mergeReports(rest.slice(1), out);
