@@ -22,6 +22,8 @@ import { type MatrixJson, parseMatrixJson, rollUp } from "./schema.ts";
  */
 export const MAX_PUBLISHED_FILE_BYTES = 50 * 1024 * 1024;
 
+const MIB = 1024 * 1024;
+
 /** The renderings beside matrix.json that are copied as they are. */
 const MATRIX_REPORT_FILES = ["junit.xml", "matrix.md", "compat.json"];
 
@@ -103,7 +105,7 @@ async function matrixSource(dir: string, maxBytes: number): Promise<RunSource> {
         skipped.push({
           path: a,
           bytes: st.size,
-          reason: `over ${Math.round(maxBytes / 1024 / 1024)} MiB`,
+          reason: `over ${maxBytes % MIB === 0 ? `${maxBytes / MIB} MiB` : `${maxBytes} bytes`}`,
         });
       } else {
         const to = publishedPath(a, r.id, taken);
