@@ -135,22 +135,20 @@ Deno.test("--keep prunes the oldest runs of each kind; --max-age-days the old on
     const run = await writeRunDir(tmp, sampleMatrix(id, `2026-12-${day}T00:00:00Z`, "c1", ROWS));
     await publishRun(run, site, { log: () => {}, now });
   }
-  await publishRun(
-    await writeBenchDir(tmp, "b1", "2026-12-02T00:00:00Z", { x: 1 }),
-    site,
-    { log: () => {}, now },
-  );
+  for (const [id, at] of [["b0", "2026-11-30T00:00:00Z"], ["b1", "2026-12-07T00:00:00Z"]]) {
+    await publishRun(await writeBenchDir(tmp, id, at, { x: 1 }), site, { log: () => {}, now });
+  }
   const r = await publishRun(
     await writeRunDir(tmp, sampleMatrix("d9b", "2026-12-09T12:00:00Z", "c1", ROWS)),
     site,
     { log: () => {}, now, keep: 3, maxAgeDays: 7 },
   );
-  // keep 3 matrix runs: d1, d5 go; bench b1 is its kind's only run but older than 7 days
-  assert.deepEqual(r.pruned.sort(), ["b1", "d1", "d5"]);
+  // keep 3 of each kind: d1, d5 go; both bench runs are within 3, but b0 is older than 7 days
+  assert.deepEqual(r.pruned.sort(), ["b0", "d1", "d5"]);
   const idx = await readIndex(site);
-  assert.deepEqual(idx.runs.map((x) => x.runId), ["d9b", "d9", "d8"]);
+  assert.deepEqual(idx.runs.map((x) => x.runId), ["d9b", "d9", "d8", "b1"]);
   const dirs = [...Deno.readDirSync(join(site, "runs"))].map((e) => e.name).sort();
-  assert.deepEqual(dirs, ["d8", "d9", "d9b"]);
+  assert.deepEqual(dirs, ["b1", "d8", "d9", "d9b"]);
 });
 
 Deno.test("bad input: a missing dir, a non-report, a corrupt index.json: clear errors, nothing lost", async () => {
