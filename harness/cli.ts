@@ -124,14 +124,16 @@ async function matrix(config: Config, values: Record<string, unknown>) {
 
 /** `deno test` over everything under tests/ except the matrix rows; returns counts. */
 async function denoTests(config: Config): Promise<{ passed: number; failed: number }> {
-  progress("test", "deno test (unit, qtest, switch, vm)");
-  const dirs = ["tests/unit", "tests/qtest", "tests/switch", "tests/vm"].filter((d) => {
-    try {
-      return Deno.statSync(join(config.repoRoot, d)).isDirectory;
-    } catch {
-      return false;
-    }
-  });
+  progress("test", "deno test (unit, qtest, switch, vm, report)");
+  const dirs = ["tests/unit", "tests/qtest", "tests/switch", "tests/vm", "tests/report"].filter(
+    (d) => {
+      try {
+        return Deno.statSync(join(config.repoRoot, d)).isDirectory;
+      } catch {
+        return false;
+      }
+    },
+  );
   const child = new Deno.Command(Deno.execPath(), {
     args: ["test", "-A", "--no-check", ...dirs],
     cwd: config.repoRoot,
