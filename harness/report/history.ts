@@ -18,6 +18,7 @@ import { detectFlaky, FLAKY_WINDOW } from "./flaky.ts";
 import {
   chronological,
   emptyIndex,
+  HistoryFormatError,
   type HistoryIndex,
   INDEX_FORMAT,
   parseHistoryIndex,
@@ -102,7 +103,15 @@ export async function loadHistory(dir: string): Promise<HistorySnapshot & { inde
   const benches = new Map<string, BenchJson>();
   for (const run of index.runs) {
     const file = join(dir, run.path, run.kind === "matrix" ? "matrix.json" : "bench.json");
-    const text = await Deno.readTextFile(file);
+    let text: string;
+    try {
+      text = await Deno.readTextFile(file);
+    } catch (e) {
+      if (!(e instanceof Deno.errors.NotFound)) throw e;
+      throw new HistoryFormatError(
+        `${file} is missing but index.json lists run ${run.runId}: restore it, or remove the run from index.json — nothing was changed`,
+      );
+    }
     if (run.kind === "matrix") matrices.set(run.runId, parseMatrixJson(text, file));
     else benches.set(run.runId, parseBenchJson(text, file));
   }

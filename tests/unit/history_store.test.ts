@@ -180,6 +180,16 @@ Deno.test("bad input: a missing dir, a non-report, a corrupt index.json: clear e
   );
   assert.deepEqual(await snapshotTree(site), before);
   await assert.rejects(() => Deno.stat(join(site, LOCK_FILE)), Deno.errors.NotFound);
+  // a run directory removed by hand: named, nothing written
+  const site2 = join(tmp, "site2");
+  await publishRun(run, site2, { log: () => {} });
+  await Deno.remove(join(site2, "runs/r1/matrix.json"));
+  const before2 = await snapshotTree(site2);
+  await assert.rejects(
+    () => publishRun(run2, site2, { log: () => {} }),
+    (e: unknown) => e instanceof HistoryFormatError && /matrix.json is missing/.test(e.message),
+  );
+  assert.deepEqual(await snapshotTree(site2), before2);
 });
 
 Deno.test("files over the size limit and missing artifacts are listed, not copied", async () => {
