@@ -16,9 +16,10 @@
  *                               (--fresh adds an empty-cache build + boot row; --only runs
  *                               just the benches named, e.g. benchRdmaPost)
  *   report merge DIR... --out D merge shard reports
- *   report publish DIR [--to H] [--keep N] [--max-age-days D]  add a run (matrix report or
- *                               reports/bench/<id>) to the history site H (default
- *                               reports/history), pruning by count and age
+ *   report publish DIR [--to H] [--keep N] [--max-age-days D] [--max-file-mb M]  add a run
+ *                               (matrix report or reports/bench/<id>) to the history site H
+ *                               (default reports/history; files over M MiB, default 50, are
+ *                               listed, not copied), pruning by count and age
  *   report history [--from H] [--last N]  the last N runs per row; flaky rows flagged
  *   report diff A B [--history H] [--markdown]  status changes, measurement deltas judged
  *                               against H's noise (A, B: report dirs or run ids in H)
@@ -49,7 +50,7 @@ import { checkPcapngFile } from "./oracle/wire_check.ts";
 /** Every `report` subcommand, for its usage error. */
 const REPORT_USAGE = [
   "usage: report merge <report-dir>... --out <dir>",
-  "       report publish <run-dir> [--to <dir>] [--keep N] [--max-age-days D]",
+  "       report publish <run-dir> [--to <dir>] [--keep N] [--max-age-days D] [--max-file-mb M]",
   "       report history [--from <dir>] [--last N]",
   "       report diff <run-a> <run-b> [--history <dir>] [--markdown]",
 ].join("\n");
@@ -216,6 +217,7 @@ async function main(argv: string[]): Promise<number> {
       history: { type: "string" },
       keep: { type: "string" },
       "max-age-days": { type: "string" },
+      "max-file-mb": { type: "string" },
       last: { type: "string" },
       markdown: { type: "boolean" },
       help: { type: "boolean", short: "h" },

@@ -25,6 +25,7 @@ export interface HistoryFlags {
   history?: string;
   keep?: string;
   "max-age-days"?: string;
+  "max-file-mb"?: string;
   last?: string;
   markdown?: boolean;
 }
@@ -106,14 +107,16 @@ export async function historyCommand(
     case "publish": {
       if (words.length !== 1) {
         throw new UsageError(
-          "usage: report publish <run-dir> --to <dir> [--keep N] [--max-age-days D]",
+          "usage: report publish <run-dir> [--to <dir>] [--keep N] [--max-age-days D] [--max-file-mb M]",
         );
       }
       const to = flags.to ?? defaultDir;
+      const maxMiB = count("max-file-mb", flags["max-file-mb"], 0);
       const r = await publishRun(words[0], to, {
         keep: count("keep", flags.keep, 1),
         maxAgeDays: count("max-age-days", flags["max-age-days"], 0),
         last: count("last", flags.last, 1),
+        ...(maxMiB === undefined ? {} : { maxFileBytes: maxMiB * 1024 * 1024 }),
         log: (l) => console.log(l),
       });
       for (const s of r.skipped) console.log(`  not copied: ${s.path} (${s.reason})`);

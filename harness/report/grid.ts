@@ -28,7 +28,10 @@ export function historyGrid(index: HistoryIndex, last: number, source: string): 
   for (const r of matrix) for (const row of r.rows) if (!ids.includes(row.id)) ids.push(row.id);
   const width = Math.max(4, ...ids.map((i) => i.length)) + 2;
   const flaky = detectFlaky(rowTrends(matrix, last), last);
-  out.push("", "row".padEnd(width) + matrix.map((_, i) => String(i + 1).padEnd(CELL)).join(""));
+  out.push(
+    "",
+    ("row".padEnd(width) + matrix.map((_, i) => String(i + 1).padEnd(CELL)).join("")).trimEnd(),
+  );
   for (const id of ids) {
     const cells = matrix.map((r) => {
       const row = r.rows.find((x) => x.id === id);

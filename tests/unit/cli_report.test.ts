@@ -50,6 +50,16 @@ Deno.test("publish, history and diff through the CLI; diff exits 0 with differen
   for (const d of [a, b]) {
     assert.equal((await run(["report", "publish", d, "--to", site])).code, 0);
   }
+  const small = await run([
+    "report",
+    "publish",
+    a,
+    "--to",
+    join(tmp, "small"),
+    "--max-file-mb",
+    "0",
+  ]);
+  assert.match(small.out, /not copied: rows\/switch\/transcript.log \(over 0 MiB\)/);
   const again = await run(["report", "publish", a, "--to", site]);
   assert.match(again.out, /ra is already in .*nothing changed/);
   const h = await run(["report", "history", "--from", site, "--last", "5"]);
