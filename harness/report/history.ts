@@ -11,7 +11,7 @@
  * temporary file renamed over the old one. A crash leaves the old index
  * intact; leftovers are cleared by the next publish.
  */
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { type BenchJson, parseBenchJson } from "./bench_json.ts";
 import { type HistorySnapshot, pageContext } from "./context.ts";
 import { detectFlaky, FLAKY_WINDOW } from "./flaky.ts";
@@ -148,7 +148,7 @@ async function stageRun(
 ): Promise<void> {
   await Deno.mkdir(tmp);
   for (const f of source.files) {
-    await Deno.mkdir(join(tmp, f.to, ".."), { recursive: true });
+    await Deno.mkdir(dirname(join(tmp, f.to)), { recursive: true });
     await Deno.copyFile(f.from, join(tmp, f.to));
   }
   const ctx = pageContext(snapshot, source.entry.runId, last);
