@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { main } from "../../harness/cli.ts";
 import { UsageError, UserError } from "../../harness/errors.ts";
-import { sampleMatrix, writeRunDir } from "./history_fixture.ts";
+import { sampleMatrix, writeBenchDir, writeRunDir } from "./history_fixture.ts";
 
 /** Run `main` with console.log captured. */
 async function run(argv: string[]): Promise<{ code: number; out: string }> {
@@ -80,4 +80,18 @@ Deno.test("publish, history and diff through the CLI; diff exits 0 with differen
     () => main(["report", "history", "--from", join(tmp, "none")]),
     /no history here/,
   );
+});
+
+Deno.test("bench runs diff figure by figure; a bench and a matrix run do not diff", async () => {
+  const tmp = await Deno.makeTempDir();
+  const b1 = await writeBenchDir(tmp, "b1", "2026-12-01T00:00:00Z", { "cnuas_ib.bw": 100 });
+  const b2 = await writeBenchDir(tmp, "b2", "2026-12-02T00:00:00Z", { "cnuas_ib.bw": 80 });
+  const d = await run(["report", "diff", b1, b2]);
+  assert.equal(d.code, 0);
+  assert.match(d.out, /benchRdmaPerf cnuas_ib\.bw: 100 → 80 MiB\/s \(-20\.0 %\)/);
+  const m = await writeRunDir(
+    tmp,
+    sampleMatrix("m", "2026-12-01T00:00:00Z", "c1", [{ id: "switch", status: "PASS" }]),
+  );
+  await assert.rejects(() => main(["report", "diff", b1, m]), /cannot diff a bench run/);
 });
