@@ -145,6 +145,28 @@ export {
 export { writeReport } from "./harness/report/write.ts";
 /** Merging shard reports into one. */
 export { MergeConflictError, mergeReports } from "./harness/report/merge.ts";
+/** The history of published runs: the store, its index, flaky rows, page contexts, diffs. */
+export {
+  loadHistory,
+  type PublishOptions,
+  publishRun,
+  readIndex,
+} from "./harness/report/history.ts";
+export {
+  HistoryFormatError,
+  type HistoryIndex,
+  type RowSummary,
+  type RunEntry,
+} from "./harness/report/history_index.ts";
+export { detectFlaky, flakyReason } from "./harness/report/flaky.ts";
+export { type HistorySnapshot, pageContext } from "./harness/report/context.ts";
+export {
+  diffMarkdown,
+  diffRuns,
+  diffText,
+  noiseBand,
+  type RunDiff,
+} from "./harness/report/diff.ts";
 /** Reference model of the switch's forwarding decisions. */
 export {
   type Decision,

@@ -18,6 +18,13 @@
  *   report merge DIR... --out D merge shard reports
  *   report kcidb DIR [--out F|-] [--origin O] [--log-base-url U]
  *                               the run as KCIDB JSON (docs/kcidb.md), default DIR/kcidb.json
+ *   report publish DIR [--to H] [--keep N] [--max-age-days D] [--max-file-mb M]  add a run
+ *                               (matrix report or reports/bench/<id>) to the history site H
+ *                               (default reports/history; files over M MiB, default 50, are
+ *                               listed, not copied), pruning by count and age
+ *   report history [--from H] [--last N]  the last N runs per row; flaky rows flagged
+ *   report diff A B [--history H] [--markdown]  status changes, measurement deltas judged
+ *                               against H's noise (A, B: report dirs or run ids in H)
  *   wirecheck FILE.pcapng...    run captures (from a row, or from real hardware)
  *       [--path-mtu N]          through the RDMA wire oracle; writes FILE.violations.json
  *   repin                       re-pin sources to what the mirror serves
@@ -39,8 +46,18 @@ import { progress } from "./progress.ts";
 import { isFailing } from "./report/schema.ts";
 import { mergeReports } from "./report/merge.ts";
 import { reportKcidb } from "./report/kcidb_export.ts";
+import { HISTORY_SUBCOMMANDS, historyCommand } from "./report/command.ts";
 import { runBench } from "./bench/run.ts";
 import { checkPcapngFiles, rolledOverFiles } from "./oracle/wire_check.ts";
+
+/** Every `report` subcommand, for its usage error. */
+const REPORT_USAGE = [
+  "usage: report merge <report-dir>... --out <dir>",
+  "       report publish <run-dir> [--to <dir>] [--keep N] [--max-age-days D] [--max-file-mb M]",
+  "       report history [--from <dir>] [--last N]",
+  "       report diff <run-a> <run-b> [--history <dir>] [--markdown]",
+  "       report kcidb <run-dir> [--out <file>|-] [--origin O] [--log-base-url U]",
+].join("\n");
 
 const BUILD_TARGETS: BuildTarget[] = [
   "qemu",
@@ -110,20 +127,21 @@ async function matrix(config: Config, values: Record<string, unknown>) {
   return { failing, passing, dir };
 }
 
+/** The Deno test directories `task test` runs (the matrix rows run after them). */
+const TEST_DIRS = ["tests/unit", "tests/qtest", "tests/switch", "tests/vm", "tests/report"];
+
 /** `deno test` over everything under tests/ except the matrix rows; returns counts. */
 async function denoTests(config: Config): Promise<{ passed: number; failed: number }> {
   progress("test", "deno test (unit, qtest, switch, vm, report)");
   // the builds install their own host packages; the page test's browser is the tests' own
   await ensureHostPackages(["report"], join(config.cacheDir, "logs", "test-host-packages.log"));
-  const dirs = ["tests/unit", "tests/qtest", "tests/switch", "tests/vm", "tests/report"].filter(
-    (d) => {
-      try {
-        return Deno.statSync(join(config.repoRoot, d)).isDirectory;
-      } catch {
-        return false;
-      }
-    },
-  );
+  const dirs = TEST_DIRS.filter((d) => {
+    try {
+      return Deno.statSync(join(config.repoRoot, d)).isDirectory;
+    } catch {
+      return false;
+    }
+  });
   const child = new Deno.Command(Deno.execPath(), {
     args: ["test", "-A", "--no-check", ...dirs],
     cwd: config.repoRoot,
@@ -210,6 +228,14 @@ async function main(argv: string[]): Promise<number> {
       guests: { type: "string" },
       fabric: { type: "string" },
       gpus: { type: "string" },
+      to: { type: "string" },
+      from: { type: "string" },
+      history: { type: "string" },
+      keep: { type: "string" },
+      "max-age-days": { type: "string" },
+      "max-file-mb": { type: "string" },
+      last: { type: "string" },
+      markdown: { type: "boolean" },
       help: { type: "boolean", short: "h" },
     },
   });
@@ -296,11 +322,11 @@ async function main(argv: string[]): Promise<number> {
     }
     case "report": {
       if (rest[0] === "kcidb") return await reportKcidb(rest.slice(1), values, config.repoRoot);
-      if (rest[0] !== "merge" || rest.length < 2) {
-        throw new UsageError(
-          "usage: report merge <report-dir>... --out <dir> | report kcidb <run-dir>",
-        );
+      const sub = HISTORY_SUBCOMMANDS.find((s) => s === rest[0]);
+      if (sub) {
+        return await historyCommand(sub, rest.slice(1), values, join(config.reportsDir, "history"));
       }
+      if (rest[0] !== "merge" || rest.length < 2) throw new UsageError(REPORT_USAGE);
       const out = (values.out as string | undefined) ??
         join(config.reportsDir, `merged-${Date.now()}`);
       const m = await mergeReports(rest.slice(1), out);

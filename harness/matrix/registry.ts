@@ -2,7 +2,7 @@
  * The rows of the validation matrix, in report order. Each lives in its own
  * file `tests/matrix/<id with _ for ->.ts` exporting `row`.
  */
-import { UserError } from "../errors.ts";
+import { UsageError, UserError } from "../errors.ts";
 import { join } from "node:path";
 import { REPO_ROOT } from "../config.ts";
 import type { LibraryName, ModuleName, Row } from "./row.ts";
@@ -78,7 +78,7 @@ export function shardRows<T extends { id: string }>(rows: T[], index: number, co
   if (
     !Number.isInteger(index) || !Number.isInteger(count) || count < 1 || index < 1 || index > count
   ) {
-    throw new Error(`--shard wants i/n with 1 ≤ i ≤ n, got ${index}/${count}`);
+    throw new UsageError(`--shard wants i/n with 1 ≤ i ≤ n, got ${index}/${count}`);
   }
   return rows.filter((_, k) => k % count === index - 1);
 }

@@ -69,6 +69,9 @@ export async function runMatrix(
     },
     rows: results,
   });
+  // Written before the first row too: a shard left without rows (`--row a --shard 3/3`)
+  // still leaves a report for `report merge`.
+  await writeReport(dir, report(), config.reportsDir);
   for (const row of rows) {
     results.push(await runRow(row, lab, dir));
     // Written after every row, so a killed run still leaves a report.

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { loadRows, ROW_IDS, shardRows, UnknownRowError } from "../../harness/matrix/registry.ts";
+import { UsageError } from "../../harness/errors.ts";
 
 Deno.test("every row of the architecture table is registered and loads", async () => {
   const rows = await loadRows();
@@ -27,6 +28,16 @@ Deno.test("shards partition the rows: each row in exactly one shard", () => {
     );
     assert.deepEqual([...seen].sort(), [...ROW_IDS].sort());
   }
-  assert.throws(() => shardRows(rows, 0, 2));
-  assert.throws(() => shardRows(rows, 3, 2));
+  assert.throws(() => shardRows(rows, 0, 2), UsageError);
+  assert.throws(() => shardRows(rows, 3, 2), UsageError);
+});
+
+Deno.test("--row and --shard combine: the rows asked for, dealt round-robin in report order", async () => {
+  const ordered = await loadRows(["switch", "qtest-vnic", "qtest-gpu"]);
+  assert.deepEqual([1, 2, 3].map((i) => shardRows(ordered, i, 3).map((r) => r.id)), [
+    ["qtest-vnic"],
+    ["switch"],
+    ["qtest-gpu"],
+  ]);
+  assert.deepEqual(shardRows([{ id: "switch" }], 3, 3), []); // an empty shard is allowed
 });
