@@ -6,8 +6,13 @@ import type { Config } from "../config.ts";
 import { exec } from "../exec.ts";
 import { progress } from "../progress.ts";
 import { readPins } from "../pins.ts";
-import type { MatrixJson, Provenance, RowResult } from "../report/schema.ts";
-import { writeReport } from "../report/write.ts";
+import {
+  emptyPageContext,
+  type MatrixJson,
+  type Provenance,
+  type RowResult,
+} from "../report/schema.ts";
+import { latestReport, writeReport } from "../report/write.ts";
 import { type FabricStarter, Lab } from "./lab.ts";
 import type { Row } from "./row.ts";
 import { runRow } from "./runner.ts";
@@ -69,13 +74,17 @@ export async function runMatrix(
     },
     rows: results,
   });
+  // the page's "since the previous run" locally: the run `latest` pointed at until now
+  // (a published page gets its whole history instead: report publish)
+  const previous = await latestReport(config.reportsDir);
+  const context = { ...emptyPageContext(), ...(previous ? { previous } : {}) };
   // Written before the first row too: a shard left without rows (`--row a --shard 3/3`)
   // still leaves a report for `report merge`.
-  await writeReport(dir, report(), config.reportsDir);
+  await writeReport(dir, report(), config.reportsDir, context);
   for (const row of rows) {
     results.push(await runRow(row, lab, dir));
     // Written after every row, so a killed run still leaves a report.
-    await writeReport(dir, report(), config.reportsDir);
+    await writeReport(dir, report(), config.reportsDir, context);
   }
   return { report: report(), dir };
 }

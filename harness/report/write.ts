@@ -5,7 +5,21 @@ import { join, relative } from "node:path";
 import { libraryCredits, moduleCredits } from "../matrix/registry.ts";
 import { toCompat, toHtml, toJunit, toMarkdown } from "./render.ts";
 import { readPageFiles } from "./page_files.ts";
-import { emptyPageContext, type MatrixJson, type PageContext } from "./schema.ts";
+import { emptyPageContext, type MatrixJson, type PageContext, parseMatrixJson } from "./schema.ts";
+
+/**
+ * The run `<reportsDir>/latest` points at (the one before a run that is
+ * about to start), for its page's "since the previous run"; undefined when
+ * there is none or it cannot be read (a local page then shows the run alone).
+ */
+export async function latestReport(reportsDir: string): Promise<MatrixJson | undefined> {
+  const path = join(reportsDir, "latest", "matrix.json");
+  try {
+    return parseMatrixJson(await Deno.readTextFile(path), path);
+  } catch {
+    return undefined;
+  }
+}
 
 /**
  * Write matrix.json and its renderings into `dir`; point `<reportsDir>/latest`

