@@ -5,7 +5,10 @@
  *   setup                       host packages, pinned downloads
  *   build [--only T ...]        build stages (qemu, image, switch, modules, guestprogs,
  *                               provider, cnuasdev, cnuasdev-host)
- *   matrix [--row ID ...] [--list] [--shard i/n]
+ *   matrix [--row ID ...] [--list] [--shard i/n] [--history H] [--plan]
+ *                               --shard balances by H's row durations (default
+ *                               reports/history; round-robin without); --plan prints
+ *                               each shard's rows and predicted time, runs nothing
  *       [--without-host-package P]  leave P out of the fresh-host row's package list
  *       [--loss-seed N]             replay roce-e2e's loss pattern (or CNUAS_HIL_LOSS_SEED)
  *   test                        Deno tests, then the matrix as a gate
@@ -39,6 +42,8 @@ import { hostPath } from "./exec.ts";
 import { ensureHostPackages, ensurePackages, hostPackageList } from "./host.ts";
 import { fabricStarter, Lab } from "./matrix/lab.ts";
 import { loadRows, ROW_IDS, shardRows } from "./matrix/registry.ts";
+import { checkShard, durationsFromIndex, formatPlan, planShards } from "./matrix/shard_plan.ts";
+import { readIndex } from "./report/history.ts";
 import { runMatrix } from "./matrix/run.ts";
 import type { BuildTarget, Row } from "./matrix/row.ts";
 import { fetchSource, readPins, repin } from "./pins.ts";
@@ -97,19 +102,40 @@ export function lossSeedFrom(value: string | undefined): { lossSeed?: number } {
   return { lossSeed: Number(value) };
 }
 
-async function selectRows(values: Record<string, unknown>): Promise<Row[]> {
-  let rows = await loadRows((values.row as string[] | undefined) ?? []);
-  if (values.shard) {
-    const m = /^(\d+)\/(\d+)$/.exec(values.shard as string);
-    if (!m) throw new UsageError(`--shard wants i/n (e.g. 1/3), not ${values.shard}`);
-    rows = shardRows(rows, Number(m[1]), Number(m[2]));
-  }
-  return rows;
+/** `--shard i/n` as numbers (1/1 without it). */
+function shardOf(values: Record<string, unknown>): { index: number; count: number } {
+  if (!values.shard) return { index: 1, count: 1 };
+  const m = /^(\d+)\/(\d+)$/.exec(values.shard as string);
+  if (!m) throw new UsageError(`--shard wants i/n (e.g. 1/3), not ${values.shard}`);
+  checkShard(Number(m[1]), Number(m[2]));
+  return { index: Number(m[1]), count: Number(m[2]) };
+}
+
+/** The history whose row durations balance the shards: `--history`, else reports/history. */
+async function shardDurations(config: Config, values: Record<string, unknown>) {
+  const source = (values.history as string | undefined) ?? join(config.reportsDir, "history");
+  return { source, durations: durationsFromIndex(await readIndex(source)) };
+}
+
+async function selectRows(config: Config, values: Record<string, unknown>): Promise<Row[]> {
+  const rows = await loadRows((values.row as string[] | undefined) ?? []);
+  if (!values.shard) return rows;
+  const { index, count } = shardOf(values);
+  return shardRows(rows, index, count, (await shardDurations(config, values)).durations);
+}
+
+/** `matrix --plan`: which rows each shard runs and its predicted time; runs nothing. */
+async function printPlan(config: Config, values: Record<string, unknown>): Promise<void> {
+  const rows = await loadRows((values.row as string[] | undefined) ?? []);
+  const { index, count } = shardOf(values);
+  const { source, durations } = await shardDurations(config, values);
+  const plan = planShards(rows.map((r) => r.id), count, durations);
+  for (const line of formatPlan(plan, source, values.shard ? index : undefined)) console.log(line);
 }
 
 /** Run the matrix; returns the number of failing rows and the counts. */
 async function matrix(config: Config, values: Record<string, unknown>) {
-  const rows = await selectRows(values);
+  const rows = await selectRows(config, values);
   const { report, dir } = await runMatrix(config, rows, {
     shard: values.shard as string | undefined,
     fabricStarter,
@@ -211,6 +237,7 @@ async function main(argv: string[]): Promise<number> {
     options: {
       row: { type: "string", multiple: true },
       list: { type: "boolean" },
+      plan: { type: "boolean" },
       shard: { type: "string" },
       only: { type: "string", multiple: true },
       accel: { type: "string" },
@@ -279,8 +306,12 @@ async function main(argv: string[]): Promise<number> {
       return 0;
     }
     case "matrix": {
+      if (values.plan) {
+        await printPlan(config, values);
+        return 0;
+      }
       if (values.list) {
-        for (const r of await selectRows(values)) {
+        for (const r of await selectRows(config, values)) {
           console.log(`${r.id.padEnd(15)} ${r.run ? "" : "(MISS) "}${r.title}`);
         }
         return 0;

