@@ -6,7 +6,7 @@
  * charts. Self-contained: inline CSS and SVG, a few lines of optional
  * script for filtering by status. A pure function of its inputs.
  */
-import { esc } from "./escape.ts";
+import { esc, fileHref } from "./escape.ts";
 import { emptyPageFiles, type PageFiles, type StepExcerpt } from "./page_data.ts";
 import {
   emptyPageContext,
@@ -203,7 +203,7 @@ function stepRows(r: RowResult, excerpts: StepExcerpt[] | undefined): string {
   return r.steps.map((s: StepResult, i) => {
     const ex = excerpts?.[i];
     const lines = ex?.file
-      ? `<a href="${esc(ex.file)}">${ex.lineCount} line${ex.lineCount === 1 ? "" : "s"}</a>`
+      ? `<a href="${fileHref(ex.file)}">${ex.lineCount} line${ex.lineCount === 1 ? "" : "s"}</a>`
       : "none";
     const main = `<tr data-step-status="${s.status}"><td class="num">${i + 1}</td>` +
       `<td>${esc(s.name)}</td><td>${statusText(s.status)}</td>` +
@@ -245,7 +245,7 @@ function detailsBody(r: RowResult, context: PageContext, files: PageFiles): stri
   if (caps.length) {
     const body = caps.map((c) => {
       const name = c.capture
-        ? `<a href="${esc(c.capture)}">${esc(baseName(c.capture))}</a>`
+        ? `<a href="${fileHref(c.capture)}">${esc(baseName(c.capture))}</a>`
         : esc(baseName(c.report.replace(/\.violations\.json$/, "")));
       const rules = Object.entries(c.byRule).map(([k, n]) => `${esc(k)}: ${n}`).join(", ");
       const verdict = c.problem
@@ -255,7 +255,7 @@ function detailsBody(r: RowResult, context: PageContext, files: PageFiles): stri
         : `${STATUS_SYMBOL.FAIL} ${c.violationCount ?? "?"}`;
       return `<tr><td>${name}</td><td class="num">${c.framesChecked ?? "?"}</td>` +
         `<td>${verdict}</td><td>${rules || "—"}</td>` +
-        `<td><a href="${esc(c.report)}">${esc(baseName(c.report))}</a></td></tr>`;
+        `<td><a href="${fileHref(c.report)}">${esc(baseName(c.report))}</a></td></tr>`;
     }).join("");
     parts.push(
       `<table class="steps captures"><caption>Captures and the wire oracle's verdict</caption>` +
@@ -267,7 +267,7 @@ function detailsBody(r: RowResult, context: PageContext, files: PageFiles): stri
   if (r.artifacts.length) {
     const items = r.artifacts.map((a) =>
       !files.present || files.present.has(a)
-        ? `<li><a href="${esc(a)}">${esc(baseName(a))}</a></li>`
+        ? `<li><a href="${fileHref(a)}">${esc(baseName(a))}</a></li>`
         : `<li>${esc(baseName(a))} (missing)</li>`
     ).join("");
     parts.push(`<h3>Artifacts</h3><ul class="arts">${items}</ul>`);

@@ -258,3 +258,13 @@ Deno.test("the page escapes every text and shows status as text, not colour alon
   assert.equal(keyMeasurement(m.rows[0])?.[0], "bootToSshSec");
   assert.match(toHtml({ ...m, rows: [] }), /This run has no rows/);
 });
+
+Deno.test("artifact links are relative file paths: a scheme-like or #-holding name stays a file", () => {
+  const m = sample("links", ["boot"]);
+  m.rows[0].artifacts = ["rows/boot/javascript:alert(1)", "rows/boot/a #b?.txt", "../shard/x.log"];
+  const html = toHtml(m);
+  assert.match(html, /href="rows\/boot\/javascript%3Aalert\(1\)"/);
+  assert.match(html, /href="rows\/boot\/a%20%23b%3F\.txt"/);
+  assert.match(html, /href="\.\.\/shard\/x\.log"/);
+  assert.doesNotMatch(html, /href="javascript:/);
+});
