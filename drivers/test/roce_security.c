@@ -164,7 +164,6 @@ static long sent_pkts(const char *ibdev)
 	return all < 0 || kernel < 0 ? -1 : all - kernel;
 }
 
-
 /*
  * Post one signalled SEND of @len bytes of @fill from the client's buffer,
  * inline or from its MR; to @ah / @qpn on a UD QP.  Returns ibv_post_send's

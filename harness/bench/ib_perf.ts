@@ -34,6 +34,7 @@ import type { Guest } from "../vm/types.ts";
 import { shq } from "../guest/shell.ts";
 import { measureAll, type Side, speedup } from "./rdma_perf.ts";
 import { measuredSoFar, runBenchRow } from "./one_row.ts";
+import { median } from "../stats.ts";
 
 /** IPoIB addresses (IB half) and cnuas_net addresses (RoCE half). */
 const IB_IPS = ["10.79.0.1", "10.79.0.2"];
@@ -51,14 +52,6 @@ export const PERF_MTU = 1024;
  * guest. The verdict is recorded (`…budgetPass` 1 or 0), not asserted.
  */
 export const SM_BUDGET_MS = { insmodToActive: 10_000, cablePullToActive: 5_000 };
-
-/** Median of `xs` (mean of the middle two for an even count); NaN when empty. */
-export function median(xs: readonly number[]): number {
-  if (!xs.length) return NaN;
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
-}
 
 /**
  * The guest clock's lead over the host's (ms), from a guest timestamp

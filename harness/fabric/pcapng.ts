@@ -110,8 +110,7 @@ const SCAN_CHUNK = 4 << 20;
 /**
  * Read a pcapng file a block at a time, handing each packet to `onPacket`
  * with the interfaces described so far — memory stays at one read buffer
- * however large the file (a 1 MiB pingpong's capture is over 2 GiB, more
- * than one `Deno.readFile` returns intact).
+ * however large the file (a 1 MiB pingpong's capture is over 2 GiB).
  *
  * @throws {PcapngFormatError} as {@link readPcapng}, or what `onPacket` throws.
  */

@@ -12,6 +12,7 @@
  */
 import { UsageError } from "../errors.ts";
 import type { HistoryIndex } from "../report/history_index.ts";
+import { median } from "../stats.ts";
 
 /** Statuses whose duration says what the row costs (ERROR, MISS, SKIP end early). */
 const TIMED_STATUSES = new Set(["PASS", "FAIL", "DONE"]);
@@ -77,10 +78,8 @@ export function planShards(
     }));
     return { basis: "count", shards, durations: new Map(), guessed: [] };
   }
-  const sorted = [...recorded].sort((a, b) => a - b);
-  const mid = sorted.length >> 1;
-  const median = sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
-  const durations = new Map(ids.map((id) => [id, known.get(id) ?? median]));
+  const guess = median(recorded);
+  const durations = new Map(ids.map((id) => [id, known.get(id) ?? guess]));
   const guessed = ids.filter((id) => !known.has(id));
   const order = ids.map((id, k) => ({ id, k, sec: durations.get(id)! }))
     .sort((a, b) => b.sec - a.sec || a.k - b.k);

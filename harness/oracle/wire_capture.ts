@@ -26,8 +26,8 @@ import { checkPcapngFiles, type PcapngCheckSummary } from "./wire_check.ts";
 /**
  * The switch rolls a capture over to a next file before one passes this
  * size: a 1 MiB pingpong's 1,000 iterations are over 2 GiB of frames, and
- * files of that size were twice read back as empty in CI (once with the
- * whole file read at once, once a block at a time was not yet tried).
+ * single files of that size were twice read back as empty in CI (cause not
+ * found; no file reaches 2 GiB since).
  */
 export const CAPTURE_FILE_BYTES = 1 << 30;
 
@@ -278,9 +278,10 @@ export class WireCapture {
     const ctx = this.#ctx;
     let file: PcapngCheckSummary | undefined;
     let readError: string | undefined;
+    const paths = seg.files?.map((f) => f.path) ?? [seg.path];
     const t0 = performance.now();
     try {
-      file = await checkPcapngFiles(seg.files?.map((f) => f.path) ?? [seg.path]);
+      file = await checkPcapngFiles(paths);
     } catch (e) {
       readError = (e as Error).message;
     }
@@ -312,7 +313,6 @@ export class WireCapture {
     const problems = segmentProblems(seg, this.#kind, file, readError);
     if (this.#inspect && seg.startPorts && seg.endPorts && !seg.stopError) {
       try {
-        const paths = seg.files?.map((f) => f.path) ?? [seg.path];
         problems.push(...await this.#inspect(paths, seg.startPorts, seg.endPorts));
       } catch (e) {
         problems.push(`${seg.name}: inspecting the capture failed: ${(e as Error).message}`);
@@ -321,7 +321,7 @@ export class WireCapture {
     // A clean capture can be hundreds of MB: its .violations.json stays as
     // the proof the check ran; one with a problem is kept for inspection.
     if (problems.length === 0) {
-      for (const f of seg.files ?? [{ path: seg.path }]) await Deno.remove(f.path);
+      for (const p of paths) await Deno.remove(p);
     }
     ctx.expect(problems.length === 0, problems.join("; "));
   }

@@ -17,6 +17,7 @@
  */
 import type { MatrixJson, Measurement, Status } from "./schema.ts";
 import { isFailing } from "./schema.ts";
+import { median } from "../stats.ts";
 
 /** How deltas are judged. */
 export interface NoiseRule {
@@ -41,12 +42,6 @@ export interface NoiseBand {
   threshold: number;
   /** How many values it comes from. */
   points: number;
-}
-
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
 }
 
 /** The noise band of `values`, or undefined with fewer than `rule.minPoints`. */

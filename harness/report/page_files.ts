@@ -5,6 +5,7 @@
  * long transcripts instead of inlining them.
  */
 import { basename, join } from "node:path";
+import { exists } from "../cache.ts";
 import type { MatrixJson, RowResult } from "./schema.ts";
 import {
   type CaptureSummary,
@@ -16,15 +17,6 @@ import {
 
 /** The suffix the RDMA wire oracle gives its report beside a capture. */
 const ORACLE_SUFFIX = ".violations.json";
-
-async function exists(path: string): Promise<boolean> {
-  try {
-    await Deno.stat(path);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 /** A row's transcript: its `transcript.log` artifact, else `rows/<id>/transcript.log`. */
 function transcriptPath(r: RowResult): string {

@@ -8,11 +8,7 @@ import type { BenchJson } from "./bench_json.ts";
 import { isBenchError } from "./bench_json.ts";
 import { chronological, type HistoryIndex, type RunEntry } from "./history_index.ts";
 import type { PageContext, Status } from "./schema.ts";
-
-function esc(s: string): string {
-  return s.replaceAll("&", "&amp;").replaceAll("<", "&lt;").replaceAll(">", "&gt;")
-    .replaceAll('"', "&quot;");
-}
+import { esc } from "./escape.ts";
 
 /** One letter per status, for grids (the page's legend and `report history` spell them out). */
 export const STATUS_LETTER: Record<Status, string> = {

@@ -148,8 +148,8 @@ static FILE *cap_open(struct capture *c, const char *path)
 	 * keeps only the mode and allocates its default size (st_blksize,
 	 * 4 KiB on most file systems), which would mean a write(2) every few
 	 * frames.  The buffer must outlive the FILE: cap_stop() frees it only
-	 * after fclose(), and a rollover closes the old FILE before the new
-	 * one writes.
+	 * after fclose(); a rollover flushes the old FILE before the new one
+	 * takes the buffer, and closes it before the new one writes.
 	 */
 	if (f)
 		setvbuf(f, c->buf, _IOFBF, CAP_BUF_SIZE);
@@ -222,29 +222,30 @@ static void cap_roll_over(struct capture *c)
 		return;
 	}
 	/*
-	 * The next file is opened before the current one closes, so a failure
-	 * leaves the capture writing; its buffer is set only after the close
-	 * (the two FILEs share c->buf, and the old one's is empty by then).
+	 * The next file is opened (and listed) before the current one closes,
+	 * so a failure leaves the capture writing, and counting, where it was.
+	 * The two FILEs share c->buf: the flush first leaves the old one's empty.
 	 */
-	next = NULL;
-	if (fflush(c->f))
+	if (fflush(c->f)) {
 		cap_fail(c, "flush");
-	else
-		next = fopen(path, "wb");
+		free(path);
+		return;
+	}
+	next = cap_open(c, path);
 	if (!next) {
 		cap_fail(c, "next file");
 		free(path);
 		return;
 	}
-	if (fclose(c->f))
-		cap_fail(c, "close");
-	c->f = next;
-	setvbuf(c->f, c->buf, _IOFBF, CAP_BUF_SIZE);
 	if (!cap_add_file(c, path)) {
 		errno = ENOMEM;
 		cap_fail(c, "next file");
+		fclose(next);
 		return;
 	}
+	if (fclose(c->f))
+		cap_fail(c, "close");
+	c->f = next;
 	put_shb(c);
 	for (uint32_t id = 0; id < c->n_ifs; id++)
 		for (uint32_t port = 0; port < c->n_slots; port++)

@@ -7,12 +7,12 @@ import assert from "node:assert/strict";
 import {
   clockOffsetMs,
   ibOverRoce,
-  median,
   nsToMs,
   parseStamps,
   smFigures,
   waitState,
 } from "../../harness/bench/ib_perf.ts";
+import { median } from "../../harness/stats.ts";
 
 Deno.test("median: odd, even, unsorted, empty", () => {
   assert.deepEqual(median([5]), 5);
