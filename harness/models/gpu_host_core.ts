@@ -92,7 +92,7 @@ export class GpuHostCore {
   readonly nodes: NodeState[];
   /** Open files by runner slot. */
   readonly slots: (FileState | undefined)[] = new Array(FILE_SLOTS).fill(undefined);
-  /** Files not yet released (open, or closed with mappings left). */
+  /** Files not yet released (open, or closed with mappings left), and released ones whose ops may still run. */
   live: FileState[] = [];
   /** The runner's host buffer of each slot. */
   readonly hbufs: SparseMem[];
@@ -168,15 +168,20 @@ export class GpuHostCore {
       q.applied = true;
     }
     if (point > file.lower) file.lower = point;
+    this.forgetDrained(file);
     collect(file.node);
   }
 
-  /** Release `file` if its fd is closed and no mapping holds it. */
+  /**
+   * Release `file` if its fd is closed and no mapping holds it: its handles
+   * go at once; its queued ops are cancelled or cut short, but close does not
+   * wait for the worker (docs/devices.md, "Asynchronous queues"), so each
+   * keeps what it names until it is known to have completed, like any queued
+   * op: answers that depend on it are checked against every candidate.
+   */
   maybeRelease(file: FileState): void {
     if (file.fdOpen || file.mapRefs > 0 || file.released) return;
     for (const q of file.queue) if (!q.applied) q.tainted = true; // cancelled, or cut short
-    this.advance(file, file.submitted);
-    file.queue = [];
     for (const obj of file.handles.values()) {
       if (obj.kind === "alloc" && obj.alloc.owner === file) obj.alloc.owner = null;
       if (obj.kind === "import") obj.dmabuf.imports--;
@@ -184,8 +189,15 @@ export class GpuHostCore {
     }
     file.handles.clear();
     file.released = true;
-    this.live = this.live.filter((f) => f !== file);
+    this.forgetDrained(file);
     collect(file.node);
+  }
+
+  /** Drop a released `file` once none of its ops can still be running. */
+  private forgetDrained(file: FileState): void {
+    if (!file.released || file.queue.some((q) => !q.applied)) return;
+    file.queue = [];
+    this.live = this.live.filter((f) => f !== file);
   }
 
   /** A synchronous write of `r`: queued ops touching those bytes race with it. */

@@ -446,3 +446,38 @@ Deno.test("a copy that faults at its first user byte changes no device byte (syn
     [{ op: "copy_from", f: 0, h: "$1", off: 0n, len: 8192n }, `ok digest=${fnv1a64(pat)}`],
   ]);
 });
+
+Deno.test("close with ops queued: they keep what they name until they are known done (close does not wait)", () => {
+  const m = model({ devmemMb: 1 });
+  const fill = { k: "fill" as const, h: "$1", off: 0n, len: 4096n, value: 7, ud: 0n };
+  run(m, [
+    [alloc(1 << 20, 1), "ok handle=1 offset=0 size=1048576"],
+    [{ op: "submit", f: 0, ops: [fill, fill] }, "ok first=1"],
+    [{ op: "close", f: 0 }, "ok"],
+    [{ op: "open", f: 1, node: 0 }, "ok"],
+  ]);
+  const whole = { op: "alloc" as const, f: 1, size: 1n << 20n, align: 0n, out: 2 };
+  // the worker may not have let go of the closed file's ops yet: ENOMEM is allowed
+  assert.equal(refuse(m, whole, "err ENOMEM"), null);
+  // ... and so is the whole arena once it has; stat may see the ops in flight
+  run(m, [
+    [
+      { op: "stat", node: 0 },
+      "ok devmem_used=1048576 allocations=1 exports=0 pinned_used=0 pins=0 inflight=1",
+    ],
+    [whole, "ok handle=1 offset=0 size=1048576"],
+  ]);
+  // that answer proved the ops done: the closed file holds nothing now
+  assert.notEqual(
+    refuse(
+      m,
+      { op: "stat", node: 0 },
+      "ok devmem_used=2097152 allocations=2 exports=0 pinned_used=0 pins=0 inflight=0",
+    ),
+    null,
+  );
+  run(m, [[
+    { op: "stat", node: 0 },
+    "ok devmem_used=1048576 allocations=1 exports=0 pinned_used=0 pins=0 inflight=0",
+  ]]);
+});
