@@ -29,6 +29,7 @@
 #include "migration/vmstate.h"
 #include "net/net.h"
 #include "sysemu/dma.h"
+#include "sysemu/runstate.h"
 #include "qom/object.h"
 #include "cnuas_pci.h"
 #include "cnuas_sock.h"
@@ -89,6 +90,10 @@ struct CnuasVnicState {
 
     /* the wire: down while no connection */
     CnuasSock sock;
+
+    /* a saved state was loaded and the VM has not run since (migration) */
+    bool loaded;
+    VMChangeStateEntry *vmstate_change;
 
     /* bounce buffer; TX and RX never run at the same time (BQL) */
     uint8_t buf[CNUAS_VNIC_MAX_FRAME];
@@ -370,6 +375,37 @@ static void vnic_write_config(PCIDevice *pdev, uint32_t addr, uint32_t val,
     cnuas_pci_config_written(pdev, s->irq_status & s->irq_mask);
 }
 
+/*
+ * Migration (docs/devices.md, "vnic: saved state"): the registers and the PCI
+ * function travel, the wire does not. The destination's device connected to
+ * its own socket_path at realize; the MAC is a property, so each destination
+ * keeps its own. Until the VM first runs after a load the device does not
+ * read the socket (a frame landing in guest memory while later devices'
+ * state is still loading could be overwritten); then it behaves as after a
+ * switch restart: the link cause is raised and queued frames are read.
+ */
+static int vnic_post_load(void *opaque, int version_id)
+{
+    CnuasVnicState *s = opaque;
+
+    s->loaded = true;
+    cnuas_sock_set_reading(&s->sock, false);
+    return 0;
+}
+
+static void vnic_vm_state_change(void *opaque, bool running, RunState state)
+{
+    CnuasVnicState *s = opaque;
+
+    if (!running || !s->loaded) {
+        return;
+    }
+    s->loaded = false;
+    s->irq_status |= IRQ_LINK;
+    vnic_rx_pump(s);
+    vnic_update_irq(s);
+}
+
 static void vnic_realize(PCIDevice *pdev, Error **errp)
 {
     CnuasVnicState *s = CNUAS_VNIC(pdev);
@@ -400,12 +436,15 @@ static void vnic_realize(PCIDevice *pdev, Error **errp)
     cnuas_sock_init(&s->sock, &vnic_sock_ops, s, s->socket_path,
                     TYPE_CNUAS_VNIC);
     vnic_update_reading(s);
+    s->vmstate_change = qemu_add_vm_change_state_handler(vnic_vm_state_change,
+                                                         s);
 }
 
 static void vnic_exit(PCIDevice *pdev)
 {
     CnuasVnicState *s = CNUAS_VNIC(pdev);
 
+    qemu_del_vm_change_state_handler(s->vmstate_change);
     cnuas_sock_cleanup(&s->sock);
     pcie_cap_exit(pdev);
     msi_uninit(pdev);
@@ -431,8 +470,23 @@ static void vnic_reset(DeviceState *dev)
 
 static const VMStateDescription vmstate_vnic = {
     .name = TYPE_CNUAS_VNIC,
-    /* the socket peer cannot follow a migration */
-    .unmigratable = 1,
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .post_load = vnic_post_load,
+    .fields = (VMStateField[]) {
+        VMSTATE_PCI_DEVICE(parent_obj, CnuasVnicState),
+        VMSTATE_UINT32(tx_addr_lo, CnuasVnicState),
+        VMSTATE_UINT32(tx_addr_hi, CnuasVnicState),
+        VMSTATE_UINT32(tx_len, CnuasVnicState),
+        VMSTATE_UINT32(rx_addr_lo, CnuasVnicState),
+        VMSTATE_UINT32(rx_addr_hi, CnuasVnicState),
+        VMSTATE_UINT32(rx_len, CnuasVnicState),
+        VMSTATE_UINT32(rx_status, CnuasVnicState),
+        VMSTATE_UINT32(irq_status, CnuasVnicState),
+        VMSTATE_UINT32(irq_mask, CnuasVnicState),
+        VMSTATE_UINT32(irq_asserted, CnuasVnicState),
+        VMSTATE_END_OF_LIST()
+    },
 };
 
 static Property vnic_properties[] = {
