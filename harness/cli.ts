@@ -11,6 +11,8 @@
  *                               each shard's rows and predicted time, runs nothing
  *       [--without-host-package P]  leave P out of the fresh-host row's package list
  *       [--loss-seed N]             replay roce-e2e's loss pattern (or CNUAS_HIL_LOSS_SEED)
+ *       [--no-snapshot]             boot every guest cold (default: rows that allow it
+ *                                   restore their guests from a saved state)
  *   test                        Deno tests, then the matrix as a gate
  *   lab [--guests N] [--fabric eth|ib] [--gpus G]  boot N guests (default 2), each with
  *                               G cnuasgpu functions (default 0), with our builds
@@ -90,6 +92,7 @@ function configFrom(values: Record<string, unknown>): Config {
       ? { freshHostWithout: values["without-host-package"] as string[] }
       : {}),
     ...lossSeedFrom((values["loss-seed"] as string | undefined) ?? env.lossSeed),
+    ...(values["no-snapshot"] ? { snapshots: false } : {}),
   });
 }
 
@@ -252,6 +255,7 @@ async function main(argv: string[]): Promise<number> {
       "path-mtu": { type: "string" },
       "without-host-package": { type: "string", multiple: true },
       "loss-seed": { type: "string" },
+      "no-snapshot": { type: "boolean" },
       guests: { type: "string" },
       fabric: { type: "string" },
       gpus: { type: "string" },

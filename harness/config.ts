@@ -28,6 +28,11 @@ export interface Config {
   freshHostWithout?: string[];
   /** Seed of roce-e2e's receive-loss pattern (`--loss-seed`); random when unset. */
   lossSeed?: number;
+  /**
+   * Start guests from saved VM states where a row allows it (default);
+   * `--no-snapshot` boots every guest cold.
+   */
+  snapshots: boolean;
 }
 
 /** Repository root, derived from this file's location. */
@@ -77,6 +82,7 @@ export function defaultConfig(overrides: Partial<Config> = {}): Config {
     mirror: env.mirror ?? DEFAULT_MIRROR,
     accel: "auto",
     verbose: true,
+    snapshots: true,
     ...overrides,
   };
 }

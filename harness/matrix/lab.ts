@@ -17,8 +17,12 @@ import { progress } from "../progress.ts";
 import { type AccelChoice, chooseAccel } from "../vm/accel.ts";
 import { GuestVm } from "../vm/guest.ts";
 import { freePort } from "../vm/ports.ts";
-import { gpuProps, type GuestDevice, vnicMac } from "../vm/qemu_args.ts";
+import { gpuProps, type GuestDevice, type GuestSpec, vnicMac } from "../vm/qemu_args.ts";
+import { applyIdentity } from "../vm/restore_identity.ts";
+import { ensureSaved, restoredSpec } from "../vm/snapshot.ts";
 import { GUEST_PATHS } from "../vm/types.ts";
+import type { GuestStart } from "../report/schema.ts";
+import { coldReason } from "./guest_start.ts";
 import type { BuildOutputs, BuildTarget, FabricHandle, FabricMode, Row } from "./row.ts";
 
 /** Bringing a row's state up failed (a build, the fabric, a boot). */
@@ -54,6 +58,8 @@ export interface RowSetup {
   fabric?: FabricHandle;
   /** Paths of the builds the row (and its guests) needed. */
   builds: BuildOutputs;
+  /** How each guest started, in guest order. */
+  starts: GuestStart[];
   /** Tear down; returns artifact paths produced (captures, logs). */
   close(): Promise<string[]>;
 }
@@ -194,6 +200,7 @@ export class Lab {
         log(`fabric ${row.needs.fabric} at ${fabric.socketPath}`);
       }
       const guests: GuestVm[] = [];
+      const starts: GuestStart[] = [];
       if (n > 0) {
         const accel = await this.resolveAccel();
         const img = this.image!;
@@ -241,8 +248,13 @@ export class Lab {
             append: this.bootAppend,
           };
         });
-        progress(row.id, `booting ${n} guest${n > 1 ? "s" : ""} (${accel})`);
-        for (const s of specs) {
+        const key = await Deno.readTextFile(img.sshKey);
+        const plan = await this.#startPlan(row, specs, key, bootTimeout, log);
+        progress(
+          row.id,
+          `${plan.cold ? "booting" : "restoring"} ${n} guest${n > 1 ? "s" : ""} (${accel})`,
+        );
+        for (const s of plan.specs) {
           const vm = await GuestVm.start(s, {
             sshKeyPath: img.sshKey,
             bootTimeoutSec: bootTimeout,
@@ -254,19 +266,68 @@ export class Lab {
             return [vm.qemuLog];
           });
         }
-        const key = await Deno.readTextFile(img.sshKey);
         await Promise.all(
-          guests.map((g, i) => g.waitForSsh(specs[i].sshPort, key, bootTimeout)),
+          guests.map(async (g, i) => {
+            await g.waitForSsh(specs[i].sshPort, key, bootTimeout);
+            const t0 = performance.now();
+            if (g.startedFrom === "snapshot") await applyIdentity(g);
+            const identitySec = (performance.now() - t0) / 1000;
+            starts[i] = {
+              name: g.name,
+              start: g.startedFrom,
+              startToSshSec: Number((g.startToSshSec + identitySec).toFixed(2)),
+              ...(plan.cold ? { coldReason: plan.cold } : {}),
+            };
+            log(
+              g.startedFrom === "snapshot"
+                ? `${g.name}: restored; SSH answered ${g.startToSshSec.toFixed(1)} s after ` +
+                  `QEMU started, identity (clock, CRNG, hostname, machine-id) in ` +
+                  `${identitySec.toFixed(1)} s`
+                : `${g.name}: booted cold (${plan.cold}); SSH answered ` +
+                  `${g.bootToSshSec.toFixed(1)} s after cont`,
+            );
+          }),
         );
-        for (const g of guests) {
-          log(`${g.name}: SSH answered ${g.bootToSshSec.toFixed(1)} s after cont`);
-        }
         await Promise.all(guests.map((g) => this.#install(g, builds)));
       }
-      return { guests, fabric, builds, close };
+      return { guests, fabric, builds, starts, close };
     } catch (e) {
       await close();
       throw e;
+    }
+  }
+
+  /**
+   * The specs the row's guests start with: restored from the saved state
+   * for their configuration (made first when the cache has none), or as
+   * they are with the reason they boot cold. A save that fails leaves the
+   * row booting cold, the failure in its reason.
+   */
+  async #startPlan(
+    row: Row,
+    specs: GuestSpec[],
+    sshKey: string,
+    bootTimeoutSec: number,
+    log: (l: string) => void,
+  ): Promise<{ specs: GuestSpec[]; cold?: string }> {
+    const cold = coldReason(row, this.config, specs[0]);
+    if (cold) return { specs, cold };
+    try {
+      const saved = await ensureSaved(specs[0], {
+        cacheDir: this.config.cacheDir,
+        imageKey: this.image!.key,
+        sshKey,
+        bootTimeoutSec,
+      });
+      log(
+        `guest state ${saved.key.slice(0, 12)}: ` +
+          (saved.saveSec ? `saved now in ${saved.saveSec.toFixed(1)} s` : "from the cache"),
+      );
+      return { specs: specs.map((s) => restoredSpec(s, saved)) };
+    } catch (e) {
+      const why = `saving a guest state failed: ${(e as Error).message.split("\n")[0]}`;
+      progress(row.id, `${why}; booting cold`);
+      return { specs, cold: why };
     }
   }
 

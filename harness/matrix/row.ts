@@ -159,6 +159,11 @@ export interface Row {
    * with this row's status, as it does modules. Absent for rows that use none.
    */
   libraries?: LibraryName[];
+  /**
+   * Why this row's guests always boot cold, when they must (`boot` measures
+   * a real boot); otherwise they start from a saved state where they can.
+   */
+  coldBoot?: string;
   /** The row body; absent for a row not implemented yet. */
   run?: (ctx: RowContext) => Promise<void>;
   /** Why the row reports MISS (required when `run` is absent). */

@@ -11,7 +11,7 @@ import type { Accel, Config } from "../config.ts";
 import { timeoutScale } from "../config.ts";
 import { exists } from "../cache.ts";
 import { failure, progress } from "../progress.ts";
-import type { Measurement, RowResult, Status, StepResult } from "../report/schema.ts";
+import type { GuestStart, Measurement, RowResult, Status, StepResult } from "../report/schema.ts";
 import { BootTimeoutError, GuestDiedError } from "../vm/guest.ts";
 import type { Guest, RunOptions, RunResult } from "../vm/types.ts";
 import { dmesgViolations } from "./dmesg_guard.ts";
@@ -33,6 +33,7 @@ export async function runRow(row: Row, lab: Lab, runDir: string): Promise<RowRes
   const artifacts = new Set<string>([relative(runDir, transcriptPath)]);
   const measurements: Record<string, Measurement> = {};
   const steps: StepResult[] = [];
+  let starts: GuestStart[] = [];
   const result = (status: Status, reason?: string): RowResult => ({
     id: row.id,
     title: row.title,
@@ -43,6 +44,7 @@ export async function runRow(row: Row, lab: Lab, runDir: string): Promise<RowRes
     measurements,
     artifacts: [...artifacts],
     steps,
+    ...(starts.length ? { guests: starts } : {}),
   });
   const log = (line: string) =>
     Deno.writeTextFileSync(
@@ -63,6 +65,7 @@ export async function runRow(row: Row, lab: Lab, runDir: string): Promise<RowRes
   let reason: string | undefined;
   try {
     setup = await lab.bringUp(row, dir, log);
+    starts = setup.starts;
     for (const g of setup.guests) artifacts.add(relative(runDir, g.consoleLog));
     const scale = setup.guests.length ? timeoutScale(lab.accel ?? "tcg") : 1;
     const limitSec = row.timeoutSec * scale;
@@ -190,6 +193,8 @@ function recordingGuest(g: Guest, log: (line: string) => void): Guest {
     name: g.name,
     consoleLog: g.consoleLog,
     bootToSshSec: g.bootToSshSec,
+    startToSshSec: g.startToSshSec,
+    startedFrom: g.startedFrom,
     async run(cmd: string, opts?: RunOptions): Promise<RunResult> {
       const r = await g.run(cmd, opts);
       log(

@@ -31,6 +31,18 @@ export interface StepResult {
   error?: string;
 }
 
+/** How one guest of a row started. */
+export interface GuestStart {
+  /** `g0`, `g1`, ... */
+  name: string;
+  /** Booted its kernel, or restored from a saved VM state. */
+  start: "cold" | "snapshot";
+  /** Seconds from spawning QEMU until the guest answered SSH and was ready for the row. */
+  startToSshSec: number;
+  /** Why a guest booted cold (the row opts out, `--no-snapshot`, a device that cannot be saved). */
+  coldReason?: string;
+}
+
 /** One row of a run. */
 export interface RowResult {
   /** The row's id. */
@@ -51,6 +63,8 @@ export interface RowResult {
   artifacts: string[];
   /** The row's steps in order. */
   steps: StepResult[];
+  /** How each guest started (rows without guests, and older reports, have none). */
+  guests?: GuestStart[];
 }
 
 /** Where a run's inputs came from. */

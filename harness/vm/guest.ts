@@ -4,7 +4,7 @@
  */
 import { HilError } from "../errors.ts";
 import { join } from "node:path";
-import { tailOf } from "../exec.ts";
+import { shq, tailOf } from "../exec.ts";
 import { progress } from "../progress.ts";
 import { type GuestSpec, qemuArgs } from "./qemu_args.ts";
 import { QmpClient } from "./qmp.ts";
@@ -48,6 +48,13 @@ export class GuestVm implements Guest {
   /** Path of the host-side log of QEMU's command line, stdout and stderr. */
   readonly qemuLog: string;
   bootToSshSec: number = NaN;
+  /**
+   * Seconds from spawning QEMU to SSH answering (a restored guest's load of
+   * its saved state included); NaN until it answered.
+   */
+  startToSshSec: number = NaN;
+  /** Whether the guest booted its kernel or was restored from a saved state. */
+  readonly startedFrom: "cold" | "snapshot";
   /** Host TCP port forwarded to the guest's SSH (127.0.0.1), once it answered. */
   sshPort?: number;
   #child: Deno.ChildProcess;
@@ -55,9 +62,17 @@ export class GuestVm implements Guest {
   #ssh?: SshSession;
   #exited: Promise<Deno.CommandStatus>;
   #exitStatus?: Deno.CommandStatus;
+  #spawnedAt: number;
 
-  private constructor(spec: GuestSpec, child: Deno.ChildProcess, qemuLog: string) {
+  private constructor(
+    spec: GuestSpec,
+    child: Deno.ChildProcess,
+    qemuLog: string,
+    spawnedAt: number,
+  ) {
     this.name = spec.name;
+    this.startedFrom = spec.incoming ? "snapshot" : "cold";
+    this.#spawnedAt = spawnedAt;
     this.consoleLog = spec.consoleLog;
     this.qemuLog = qemuLog;
     this.#child = child;
@@ -86,6 +101,7 @@ export class GuestVm implements Guest {
     await Deno.remove(spec.qmpSocket).catch(() => {});
     const log = await Deno.open(qemuLog, { create: true, write: true, truncate: true });
     await log.write(new TextEncoder().encode(`$ ${spec.qemu} ${qemuArgs(spec).join(" ")}\n`));
+    const spawnedAt = performance.now();
     const child = new Deno.Command(spec.qemu, {
       args: qemuArgs(spec),
       stdin: "null",
@@ -97,7 +113,7 @@ export class GuestVm implements Guest {
       for await (const c of s) await log.write(c).catch(() => {});
     };
     Promise.all([pump(child.stdout), pump(child.stderr)]).finally(() => log.close());
-    const vm = new GuestVm(spec, child, qemuLog);
+    const vm = new GuestVm(spec, child, qemuLog, spawnedAt);
     try {
       vm.#qmp = await Promise.race([
         QmpClient.connect(spec.qmpSocket, 15_000),
@@ -133,6 +149,7 @@ export class GuestVm implements Guest {
         this.#ssh = await SshSession.connect(port, key, 4000);
         this.sshPort = port;
         this.bootToSshSec = (performance.now() - t0) / 1000;
+        this.startToSshSec = (performance.now() - this.#spawnedAt) / 1000;
         return;
       } catch (e) {
         lastErr = (e as Error).message;
@@ -202,6 +219,35 @@ export class GuestVm implements Guest {
   /** A QMP command. */
   qmp(command: string, args?: Record<string, unknown>): Promise<unknown> {
     return this.#qmp.execute(command, args);
+  }
+
+  /**
+   * Save the whole VM state to `path` (QMP `migrate` to `exec:`: QEMU 7.2
+   * has no file URI) and leave the VM stopped there. The SSH session is
+   * closed first and the guest given a moment to end its side, so no
+   * half-open connection travels with the state.
+   */
+  async saveState(path: string, timeoutSec: number): Promise<void> {
+    this.#ssh?.close();
+    this.#ssh = undefined;
+    await new Promise((r) => setTimeout(r, 500));
+    await this.#alive();
+    await this.#qmp.execute("migrate", { uri: `exec:cat > ${shq(path)}` });
+    const end = performance.now() + timeoutSec * 1000;
+    for (;;) {
+      const st = await this.#qmp.execute("query-migrate") as {
+        status?: string;
+        "error-desc"?: string;
+      };
+      if (st.status === "completed") return;
+      if (st.status === "failed" || st.status === "cancelled") {
+        throw new HilError(`saving ${this.name}'s state failed: ${st["error-desc"] ?? st.status}`);
+      }
+      if (performance.now() > end) {
+        throw new HilError(`saving ${this.name}'s state took over ${timeoutSec} s`);
+      }
+      await new Promise((r) => setTimeout(r, 100));
+    }
   }
 
   /**

@@ -2,6 +2,7 @@
  * The QEMU command line of a guest, as a pure function of its description.
  */
 import type { Accel } from "../config.ts";
+import { shq } from "../exec.ts";
 
 /** One of our devices on a guest's PCI bus. */
 export type GuestDevice =
@@ -42,6 +43,15 @@ export interface GuestSpec {
   devices: GuestDevice[];
   /** Extra kernel command line words. */
   append?: string[];
+  /**
+   * Open `rootfs` for writing instead of with `snapshot=on` (a throwaway
+   * overlay). Only the guest a saved state is made from does: its disk is a
+   * copy that then stays with the state (docs/architecture.md, "Guests from
+   * a snapshot").
+   */
+  rootfsWritable?: boolean;
+  /** Start from this saved VM state (`-incoming`) instead of booting. */
+  incoming?: string;
 }
 
 /** Kernel command line: console on serial, our init, panics end the VM. */
@@ -89,7 +99,7 @@ export function qemuArgs(spec: GuestSpec): string[] {
     "-append",
     kernelCmdline(spec),
     "-drive",
-    `file=${spec.rootfs},if=none,id=root,format=raw,snapshot=on`,
+    `file=${spec.rootfs},if=none,id=root,format=raw${spec.rootfsWritable ? "" : ",snapshot=on"}`,
     "-device",
     "virtio-blk-pci,drive=root",
     "-netdev",
@@ -98,6 +108,11 @@ export function qemuArgs(spec: GuestSpec): string[] {
     "virtio-net-pci,netdev=mgmt,romfile=",
     "-device",
     "virtio-rng-pci",
+    // A guest restored from a saved state sees a new generation ID and the
+    // kernel reseeds its CRNG at once, before anything in it draws random
+    // numbers (two guests from one state would otherwise share the stream).
+    "-device",
+    "vmgenid,guid=auto",
     "-chardev",
     `file,id=con,path=${spec.consoleLog}`,
     "-serial",
@@ -106,6 +121,8 @@ export function qemuArgs(spec: GuestSpec): string[] {
     `unix:${spec.qmpSocket},server=on,wait=off`,
   ];
   for (const dir of spec.firmware) args.push("-L", dir);
+  // exec: rather than a file URI, which QEMU 7.2 does not have.
+  if (spec.incoming) args.push("-incoming", `exec:cat ${shq(spec.incoming)}`);
   for (const [i, d] of spec.devices.entries()) {
     if (d.kind === "virtio-socket") {
       args.push(

@@ -53,4 +53,8 @@ export interface Guest {
   consoleLog: string;
   /** Seconds from `cont` to SSH answering. */
   bootToSshSec: number;
+  /** Seconds from spawning QEMU to SSH answering (loading a saved state included). */
+  startToSshSec: number;
+  /** Whether the guest booted its kernel or was restored from a saved state. */
+  startedFrom: "cold" | "snapshot";
 }

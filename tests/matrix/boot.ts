@@ -9,6 +9,7 @@ export const row: Row = {
   id: "boot",
   title: "guests boot, answer SSH, dmesg clean, boot time measured",
   needs: { guests: 2, builds: ["qemu", "image"] },
+  coldBoot: "it measures a real boot",
   timeoutSec: 120,
   async run(ctx) {
     const manifest = JSON.parse(

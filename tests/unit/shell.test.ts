@@ -68,6 +68,8 @@ function fakeGuest(result: Partial<RunResult>): { g: Guest; asked: [string, RunO
     name: "g9",
     consoleLog: "/dev/null",
     bootToSshSec: 0,
+    startToSshSec: 0,
+    startedFrom: "cold",
     run: (cmd, opts) => {
       asked.push([cmd, opts]);
       return Promise.resolve({ code: 0, stdout: "", stderr: "", durationSec: 0, ...result });

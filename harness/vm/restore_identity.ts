@@ -1,0 +1,61 @@
+/**
+ * What makes a guest restored from a saved state its own machine: every
+ * guest from one state starts with the same clock, hostname, machine-id and
+ * kernel CRNG state. One SSH command puts each right (docs/architecture.md,
+ * "Guests from a snapshot").
+ */
+import { HilError } from "../errors.ts";
+import type { Guest } from "./types.ts";
+
+/** `_IO('R', 0x07)`: reseed the CRNG from the input pool now (CAP_SYS_ADMIN). */
+export const RNDRESEEDCRNG = 0x5207;
+
+/** Bytes of host randomness each restored guest's input pool gets. */
+export const RESEED_BYTES = 64;
+
+/**
+ * The shell command that gives a restored guest its identity; its standard
+ * input must be RESEED_BYTES bytes from the host's CSPRNG.
+ *
+ * - The clock first, so the time spent on the rest does not add to its
+ *   error: the saved state's clock is the time it was saved.
+ * - The CRNG: the host's bytes are mixed into the input pool and the CRNG
+ *   reseeded from it at once (a write alone only mixes; the kernel would
+ *   reseed on its own schedule, up to a minute later). The vmgenid device
+ *   already made the kernel reseed at resume; this does not depend on it.
+ * - Hostname and machine-id after the reseed: the machine-id is drawn from
+ *   the CRNG.
+ *
+ * `nowMs` is the host's wall clock in ms since the epoch.
+ */
+export function identityCommand(name: string, nowMs: number): string {
+  if (!/^[a-z0-9][a-z0-9-]*$/.test(name)) throw new Error(`not a guest name: ${name}`);
+  const sec = (nowMs / 1000).toFixed(3);
+  return [
+    `date -u -s @${sec} >/dev/null`,
+    `head -c ${RESEED_BYTES} >/dev/urandom`,
+    `perl -e 'open(my $f, "<", "/dev/urandom") or die; ` +
+    `ioctl($f, ${RNDRESEEDCRNG}, 0) or die "RNDRESEEDCRNG: $!\\n"'`,
+    `hostname ${name}`,
+    "tr -d - </proc/sys/kernel/random/uuid >/etc/machine-id",
+  ].join(" && ");
+}
+
+/** RESEED_BYTES fresh bytes from the host's CSPRNG. */
+export function reseedBytes(): Uint8Array {
+  return crypto.getRandomValues(new Uint8Array(RESEED_BYTES));
+}
+
+/**
+ * Give a restored guest its identity (see `identityCommand`); throws with
+ * the guest's stderr when any part fails.
+ */
+export async function applyIdentity(g: Guest): Promise<void> {
+  const r = await g.run(identityCommand(g.name, Date.now()), {
+    stdin: reseedBytes(),
+    timeoutSec: 30,
+  });
+  if (r.code !== 0) {
+    throw new HilError(`${g.name}: giving the restored guest its identity: ${r.stderr.trim()}`);
+  }
+}

@@ -1,0 +1,121 @@
+/**
+ * Saved guests in the cache: a guest booted once per key to the harness's
+ * ready point (SSH answers), its whole VM state saved next to the copy of
+ * the root image it ran on; a restored guest opens that copy with
+ * `snapshot=on`, so its page cache and its disk are the same instant
+ * (docs/architecture.md, "Guests from a snapshot").
+ */
+import { join } from "node:path";
+import { cached } from "../cache.ts";
+import { exec } from "../exec.ts";
+import { progress } from "../progress.ts";
+import { GuestVm } from "./guest.ts";
+import { freePort } from "./ports.ts";
+import type { GuestSpec } from "./qemu_args.ts";
+import { snapshotBaseSpec, snapshotKeyInputs } from "./snapshot_key.ts";
+
+/** The saved state in an entry. */
+export const STATE_FILE = "state";
+
+/** The root image copy in an entry, as the saved guest left it. */
+export const DISK_FILE = "rootfs.img";
+
+/** Seconds the save itself may take (a few hundred MiB through a pipe). */
+const SAVE_TIMEOUT_SEC = 120;
+
+/** A saved guest in the cache. */
+export interface SavedGuest {
+  /** The cache key. */
+  key: string;
+  /** The saved VM state (`-incoming exec:cat` reads it). */
+  state: string;
+  /** The root image copy the state belongs with (open it with `snapshot=on`). */
+  rootfs: string;
+  /** Seconds this call spent making it; 0 when it was in the cache. */
+  saveSec: number;
+}
+
+/** What making a saved guest needs besides the spec. */
+export interface SaveOptions {
+  /** Cache directory. */
+  cacheDir: string;
+  /** The guest image's cache key. */
+  imageKey: string;
+  /** Private key text for root. */
+  sshKey: string;
+  /** Seconds the base guest gets to answer SSH. */
+  bootTimeoutSec: number;
+}
+
+/** The saved guest for `spec`, made first when the cache has none. */
+export async function ensureSaved(spec: GuestSpec, opts: SaveOptions): Promise<SavedGuest> {
+  const t0 = performance.now();
+  const entry = await cached(
+    opts.cacheDir,
+    "snapshot",
+    snapshotKeyInputs(spec, opts.imageKey),
+    (out, logs) => saveGuest(spec, out, logs, opts),
+  );
+  return {
+    key: entry.key,
+    state: join(entry.dir, STATE_FILE),
+    rootfs: join(entry.dir, DISK_FILE),
+    saveSec: entry.built ? (performance.now() - t0) / 1000 : 0,
+  };
+}
+
+/** `spec` started from `saved` instead of booting. */
+export function restoredSpec(spec: GuestSpec, saved: SavedGuest): GuestSpec {
+  return { ...spec, rootfs: saved.rootfs, incoming: saved.state };
+}
+
+async function saveGuest(
+  spec: GuestSpec,
+  out: string,
+  logs: string,
+  opts: SaveOptions,
+): Promise<void> {
+  const log = join(logs, "save.log");
+  const disk = join(out, DISK_FILE);
+  // A private copy the base guest writes; it then stays with the state.
+  await exec(["cp", "--sparse=always", "--reflink=auto", spec.rootfs, disk], { logPath: log });
+  // The QMP socket in a short temporary path: a unix socket path has 108 bytes.
+  const tmp = await Deno.makeTempDir({ prefix: "cnuas-save-" });
+  const base: GuestSpec = {
+    ...snapshotBaseSpec(spec),
+    rootfs: disk,
+    rootfsWritable: true,
+    sshPort: freePort(),
+    qmpSocket: join(tmp, "qmp.sock"),
+    consoleLog: join(logs, "console.log"),
+  };
+  progress("snapshot", `booting a guest to save (log: ${logs})`);
+  const vm = await GuestVm.start(base, {
+    sshKeyPath: "",
+    bootTimeoutSec: opts.bootTimeoutSec,
+    logDir: logs,
+  });
+  try {
+    await vm.waitForSsh(base.sshPort, opts.sshKey, opts.bootTimeoutSec);
+    const t0 = performance.now();
+    // The vmgenid driver must be bound before the save, or the new
+    // generation ID at resume reaches nobody (init coldplugs only PCI).
+    // Then everything written so far goes to the disk copy.
+    const r = await vm.run("modprobe vmgenid; sync", { timeoutSec: 60 });
+    if (r.code !== 0) throw new Error(`preparing the saved guest: ${r.stderr.trim()}`);
+    await vm.saveState(join(out, STATE_FILE), SAVE_TIMEOUT_SEC);
+    const size = (await Deno.stat(join(out, STATE_FILE))).size;
+    progress(
+      "snapshot",
+      `saved ${(size / 2 ** 20).toFixed(0)} MiB of state in ${
+        ((performance.now() - t0) / 1000).toFixed(1)
+      } s after ${vm.startToSshSec.toFixed(1)} s to SSH`,
+    );
+  } finally {
+    await vm.close();
+    await Deno.remove(tmp, { recursive: true }).catch(() => {});
+  }
+  // Restored guests only ever read these (snapshot=on); nothing may change them.
+  await Deno.chmod(disk, 0o444);
+  await Deno.chmod(join(out, STATE_FILE), 0o444);
+}

@@ -1,0 +1,153 @@
+/**
+ * Guests from a snapshot, the pure parts: what a saved state is keyed by,
+ * which guests may start from one, the restore command line, and the
+ * identity command a restored guest runs.
+ */
+import assert from "node:assert/strict";
+import { defaultConfig } from "../../harness/config.ts";
+import { coldReason } from "../../harness/matrix/guest_start.ts";
+import type { Row } from "../../harness/matrix/row.ts";
+import { type GuestSpec, qemuArgs, vnicMac } from "../../harness/vm/qemu_args.ts";
+import { identityCommand, RESEED_BYTES } from "../../harness/vm/restore_identity.ts";
+import { restoredSpec } from "../../harness/vm/snapshot.ts";
+import {
+  SNAPSHOT_GUEST,
+  snapshotBaseSpec,
+  snapshotBlocker,
+  snapshotKeyInputs,
+} from "../../harness/vm/snapshot_key.ts";
+import { hashInputs } from "../../harness/cache.ts";
+
+function spec(i: number, over: Partial<GuestSpec> = {}): GuestSpec {
+  return {
+    name: `g${i}`,
+    qemu: "/cache/qemu/abc/qemu-system-x86_64",
+    firmware: ["/usr/share/qemu"],
+    kernel: "/cache/image/k1/vmlinuz",
+    initrd: "/cache/image/k1/initrd.img",
+    rootfs: "/cache/image/k1/rootfs.img",
+    accel: "tcg",
+    memMb: 1024,
+    cpus: 1,
+    sshPort: 40000 + i,
+    qmpSocket: `/run/row/g${i}.qmp`,
+    consoleLog: `/run/row/g${i}.console.log`,
+    devices: [{ kind: "vnic", mac: vnicMac(i, 0), socketPath: "/run/fabric.sock" }],
+    ...over,
+  };
+}
+
+const key = (s: GuestSpec, image = "img1") => hashInputs(snapshotKeyInputs(s, image));
+
+Deno.test("guests that differ only in name, ports, sockets and MACs share a saved state", () => {
+  assert.equal(key(spec(0)), key(spec(1)));
+  assert.equal(key(spec(0)), key(spec(3, { devices: [{ kind: "vnic", mac: vnicMac(3, 0) }] })));
+});
+
+Deno.test("everything the saved state depends on changes the key", () => {
+  const k = key(spec(0));
+  const changed: [string, string][] = [
+    ["memory", key(spec(0, { memMb: 2048 }))],
+    ["cpus", key(spec(0, { cpus: 2 }))],
+    ["accelerator", key(spec(0, { accel: "kvm" }))],
+    ["QEMU build", key(spec(0, { qemu: "/cache/qemu/def/qemu-system-x86_64" }))],
+    ["kernel", key(spec(0, { kernel: "/cache/image/k2/vmlinuz" }))],
+    ["initrd", key(spec(0, { initrd: "/cache/image/k2/initrd.img" }))],
+    ["root image", key(spec(0, { rootfs: "/cache/image/k2/rootfs.img" }))],
+    ["image key", key(spec(0), "img2")],
+    ["kernel command line", key(spec(0, { append: ["quiet"] }))],
+    ["no vnic", key(spec(0, { devices: [] }))],
+    [
+      "two vnics",
+      key(spec(0, {
+        devices: [{ kind: "vnic", mac: vnicMac(0, 0) }, { kind: "vnic", mac: vnicMac(0, 1) }],
+      })),
+    ],
+  ];
+  for (const [what, other] of changed) assert.notEqual(other, k, `${what} left the key unchanged`);
+  assert.equal(new Set(changed.map(([, v]) => v)).size, changed.length);
+});
+
+Deno.test("the base spec replaces what differs between guests with fixed stand-ins", () => {
+  const b = snapshotBaseSpec(spec(1));
+  assert.equal(b.name, SNAPSHOT_GUEST);
+  assert.equal(b.sshPort, 0);
+  assert.deepEqual(b.devices, snapshotBaseSpec(spec(0)).devices);
+  assert.ok(!qemuArgs(b).join(" ").includes("socket_path"), "the base guest has no fabric");
+});
+
+Deno.test("guests with an accelerator or the virtio-net baseline cannot be restored", () => {
+  assert.equal(snapshotBlocker(spec(0)), undefined);
+  assert.match(
+    snapshotBlocker(spec(0, { devices: [{ kind: "gpu", gpuId: 0, smCount: 16, devmemMb: 256 }] }))!,
+    /cnuasgpu is not migratable/,
+  );
+  assert.match(
+    snapshotBlocker(spec(0, {
+      devices: [{ kind: "virtio-socket", mode: "listen", port: 1, mac: vnicMac(0, 0x80) }],
+    }))!,
+    /virtio-net/,
+  );
+});
+
+Deno.test("coldReason: --no-snapshot, a row that opts out, fault injection, devices", () => {
+  const row: Row = { id: "r", title: "r", needs: { guests: 1, builds: [] }, timeoutSec: 1 };
+  const on = defaultConfig({ snapshots: true });
+  assert.equal(coldReason(row, on, spec(0)), undefined);
+  assert.equal(coldReason(row, defaultConfig({ snapshots: false }), spec(0)), "--no-snapshot");
+  assert.match(
+    coldReason({ ...row, coldBoot: "measures a boot" }, on, spec(0))!,
+    /measures a boot/,
+  );
+  assert.match(coldReason(row, on, spec(0, { append: ["init=/bin/false"] }))!, /command line/);
+  assert.match(
+    coldReason(
+      row,
+      on,
+      spec(0, { devices: [{ kind: "gpu", gpuId: 0, smCount: 16, devmemMb: 64 }] }),
+    )!,
+    /cnuasgpu/,
+  );
+});
+
+Deno.test("a restored guest: -incoming exec:cat of the state, the saved disk under snapshot=on", () => {
+  const saved = {
+    key: "k",
+    state: "/c/snapshot/k/state",
+    rootfs: "/c/snapshot/k/rootfs.img",
+    saveSec: 0,
+  };
+  const args = qemuArgs(restoredSpec(spec(1), saved));
+  const inc = args.indexOf("-incoming");
+  assert.ok(inc > 0);
+  assert.equal(args[inc + 1], "exec:cat '/c/snapshot/k/state'");
+  assert.ok(args.includes("file=/c/snapshot/k/rootfs.img,if=none,id=root,format=raw,snapshot=on"));
+  assert.ok(args.includes("-S"), "paused: the harness continues it once loaded");
+  assert.ok(args.includes("user,id=mgmt,hostfwd=tcp:127.0.0.1:40001-:22"));
+  assert.ok(args.some((a) => a.includes(`mac=${vnicMac(1, 0)}`) && a.includes("socket_path=")));
+  assert.ok(args.includes("vmgenid,guid=auto"));
+});
+
+Deno.test("the guest a state is saved from writes its own disk; cold guests never write theirs", () => {
+  const cold = qemuArgs(spec(0));
+  assert.ok(cold.some((a) => a.endsWith("format=raw,snapshot=on")));
+  assert.ok(!cold.includes("-incoming"));
+  const base = qemuArgs({
+    ...snapshotBaseSpec(spec(0)),
+    rootfs: "/x/rootfs.img",
+    rootfsWritable: true,
+  });
+  assert.ok(base.includes("file=/x/rootfs.img,if=none,id=root,format=raw"));
+  assert.equal(snapshotBlocker({ ...spec(0), rootfsWritable: true }) !== undefined, true);
+});
+
+Deno.test("identity: clock first, then the reseed from stdin, then hostname and machine-id", () => {
+  const cmd = identityCommand("g1", 1_700_000_000_123);
+  const parts = cmd.split(" && ");
+  assert.equal(parts[0], "date -u -s @1700000000.123 >/dev/null");
+  assert.equal(parts[1], `head -c ${RESEED_BYTES} >/dev/urandom`);
+  assert.match(parts[2], /ioctl\(\$f, 20999, 0\)/); // RNDRESEEDCRNG = 0x5207
+  assert.equal(parts[3], "hostname g1");
+  assert.match(parts[4], /\/etc\/machine-id$/);
+  assert.throws(() => identityCommand("g1; reboot", 0), /not a guest name/);
+});
