@@ -31,6 +31,7 @@ import { CNUAS_IB, CNUAS_IB_KO, configureRoceAddress, loadCnuasIb } from "../gue
 import { type IbNode, setupIbNodes, startIpoib } from "../guest/ib_pair.ts";
 import type { SmStatus } from "../fabric/client.ts";
 import type { Guest } from "../vm/types.ts";
+import { hostNow, nsToMs, readGuestClock } from "../vm/clock.ts";
 import { shq } from "../guest/shell.ts";
 import { measureAll, type Side, speedup } from "./rdma_perf.ts";
 import { measuredSoFar, runBenchRow } from "./one_row.ts";
@@ -52,23 +53,6 @@ export const PERF_MTU = 1024;
  * guest. The verdict is recorded (`…budgetPass` 1 or 0), not asserted.
  */
 export const SM_BUDGET_MS = { insmodToActive: 10_000, cablePullToActive: 5_000 };
-
-/**
- * The guest clock's lead over the host's (ms), from a guest timestamp
- * (`date +%s%N`) taken between two host readings (ms since the epoch):
- * the guest read is assumed at the midpoint, so the error is at most half
- * the round trip.
- */
-export function clockOffsetMs(hostBeforeMs: number, guestNs: string, hostAfterMs: number): number {
-  return nsToMs(guestNs) - (hostBeforeMs + hostAfterMs) / 2;
-}
-
-/** `date +%s%N` output as ms since the epoch (exact to the µs). */
-export function nsToMs(ns: string): number {
-  const t = ns.trim();
-  if (!/^\d{10,}$/.test(t)) throw new Error(`not a nanosecond timestamp: ${JSON.stringify(ns)}`);
-  return Number(BigInt(t) / 1000n) / 1000;
-}
 
 /**
  * The `NAME <ns>` lines the guest-side timing scripts print, by name (the
@@ -125,24 +109,11 @@ export function ibOverRoce(
   return out;
 }
 
-/** Host wall clock, ms since the epoch, sub-ms. */
-function hostNow(): number {
-  return performance.timeOrigin + performance.now();
-}
-
 /** The guest clock's lead over the host's: the best of three round trips. */
 async function guestOffset(g: Guest): Promise<number> {
-  let best = { rtt: Infinity, off: 0 };
-  for (let i = 0; i < 3; i++) {
-    const t0 = hostNow();
-    const r = await g.run("date +%s%N", { timeoutSec: 30 });
-    const t1 = hostNow();
-    if (r.code === 0 && t1 - t0 < best.rtt) {
-      best = { rtt: t1 - t0, off: clockOffsetMs(t0, r.stdout, t1) };
-    }
-  }
-  if (best.rtt === Infinity) throw new RowFailure(`${g.name}: cannot read its clock`);
-  return best.off;
+  const best = await readGuestClock(g);
+  if (!best) throw new RowFailure(`${g.name}: cannot read its clock`);
+  return best.offMs;
 }
 
 /**

@@ -270,7 +270,7 @@ export class Lab {
           guests.map(async (g, i) => {
             await g.waitForSsh(specs[i].sshPort, key, bootTimeout);
             const t0 = performance.now();
-            if (g.startedFrom === "snapshot") await applyIdentity(g);
+            const clock = g.startedFrom === "snapshot" ? await applyIdentity(g) : undefined;
             const identitySec = (performance.now() - t0) / 1000;
             starts[i] = {
               name: g.name,
@@ -280,9 +280,12 @@ export class Lab {
             };
             log(
               g.startedFrom === "snapshot"
-                ? `${g.name}: restored; SSH answered ${g.startToSshSec.toFixed(1)} s after ` +
-                  `QEMU started, identity (clock, CRNG, hostname, machine-id) in ` +
-                  `${identitySec.toFixed(1)} s`
+                ? `${g.name}: restored; state loaded and running ${g.resumeSec.toFixed(1)} s ` +
+                  `and SSH answered ${
+                    g.startToSshSec.toFixed(1)
+                  } s after QEMU started, identity (clock, CRNG, hostname, machine-id) in ` +
+                  `${identitySec.toFixed(1)} s; clock ${clock?.offMs.toFixed(0)} ms off the ` +
+                  `host's (read in ${clock?.rttMs.toFixed(0)} ms)`
                 : `${g.name}: booted cold (${plan.cold}); SSH answered ` +
                   `${g.bootToSshSec.toFixed(1)} s after cont`,
             );

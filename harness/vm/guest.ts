@@ -63,6 +63,7 @@ export class GuestVm implements Guest {
   #exited: Promise<Deno.CommandStatus>;
   #exitStatus?: Deno.CommandStatus;
   #spawnedAt: number;
+  #spawnedAtEpochMs: number;
 
   private constructor(
     spec: GuestSpec,
@@ -73,6 +74,7 @@ export class GuestVm implements Guest {
     this.name = spec.name;
     this.startedFrom = spec.incoming ? "snapshot" : "cold";
     this.#spawnedAt = spawnedAt;
+    this.#spawnedAtEpochMs = performance.timeOrigin + spawnedAt;
     this.consoleLog = spec.consoleLog;
     this.qemuLog = qemuLog;
     this.#child = child;
@@ -86,6 +88,17 @@ export class GuestVm implements Guest {
   /** PID of the QEMU process. */
   get pid(): number {
     return this.#child.pid;
+  }
+
+  /**
+   * Seconds from spawning QEMU until the guest first ran (QMP `RESUME`): for
+   * a restored guest, the load of its saved state; NaN before that.
+   */
+  get resumeSec(): number {
+    const ev = this.#qmp?.events.find((e) => e.event === "RESUME");
+    if (!ev?.timestamp) return NaN;
+    const at = ev.timestamp.seconds * 1000 + ev.timestamp.microseconds / 1000;
+    return (at - this.#spawnedAtEpochMs) / 1000;
   }
 
   /** Whether QEMU is still running. */
@@ -137,6 +150,13 @@ export class GuestVm implements Guest {
     const t0 = performance.now();
     const end = t0 + timeoutSec * 1000;
     let lastErr = "";
+    // A restored guest runs only once its state is loaded. A connection
+    // tried before that is accepted by the user-mode network on the host
+    // side, and its SYN to the guest is lost: the retry costs seconds.
+    while (this.startedFrom === "snapshot" && this.running && Number.isNaN(this.resumeSec)) {
+      if (performance.now() > end) break;
+      await new Promise((r) => setTimeout(r, 20));
+    }
     while (performance.now() < end) {
       if (!this.running) {
         throw new GuestDiedError(

@@ -5,6 +5,7 @@
  * "Guests from a snapshot").
  */
 import { HilError } from "../errors.ts";
+import { type ClockReading, readGuestClock } from "./clock.ts";
 import type { Guest } from "./types.ts";
 
 /** `_IO('R', 0x07)`: reseed the CRNG from the input pool now (CAP_SYS_ADMIN). */
@@ -47,10 +48,32 @@ export function reseedBytes(): Uint8Array {
 }
 
 /**
- * Give a restored guest its identity (see `identityCommand`); throws with
- * the guest's stderr when any part fails.
+ * Error a restored guest's clock may keep beyond half the round trip it is
+ * read in (ms).
  */
-export async function applyIdentity(g: Guest): Promise<void> {
+export const CLOCK_TOLERANCE_MS = 250;
+
+/** Readings (and corrections) before giving up on a guest's clock. */
+const CLOCK_ROUNDS = 3;
+
+/**
+ * The command that moves the guest's clock back by `offMs` (its measured
+ * lead), relative to its own reading when it runs: how late the command
+ * starts does not matter, unlike an absolute time.
+ */
+export function clockCorrection(offMs: number): string {
+  const o = (offMs / 1000).toFixed(3);
+  return `date -u -s @$(awk -v o=${o} 'BEGIN { "date +%s.%N" | getline t; ` +
+    `printf "%.3f", t - o }') >/dev/null`;
+}
+
+/**
+ * Give a restored guest its identity (see `identityCommand`), then read its
+ * clock and correct it until it is within CLOCK_TOLERANCE_MS of the host's:
+ * the absolute step is late by however long the command took to start,
+ * which on a loaded host is seconds. Throws when any part fails.
+ */
+export async function applyIdentity(g: Guest): Promise<ClockReading> {
   const r = await g.run(identityCommand(g.name, Date.now()), {
     stdin: reseedBytes(),
     timeoutSec: 30,
@@ -58,4 +81,12 @@ export async function applyIdentity(g: Guest): Promise<void> {
   if (r.code !== 0) {
     throw new HilError(`${g.name}: giving the restored guest its identity: ${r.stderr.trim()}`);
   }
+  for (let i = 0; i < CLOCK_ROUNDS; i++) {
+    const c = await readGuestClock(g, 1);
+    if (!c) break;
+    if (Math.abs(c.offMs) <= CLOCK_TOLERANCE_MS + c.rttMs / 2) return c;
+    const fix = await g.run(clockCorrection(c.offMs), { timeoutSec: 30 });
+    if (fix.code !== 0) throw new HilError(`${g.name}: stepping the clock: ${fix.stderr.trim()}`);
+  }
+  throw new HilError(`${g.name}: the restored guest's clock could not be set to the host's`);
 }

@@ -12,6 +12,7 @@ import { progress } from "../progress.ts";
 import { GuestVm } from "./guest.ts";
 import { freePort } from "./ports.ts";
 import type { GuestSpec } from "./qemu_args.ts";
+import { applyIdentity } from "./restore_identity.ts";
 import { snapshotBaseSpec, snapshotKeyInputs } from "./snapshot_key.ts";
 
 /** The saved state in an entry. */
@@ -98,11 +99,19 @@ async function saveGuest(
   try {
     await vm.waitForSsh(base.sshPort, opts.sshKey, opts.bootTimeoutSec);
     const t0 = performance.now();
-    // The vmgenid driver must be bound before the save, or the new
-    // generation ID at resume reaches nobody (init coldplugs only PCI).
-    // Then everything written so far goes to the disk copy.
-    const r = await vm.run("modprobe vmgenid; sync", { timeoutSec: 60 });
+    // Quiet before the save: init's udev coldplug is still loading modules
+    // when SSH first answers, and every restored guest would redo the rest
+    // of that work. The vmgenid driver must be bound (a kernel with it as a
+    // module would not load it: init coldplugs only PCI), or the new
+    // generation ID at resume reaches nobody. Then everything written so far
+    // goes to the disk copy.
+    const r = await vm.run("udevadm settle -t 60 && modprobe vmgenid && sync", {
+      timeoutSec: 90,
+    });
     if (r.code !== 0) throw new Error(`preparing the saved guest: ${r.stderr.trim()}`);
+    // Once here, so every program a restored guest runs before it is ready
+    // (the identity command, the clock correction) is in the saved page cache.
+    await applyIdentity(vm);
     await vm.saveState(join(out, STATE_FILE), SAVE_TIMEOUT_SEC);
     const size = (await Deno.stat(join(out, STATE_FILE))).size;
     progress(

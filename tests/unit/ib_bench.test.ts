@@ -4,14 +4,8 @@
  * budget verdicts and the IB-over-RoCE ratios.
  */
 import assert from "node:assert/strict";
-import {
-  clockOffsetMs,
-  ibOverRoce,
-  nsToMs,
-  parseStamps,
-  smFigures,
-  waitState,
-} from "../../harness/bench/ib_perf.ts";
+import { ibOverRoce, parseStamps, smFigures, waitState } from "../../harness/bench/ib_perf.ts";
+import { clockOffsetMs, nsToMs } from "../../harness/vm/clock.ts";
 import { median } from "../../harness/stats.ts";
 
 Deno.test("median: odd, even, unsorted, empty", () => {

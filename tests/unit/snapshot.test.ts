@@ -8,7 +8,11 @@ import { defaultConfig } from "../../harness/config.ts";
 import { coldReason } from "../../harness/matrix/guest_start.ts";
 import type { Row } from "../../harness/matrix/row.ts";
 import { type GuestSpec, qemuArgs, vnicMac } from "../../harness/vm/qemu_args.ts";
-import { identityCommand, RESEED_BYTES } from "../../harness/vm/restore_identity.ts";
+import {
+  clockCorrection,
+  identityCommand,
+  RESEED_BYTES,
+} from "../../harness/vm/restore_identity.ts";
 import { restoredSpec } from "../../harness/vm/snapshot.ts";
 import {
   SNAPSHOT_GUEST,
@@ -150,4 +154,19 @@ Deno.test("identity: clock first, then the reseed from stdin, then hostname and 
   assert.equal(parts[3], "hostname g1");
   assert.match(parts[4], /\/etc\/machine-id$/);
   assert.throws(() => identityCommand("g1; reboot", 0), /not a guest name/);
+});
+
+Deno.test("clock correction: relative to the guest's own reading, so a late start costs nothing", async () => {
+  const cmd = clockCorrection(-7412.6);
+  assert.equal(
+    cmd,
+    `date -u -s @$(awk -v o=-7.413 'BEGIN { "date +%s.%N" | getline t; printf "%.3f", t - o }') >/dev/null`,
+  );
+  // The awk program itself, run here against a fixed "date": 100.000 - (-7.413).
+  const awk = cmd.slice(cmd.indexOf("awk"), cmd.lastIndexOf(")")).replace(
+    "date +%s.%N",
+    "echo 100.000",
+  );
+  const out = await new Deno.Command("sh", { args: ["-c", awk] }).output();
+  assert.equal(new TextDecoder().decode(out.stdout), "107.413");
 });
