@@ -1,11 +1,11 @@
 /**
  * Guests from a snapshot against real QEMU: two guests restored from one
  * saved state are two machines (hostname, machine-id, CRNG output, NIC MAC
- * all their own), their clocks are the host's, their NICs are on the
- * fabric, and the disk they restored onto is the one their page cache
- * belongs to (files written, dropped from the cache and read back intact;
- * no file system error in the kernel log). Builds QEMU, the image, the
- * switch and the modules first (cached).
+ * all their own; the kernel reseeded its CRNG at resume), their clocks are
+ * the host's, their NICs are on the fabric, and the disk they restored onto
+ * is the one their page cache belongs to (files written, dropped from the
+ * cache and read back intact; no file system error in the kernel log).
+ * Builds QEMU, the image, the switch and the modules first (cached).
  */
 import assert from "node:assert/strict";
 import { loadCnuasNet } from "../../harness/guest/cnuas_net.ts";
@@ -31,9 +31,10 @@ interface Seen {
   mac: string;
   diskOk: string;
   fsErrors: string;
+  log: string;
 }
 
-async function observe(g: Guest): Promise<Omit<Seen, "mac" | "diskOk" | "fsErrors">> {
+async function observe(g: Guest): Promise<Omit<Seen, "mac" | "diskOk" | "fsErrors" | "log">> {
   const before = Date.now();
   const r = await g.run(
     "date +%s%N; hostname; cat /etc/machine-id; head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \\n'",
@@ -75,10 +76,11 @@ function twoGuestRow(seen: Seen[]): Row {
         const [nic] = await loadCnuasNet(g);
         const link = await g.run(`cat /sys/class/net/${nic.iface}/address`, { check: true });
         const diskOk = await diskRoundTrip(g);
-        const fsErrors = (await g.dmesg()).split("\n")
+        const log = await g.dmesg();
+        const fsErrors = log.split("\n")
           .filter((l) => /EXT4-fs (error|warning)|I\/O error|corrupt|JBD2:.*(error|abort)/i.test(l))
           .join("\n");
-        seen.push({ ...first[i], mac: link.stdout.trim(), diskOk, fsErrors });
+        seen.push({ ...first[i], mac: link.stdout.trim(), diskOk, fsErrors, log });
       }
     },
   };
@@ -112,6 +114,14 @@ Deno.test(
       );
       assert.equal(s.diskOk, "same", `${s.hostname}: disk round trip: ${s.diskOk}`);
       assert.equal(s.fsErrors, "", `${s.hostname}: kernel log: ${s.fsErrors}`);
+      // The kernel's own reseed at resume (vmgenid), before anything in the
+      // guest drew a random number: the CRNG's periodic reseed would make
+      // two guests' output differ soon enough, but not before sshd's first keys.
+      assert.match(
+        s.log,
+        /crng reseeded due to virtual machine fork/,
+        `${s.hostname}: the kernel did not reseed at resume (vmgenid)`,
+      );
     }
     assert.deepEqual([a.mac, b.mac], [vnicMac(0, 0), vnicMac(1, 0)]);
     await Deno.remove(runDir, { recursive: true });
