@@ -284,8 +284,8 @@ export class Lab {
                   `and SSH answered ${
                     g.startToSshSec.toFixed(1)
                   } s after QEMU started, identity (clock, CRNG, hostname, machine-id) in ` +
-                  `${identitySec.toFixed(1)} s; clock ${clock?.offMs.toFixed(0)} ms off the ` +
-                  `host's (read in ${clock?.rttMs.toFixed(0)} ms)`
+                  `${identitySec.toFixed(1)} s; its clock was ${clock?.offMs.toFixed(0)} ms off ` +
+                  `the host's (read in ${clock?.rttMs.toFixed(0)} ms) and is corrected`
                 : `${g.name}: booted cold (${plan.cold}); SSH answered ` +
                   `${g.bootToSshSec.toFixed(1)} s after cont`,
             );
