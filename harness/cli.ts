@@ -11,7 +11,9 @@
  *                               each shard's rows and predicted time, runs nothing
  *       [--without-host-package P]  leave P out of the fresh-host row's package list
  *       [--loss-seed N]             replay roce-e2e's loss pattern (or CNUAS_HIL_LOSS_SEED)
- *   test                        Deno tests, then the matrix as a gate
+ *       [--depth quick|deep]        how much each row does (default quick: every claim, smaller
+ *                                   volumes; deep: the full volumes; or CNUAS_HIL_DEPTH)
+ *   test [--depth quick|deep]   Deno tests, then the matrix as a gate
  *   lab [--guests N] [--fabric eth|ib] [--gpus G]  boot N guests (default 2), each with
  *                               G cnuasgpu functions (default 0), with our builds
  *                               installed, print their SSH commands, hold until Ctrl-C
@@ -37,7 +39,14 @@ import { describeError, UsageError } from "./errors.ts";
 import { parseArgs } from "node:util";
 import { join } from "node:path";
 import { removeTree } from "./cache.ts";
-import { type Accel, type Config, defaultConfig, environmentSettings } from "./config.ts";
+import {
+  type Accel,
+  type Config,
+  defaultConfig,
+  type Depth,
+  DEPTHS,
+  environmentSettings,
+} from "./config.ts";
 import { hostPath } from "./exec.ts";
 import { ensureHostPackages, ensurePackages, hostPackageList } from "./host.ts";
 import { fabricStarter, Lab } from "./matrix/lab.ts";
@@ -90,7 +99,17 @@ function configFrom(values: Record<string, unknown>): Config {
       ? { freshHostWithout: values["without-host-package"] as string[] }
       : {}),
     ...lossSeedFrom((values["loss-seed"] as string | undefined) ?? env.lossSeed),
+    depth: depthFrom((values.depth as string | undefined) ?? env.depth),
   });
+}
+
+/** `--depth quick|deep` (or CNUAS_HIL_DEPTH); quick without either. */
+export function depthFrom(value: string | undefined): Depth {
+  if (value === undefined || value === "") return "quick";
+  if (!DEPTHS.includes(value as Depth)) {
+    throw new UsageError(`--depth takes ${DEPTHS.join(" or ")}, not ${value}`);
+  }
+  return value as Depth;
 }
 
 /** `--loss-seed N` (or CNUAS_HIL_LOSS_SEED): a decimal uint32, the seed a report recorded. */
@@ -252,6 +271,7 @@ async function main(argv: string[]): Promise<number> {
       "path-mtu": { type: "string" },
       "without-host-package": { type: "string", multiple: true },
       "loss-seed": { type: "string" },
+      depth: { type: "string" },
       guests: { type: "string" },
       fabric: { type: "string" },
       gpus: { type: "string" },

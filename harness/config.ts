@@ -10,6 +10,16 @@ import { fileURLToPath } from "node:url";
 /** Which accelerator QEMU runs guests with. */
 export type Accel = "kvm" | "tcg";
 
+/**
+ * How much each row does (docs/howto.md, "Two depths"). `quick`, the
+ * default: every claim of the row checked, with smaller volumes (fewer
+ * iterations, shorter transfers). `deep`: the full volumes, for nightly CI.
+ */
+export type Depth = "quick" | "deep";
+
+/** Every depth, in the order the CLI lists them. */
+export const DEPTHS: readonly Depth[] = ["quick", "deep"];
+
 /** Everything a run needs to know about its surroundings. */
 export interface Config {
   /** Root of this repository. */
@@ -28,6 +38,8 @@ export interface Config {
   freshHostWithout?: string[];
   /** Seed of roce-e2e's receive-loss pattern (`--loss-seed`); random when unset. */
   lossSeed?: number;
+  /** How much each row does (`--depth`). */
+  depth: Depth;
 }
 
 /** Repository root, derived from this file's location. */
@@ -46,6 +58,8 @@ export interface EnvironmentSettings {
   accel?: string;
   /** `CNUAS_HIL_LOSS_SEED`, as `--loss-seed` (unchecked: the CLI checks it). */
   lossSeed?: string;
+  /** `CNUAS_HIL_DEPTH`, as `--depth` (unchecked: the CLI checks it). */
+  depth?: string;
 }
 
 /** Read {@link EnvironmentSettings}; `get` is injectable for tests. */
@@ -58,6 +72,7 @@ export function environmentSettings(
     mirror: pick("CNUAS_HIL_MIRROR"),
     accel: pick("CNUAS_HIL_ACCEL"),
     lossSeed: pick("CNUAS_HIL_LOSS_SEED"),
+    depth: pick("CNUAS_HIL_DEPTH"),
   };
 }
 
@@ -77,6 +92,7 @@ export function defaultConfig(overrides: Partial<Config> = {}): Config {
     mirror: env.mirror ?? DEFAULT_MIRROR,
     accel: "auto",
     verbose: true,
+    depth: "quick",
     ...overrides,
   };
 }

@@ -118,7 +118,12 @@ export const row: Row = {
     await captured(ctx, "pingpong", async () => {
       for (const events of [false, true]) {
         for (const size of small) {
-          await pingpong(ctx, nodes, { size, iters: PINGPONG_ITERS, events, mtu: 1024 });
+          await pingpong(ctx, nodes, {
+            size,
+            iters: PINGPONG_ITERS[ctx.config.depth],
+            events,
+            mtu: 1024,
+          });
         }
       }
       // segmentation at the smallest path MTU
@@ -148,7 +153,13 @@ export const row: Row = {
       await captured(
         ctx,
         `pingpong-1MiB${events ? "-events" : ""}`,
-        () => pingpong(ctx, nodes, { size: 1048576, iters: PINGPONG_ITERS, events, mtu: 4096 }),
+        () =>
+          pingpong(ctx, nodes, {
+            size: 1048576,
+            iters: PINGPONG_ITERS[ctx.config.depth],
+            events,
+            mtu: 4096,
+          }),
       );
     }
     await recordPortCounters(ctx, nodes);
