@@ -148,7 +148,7 @@ export const row: Row = {
     await captured(ctx, "loss", () => lossRecovery(ctx, nodes));
     await icrc(ctx, nodes, () => Promise.resolve(ibInjection(nodes)));
     await vcrc(ctx, nodes);
-    // last: 1 MiB at path MTU 4096, the biggest captures (over 2 GiB each)
+    // last: 1 MiB at path MTU 4096, the biggest captures (over 2 GiB each at the deep depth)
     for (const events of [false, true]) {
       await captured(
         ctx,
