@@ -350,6 +350,7 @@ export async function runGpuSequence(
     firmware: env.firmware,
     props: gpuConfigProps(config),
     prefix: "gpu-oracle-",
+    env: env.qemuEnv,
   });
   const run = new Run(rig, config);
   const gen = "seed" in source ? new GpuOpGenerator(source.seed) : null;

@@ -58,6 +58,8 @@ export interface QtestGpuOptions {
   props?: GpuProps;
   /** Directory for sockets and logs (a temp dir when absent). */
   workDir?: string;
+  /** Environment QEMU gets besides ours. */
+  env?: Record<string, string>;
 }
 
 /** The device did not enumerate as expected. */
@@ -87,6 +89,7 @@ export class QtestGpu {
       binary: opts.binary,
       firmware: opts.firmware,
       workDir: opts.workDir,
+      env: opts.env,
       devices: [`cnuasgpu,addr=${GPU_QTEST_SLOT}${props}`],
     });
     try {
@@ -274,6 +277,8 @@ export interface GpuRigOptions {
   accept?: boolean;
   /** Prefix of the temporary work directory. */
   prefix?: string;
+  /** Environment QEMU gets besides ours. */
+  env?: Record<string, string>;
 }
 
 /** A running cnuasgpu and the CnuasLink peer's end of its wire. */
@@ -306,6 +311,7 @@ export class GpuRig {
         binary: opts.binary,
         firmware: opts.firmware,
         workDir,
+        env: opts.env,
         props: { ...(link ? { cnuaslink_socket: socketPath } : {}), ...opts.props },
       });
     } catch (e) {
