@@ -36,9 +36,10 @@ import {
   applyToModel,
   gpuConfigForSeed,
   gpuConfigProps,
+  gpuDiffGenerator,
+  type GpuGeneratorFactory,
   type GpuOp,
   gpuOpAllowed,
-  GpuOpGenerator,
   noGpuEffects,
 } from "./gpu_ops.ts";
 
@@ -344,6 +345,7 @@ export async function runGpuSequence(
   env: GpuOracleEnv,
   config: GpuConfig,
   source: OpSource<GpuOp>,
+  generator: GpuGeneratorFactory = gpuDiffGenerator,
 ): Promise<GpuSequenceResult> {
   const rig = await GpuRig.start({
     binary: env.binary,
@@ -353,7 +355,7 @@ export async function runGpuSequence(
     env: env.qemuEnv,
   });
   const run = new Run(rig, config);
-  const gen = "seed" in source ? new GpuOpGenerator(source.seed) : null;
+  const gen = "seed" in source ? generator(source.seed) : null;
   const total = "seed" in source ? source.count : source.list.length;
   const ops: GpuOp[] = [];
   let executed = 0;
@@ -383,6 +385,8 @@ export interface GpuSeedOptions {
   shrink?: boolean;
   /** Replays the shrinker may make (default 150). */
   shrinkRuns?: number;
+  /** The seed's generator (default the differential one). */
+  generator?: GpuGeneratorFactory;
 }
 
 /** Generate and run the sequence of `seed`; shrink it when it fails. */
@@ -394,7 +398,13 @@ export async function runGpuSeed(
 ): Promise<GpuRunResult> {
   const config = gpuConfigForSeed(seed);
   const t0 = performance.now();
-  const res = await runGpuSequence({ ...env, keepFailed: true }, config, { seed, count });
+  const generator = opts.generator ?? gpuDiffGenerator;
+  const res = await runGpuSequence(
+    { ...env, keepFailed: true },
+    config,
+    { seed, count },
+    generator,
+  );
   const result: GpuRunResult = {
     seed,
     config,

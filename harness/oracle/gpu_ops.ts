@@ -158,6 +158,12 @@ export function noGpuEffects(): GpuEffects {
 
 // ---- generator ----------------------------------------------------------------
 
+/** Makes a seed's op generator: the differential one, or a flavor built on it. */
+export type GpuGeneratorFactory = (seed: number) => { next(model: GpuModel): GpuOp };
+
+/** The differential oracle's generator. */
+export const gpuDiffGenerator: GpuGeneratorFactory = (seed) => new GpuOpGenerator(seed);
+
 /** Produces operations from a seed, looking at the model to aim at interesting states. */
 export class GpuOpGenerator {
   readonly #rng: () => number;
