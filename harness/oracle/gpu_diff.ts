@@ -19,7 +19,7 @@
  * ```
  */
 import { HilError } from "../errors.ts";
-import { GPU_REG, type GpuConfig, type GpuEffects, GpuModel } from "../models/gpu.ts";
+import { GPU_LINK, GPU_REG, type GpuConfig, type GpuEffects, GpuModel } from "../models/gpu.ts";
 import { GpuRig } from "../qtest/gpu_rig.ts";
 import {
   type Divergence,
@@ -256,6 +256,17 @@ class Run {
         await gpu.setMsi(op.on);
         fx = model.setMsiEnabled(op.on);
         break;
+      case "reset": {
+        // What the device shows at once: the waiting frame forgotten, the link as it was.
+        const before = model.linkStatus & ~GPU_LINK.RX_READY;
+        await gpu.systemReset();
+        fx = model.reset();
+        // Frames queued behind a waiting one are read (and dropped) asynchronously.
+        this.expectedLogs += fx.logs.length;
+        await this.settle(before);
+        fx = { ...fx, logs: [] };
+        break;
+      }
     }
     await this.checkAfter(fx);
     return true;

@@ -87,7 +87,7 @@ export class GpuHostileGenerator {
   #plan(model: GpuModel): void {
     const q = this.#queue;
     const size = model.config.devmemSize;
-    switch (this.#int(0, 5)) {
+    switch (this.#int(0, 6)) {
       case 0: { // transmit from a hostile window
         const len = this.#len(size);
         const w = this.#window(size, len);
@@ -138,7 +138,19 @@ export class GpuHostileGenerator {
         q.push({ op: "read", off: GPU_REG.IRQ_STATUS });
         break;
       }
-      case 4: { // any width at any offset of BAR0, any value
+      case 4: { // reset while frames wait: in BAR1, behind it in the socket, a send mid-way
+        if (model.peerConnected) {
+          for (let i = Math.min(this.#int(0, 3), MAX_QUEUED - model.queuedFrames); i > 0; i--) {
+            q.push({ op: "send", len: this.#int(1, 2048), seed: this.#rng() });
+          }
+        }
+        if (this.#chance(0.5)) this.#write(GPU_REG.LINK_TX_DOORBELL, 1);
+        q.push({ op: "reset" });
+        q.push({ op: "read", off: GPU_REG.LINK_STATUS });
+        if (this.#chance(0.5)) this.#write(GPU_REG.LINK_TX_DOORBELL, 1);
+        break;
+      }
+      case 5: { // any width at any offset of BAR0, any value
         for (let i = this.#int(1, 16); i > 0; i--) {
           const size = this.#pick([1, 2, 4, 8] as const);
           const off = this.#int(0, GPU_REGS_SIZE - size);

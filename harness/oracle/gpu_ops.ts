@@ -33,7 +33,9 @@ export type GpuOp =
   | { op: "close" }
   | { op: "listen"; on: boolean }
   | { op: "clock"; ns: number }
-  | { op: "msi"; on: boolean };
+  | { op: "msi"; on: boolean }
+  /** A system reset (ICH9 reset control), then the BARs programmed again. */
+  | { op: "reset" };
 
 /** Frames queued towards the device that the generator allows at once. */
 const MAX_QUEUED = 6;
@@ -148,6 +150,8 @@ export function applyToModel(
       return { fx: m.clockStep(op.ns), listening };
     case "msi":
       return { fx: m.setMsiEnabled(op.on), listening };
+    case "reset":
+      return { fx: m.reset(), listening };
   }
 }
 

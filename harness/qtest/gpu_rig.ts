@@ -93,15 +93,29 @@ export class QtestGpu {
       devices: [`cnuasgpu,addr=${GPU_QTEST_SLOT}${props}`],
     });
     try {
-      const gpu = await QtestGpu.#setup(qt);
-      return gpu;
+      const { bar1Size, msiCap } = await QtestGpu.#program(qt);
+      return new QtestGpu(qt, bar1Size, msiCap);
     } catch (e) {
       await qt.close({ keepFiles: true });
       throw e;
     }
   }
 
-  static async #setup(qt: QtestMachine): Promise<QtestGpu> {
+  /**
+   * A system reset through the ICH9 reset control register (0xcf9), then the
+   * BARs, command register and MSI target programmed again: the reset
+   * clears config space (MSI ends disabled).
+   */
+  async systemReset(): Promise<void> {
+    await this.qt.out(0xcf9, 1, 0x06);
+    // The reset runs between main-loop iterations: a round trip after the
+    // write's answer arrives in a later iteration, so it sees the reset done.
+    await this.qt.sync();
+    await QtestGpu.#program(this.qt);
+  }
+
+  /** Check the identity, place BAR0 and BAR1, enable decoding, aim MSI at RAM. */
+  static async #program(qt: QtestMachine): Promise<{ bar1Size: bigint; msiCap: number }> {
     const id = await cfgRead(qt, 0x00, 4);
     if (id !== 0x10f1_1af4) {
       throw new QtestGpuError(
@@ -139,7 +153,7 @@ export class QtestGpu {
     await cfgWrite(qt, msiCap + 8, 4, 0);
     await cfgWrite(qt, msiCap + 12, 2, GPU_QTEST_MSI_DATA);
     await qt.writel(GPU_QTEST_MSI_ADDR, 0);
-    return new QtestGpu(qt, bar1Size, msiCap);
+    return { bar1Size, msiCap };
   }
 
   /** Read PCI config space of the device. */
