@@ -17,6 +17,18 @@ import { join } from "node:path";
 /** File name prefixes of the reports (the runtime appends `.<pid>`). */
 const PREFIXES = { asan: "asan", ubsan: "ubsan" } as const;
 
+/**
+ * Lines the runtime writes to the log file that report nothing: ASan's note,
+ * at QEMU's first coroutine switch, that it cannot follow swapcontext fully
+ * (QEMU annotates its fiber switches; the note comes anyway).
+ */
+const NOT_REPORTS = [/^==\d+==WARNING: ASan doesn't fully support makecontext\/swapcontext/];
+
+/** Whether a log file's text holds a report: any line but blanks and known notes. */
+export function isReport(text: string): boolean {
+  return text.split("\n").some((l) => l.trim() !== "" && !NOT_REPORTS.some((re) => re.test(l)));
+}
+
 /** One sanitizer report file. */
 export interface SanitizerReport {
   /** Absolute path of the file. */
@@ -40,7 +52,7 @@ export function sanitizerEnv(dir: string): Record<string, string> {
   };
 }
 
-/** Every report file in `dir` (none when it does not exist), oldest name first. */
+/** Every file in `dir` holding a report (none when it does not exist), by name. */
 export async function sanitizerReports(dir: string): Promise<SanitizerReport[]> {
   const out: SanitizerReport[] = [];
   try {
@@ -48,7 +60,8 @@ export async function sanitizerReports(dir: string): Promise<SanitizerReport[]> 
       if (!e.isFile) continue;
       if (!Object.values(PREFIXES).some((p) => e.name.startsWith(`${p}.`))) continue;
       const path = join(dir, e.name);
-      out.push({ path, text: await Deno.readTextFile(path) });
+      const text = await Deno.readTextFile(path);
+      if (isReport(text)) out.push({ path, text });
     }
   } catch (e) {
     if (!(e instanceof Deno.errors.NotFound)) throw e;
