@@ -52,6 +52,17 @@ export function sanitizerEnv(dir: string): Record<string, string> {
   };
 }
 
+/**
+ * The line that names a report: its `SUMMARY:` line, else its first line
+ * that is not a note. Replays of one failure (the shrinker's) share it.
+ */
+export function reportSummary(text: string): string {
+  const lines = text.split("\n").filter((l) =>
+    l.trim() !== "" && !NOT_REPORTS.some((re) => re.test(l))
+  );
+  return lines.find((l) => l.startsWith("SUMMARY:")) ?? lines[0] ?? "";
+}
+
 /** Every file in `dir` holding a report (none when it does not exist), by name. */
 export async function sanitizerReports(dir: string): Promise<SanitizerReport[]> {
   const out: SanitizerReport[] = [];

@@ -1,6 +1,11 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { isReport, sanitizerEnv, sanitizerReports } from "../../harness/qtest/sanitizer.ts";
+import {
+  isReport,
+  reportSummary,
+  sanitizerEnv,
+  sanitizerReports,
+} from "../../harness/qtest/sanitizer.ts";
 
 const NOTE = "==42==WARNING: ASan doesn't fully support makecontext/swapcontext functions and " +
   "may produce false positives in some cases!\n";
@@ -27,4 +32,17 @@ Deno.test("reports are read from the directory the environment names; notes are 
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
+});
+
+Deno.test("a report is named by its SUMMARY line, else its first line that is not a note", () => {
+  const asan = `${NOTE}==7==ERROR: AddressSanitizer: heap-buffer-overflow\n    #0 recv\n` +
+    "SUMMARY: AddressSanitizer: heap-buffer-overflow in __interceptor_recv\n";
+  assert.equal(
+    reportSummary(asan),
+    "SUMMARY: AddressSanitizer: heap-buffer-overflow in __interceptor_recv",
+  );
+  assert.equal(
+    reportSummary(`${NOTE}x.c:1:2: runtime error: overflow\n`),
+    "x.c:1:2: runtime error: overflow",
+  );
 });
