@@ -4,7 +4,8 @@
  *
  *   setup                       host packages, pinned downloads
  *   build [--only T ...]        build stages (qemu, image, switch, modules, guestprogs,
- *                               provider, cnuasdev, cnuasdev-host)
+ *                               provider, cnuasdev, cnuasdev-host; qemu-asan, the sanitizer
+ *                               build the qtest-fuzz row uses, only when named)
  *   matrix [--row ID ...] [--list] [--shard i/n] [--history H] [--plan]
  *                               --shard balances by H's row durations (default
  *                               reports/history; round-robin without); --plan prints
@@ -13,7 +14,9 @@
  *       [--loss-seed N]             replay roce-e2e's loss pattern (or CNUAS_HIL_LOSS_SEED)
  *       [--no-snapshot]             boot every guest cold (default: rows that allow it
  *                                   restore their guests from a saved state)
- *   test                        Deno tests, then the matrix as a gate
+ *       [--depth quick|deep]        how much each row does (default quick: every claim, smaller
+ *                                   volumes; deep: the full volumes; or CNUAS_HIL_DEPTH)
+ *   test [--depth quick|deep]   Deno tests, then the matrix as a gate
  *   lab [--guests N] [--fabric eth|ib] [--gpus G]  boot N guests (default 2), each with
  *                               G cnuasgpu functions (default 0), with our builds
  *                               installed, print their SSH commands, hold until Ctrl-C
@@ -39,7 +42,14 @@ import { describeError, UsageError } from "./errors.ts";
 import { parseArgs } from "node:util";
 import { join } from "node:path";
 import { removeTree } from "./cache.ts";
-import { type Accel, type Config, defaultConfig, environmentSettings } from "./config.ts";
+import {
+  type Accel,
+  type Config,
+  defaultConfig,
+  type Depth,
+  DEPTHS,
+  environmentSettings,
+} from "./config.ts";
 import { hostPath } from "./exec.ts";
 import { ensureHostPackages, ensurePackages, hostPackageList } from "./host.ts";
 import { fabricStarter, Lab } from "./matrix/lab.ts";
@@ -77,6 +87,9 @@ const BUILD_TARGETS: BuildTarget[] = [
   "cnuasdev-host",
 ];
 
+/** Targets built only when named (`--only`) or when a row needs them. */
+const ON_DEMAND_TARGETS: BuildTarget[] = ["qemu-asan"];
+
 function configFrom(values: Record<string, unknown>): Config {
   const env = environmentSettings();
   const accel = (values.accel as string | undefined) ?? env.accel ?? "auto";
@@ -93,7 +106,17 @@ function configFrom(values: Record<string, unknown>): Config {
       : {}),
     ...lossSeedFrom((values["loss-seed"] as string | undefined) ?? env.lossSeed),
     ...(values["no-snapshot"] ? { snapshots: false } : {}),
+    depth: depthFrom((values.depth as string | undefined) ?? env.depth),
   });
+}
+
+/** `--depth quick|deep` (or CNUAS_HIL_DEPTH); quick without either. */
+export function depthFrom(value: string | undefined): Depth {
+  if (value === undefined || value === "") return "quick";
+  if (!DEPTHS.includes(value as Depth)) {
+    throw new UsageError(`--depth takes ${DEPTHS.join(" or ")}, not ${value}`);
+  }
+  return value as Depth;
 }
 
 /** `--loss-seed N` (or CNUAS_HIL_LOSS_SEED): a decimal uint32, the seed a report recorded. */
@@ -256,6 +279,7 @@ async function main(argv: string[]): Promise<number> {
       "without-host-package": { type: "string", multiple: true },
       "loss-seed": { type: "string" },
       "no-snapshot": { type: "boolean" },
+      depth: { type: "string" },
       guests: { type: "string" },
       fabric: { type: "string" },
       gpus: { type: "string" },
@@ -297,10 +321,11 @@ async function main(argv: string[]): Promise<number> {
     }
     case "build": {
       const targets = (values.only as string[] | undefined) ?? BUILD_TARGETS;
-      const bad = targets.filter((t) => !BUILD_TARGETS.includes(t as BuildTarget));
+      const known = [...BUILD_TARGETS, ...ON_DEMAND_TARGETS];
+      const bad = targets.filter((t) => !known.includes(t as BuildTarget));
       if (bad.length) {
         throw new UsageError(
-          `unknown build target ${bad.join(", ")}; targets: ${BUILD_TARGETS.join(", ")}`,
+          `unknown build target ${bad.join(", ")}; targets: ${known.join(", ")}`,
         );
       }
       const out = await new Lab(config).ensureBuilds(targets as BuildTarget[]);

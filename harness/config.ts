@@ -10,6 +10,16 @@ import { fileURLToPath } from "node:url";
 /** Which accelerator QEMU runs guests with. */
 export type Accel = "kvm" | "tcg";
 
+/**
+ * How much each row does (docs/howto.md, "Two depths"). `quick`, the
+ * default: every claim of the row checked, with smaller volumes (fewer
+ * iterations, shorter transfers). `deep`: the full volumes, for nightly CI.
+ */
+export type Depth = "quick" | "deep";
+
+/** Every depth, in the order the CLI lists them. */
+export const DEPTHS: readonly Depth[] = ["quick", "deep"];
+
 /** Everything a run needs to know about its surroundings. */
 export interface Config {
   /** Root of this repository. */
@@ -33,6 +43,8 @@ export interface Config {
    * `--no-snapshot` boots every guest cold.
    */
   snapshots: boolean;
+  /** How much each row does (`--depth`). */
+  depth: Depth;
 }
 
 /** Repository root, derived from this file's location. */
@@ -51,6 +63,8 @@ export interface EnvironmentSettings {
   accel?: string;
   /** `CNUAS_HIL_LOSS_SEED`, as `--loss-seed` (unchecked: the CLI checks it). */
   lossSeed?: string;
+  /** `CNUAS_HIL_DEPTH`, as `--depth` (unchecked: the CLI checks it). */
+  depth?: string;
 }
 
 /** Read {@link EnvironmentSettings}; `get` is injectable for tests. */
@@ -63,6 +77,7 @@ export function environmentSettings(
     mirror: pick("CNUAS_HIL_MIRROR"),
     accel: pick("CNUAS_HIL_ACCEL"),
     lossSeed: pick("CNUAS_HIL_LOSS_SEED"),
+    depth: pick("CNUAS_HIL_DEPTH"),
   };
 }
 
@@ -83,6 +98,7 @@ export function defaultConfig(overrides: Partial<Config> = {}): Config {
     accel: "auto",
     verbose: true,
     snapshots: true,
+    depth: "quick",
     ...overrides,
   };
 }

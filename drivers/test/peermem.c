@@ -3,8 +3,8 @@
  * peermem: RDMA straight into and out of accelerator memory.  Each end
  * allocates device memory on its cnuasgpu, exports it as a DMA-BUF
  * (CNUASGPU_IOC_EXPORT_DMABUF) and registers that with ibv_reg_dmabuf_mr;
- * the data then moves accelerator to accelerator over RoCEv2 with no host
- * buffer on either side.  Each end checks what landed through the cnuasgpu
+ * the data then moves accelerator to accelerator, over RoCEv2 or native
+ * InfiniBand, with no host buffer on either side.  Each end checks what landed through the cnuasgpu
  * copy ioctls, a path to BAR1 independent of the RDMA one:
  *
  *   1. READ:   the client reads the server's first half into its second half.
@@ -19,6 +19,9 @@
  *
  *   server:  peermem -d dev -g gid_index -p tcp_port [-G gpu_node] [-s bytes]
  *   client:  peermem -d dev -g gid_index -p tcp_port [-G gpu_node] [-s bytes] SERVER_IP
+ *
+ * On a native InfiniBand port both ends connect by LID instead (each sends
+ * its LID with its GID; -g is then 0, the port's one GID, and unused).
  *
  * Prints one line per step and PASS at the end; exits 1 on any mismatch.
  */
@@ -39,6 +42,7 @@
 struct msg {
 	uint32_t qpn, psn;
 	uint8_t gid[16];
+	uint16_t lid, pad;	/* native IB: the LID, and the connection uses it */
 	uint64_t addr;
 	uint32_t rkey, status;
 };
@@ -210,11 +214,13 @@ int main(int argc, char **argv)
 	qp = rc_create_qp(pd, cq, MR_ACCESS);
 	me.qpn = qp->qp_num;
 	memcpy(me.gid, gid.raw, 16);
+	me.lid = rc_local_lid(ctx);
 	me.addr = IOVA;
 	me.rkey = mr->rkey;
 	sock = tcp_rendezvous(server, port);
 	tcp_xfer(sock, &me, &peer, sizeof(me));
-	rc_connect(qp, me.psn, peer.qpn, peer.psn, peer.gid, 0, gid_index, pa.active_mtu, 7);
+	rc_connect(qp, me.psn, peer.qpn, peer.psn, peer.gid, peer.lid, gid_index,
+		   pa.active_mtu, 7);
 
 	/*
 	 * Lock step over TCP: after each step that touches the server's memory

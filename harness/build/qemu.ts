@@ -6,6 +6,11 @@
  * `<cache>/qemu-work/<key>` so a change to our models recompiles two files,
  * not QEMU; the binary is published into the content-addressed entry
  * `<cache>/qemu/<key of source + qemu/hw>`.
+ *
+ * A second variant, `asan` (build target `qemu-asan`), configures the same
+ * source with `--enable-sanitizers` (AddressSanitizer and UBSan) for the
+ * device-model fuzz row: its own work tree and its own cache stage
+ * (`<cache>/qemu-asan/<key>`), built only when a row asks for it.
  */
 import { join } from "node:path";
 import { cached, hashInputs, hashTree, withWorkTree } from "../cache.ts";
@@ -37,6 +42,20 @@ export const QEMU_CONFIGURE_FLAGS = [
   "--disable-guest-agent",
 ];
 
+/** The builds of QEMU: the normal one, and one with ASan and UBSan compiled in. */
+export type QemuVariant = "plain" | "asan";
+
+/** What each variant adds to {@link QEMU_CONFIGURE_FLAGS}, and the cache stage it lives in. */
+const VARIANTS: Record<QemuVariant, { flags: string[]; stage: string }> = {
+  plain: { flags: [], stage: "qemu" },
+  asan: { flags: ["--enable-sanitizers"], stage: "qemu-asan" },
+};
+
+/** configure flags of a variant. */
+export function qemuConfigureFlags(variant: QemuVariant): string[] {
+  return [...QEMU_CONFIGURE_FLAGS, ...VARIANTS[variant].flags];
+}
+
 /** Bump when the way the tree is prepared changes. */
 const GLUE_VERSION = 1;
 
@@ -51,31 +70,39 @@ export interface QemuBuild {
 }
 
 /**
- * Build (or find in the cache) QEMU with the current `qemu/hw` models.
+ * Build (or find in the cache) QEMU with the current `qemu/hw` models, as
+ * `variant` configures it (default the normal build).
  * @example
  * ```ts
  * const { binary } = await buildQemu(defaultConfig());
+ * const asan = await buildQemu(defaultConfig(), "asan");
  * ```
  */
-export async function buildQemu(config: Config): Promise<QemuBuild> {
+export async function buildQemu(
+  config: Config,
+  variant: QemuVariant = "plain",
+): Promise<QemuBuild> {
   const pins = await readPins(config);
   const pin = pins.sources.qemu;
-  const srcKey = hashInputs({ pin: pinKey(pin), flags: QEMU_CONFIGURE_FLAGS, GLUE_VERSION });
+  const flags = qemuConfigureFlags(variant);
+  // The plain key is what it was before variants existed, so its cache stays valid.
+  const srcKey = hashInputs({ pin: pinKey(pin), flags, GLUE_VERSION });
   const hwHash = await hashTree(config.repoRoot, ["qemu/hw"]);
-  const entry = await cached(config.cacheDir, "qemu", { srcKey, hwHash }, async (out, logs) => {
+  const stage = VARIANTS[variant].stage;
+  const entry = await cached(config.cacheDir, stage, { srcKey, hwHash }, async (out, logs) => {
     await ensureHostPackages(["qemu"], join(logs, "host-packages.log"));
     await withWorkTree(
       config.cacheDir,
       "qemu-work",
       srcKey,
-      (work) => prepareTree(config, work),
+      (work) => prepareTree(config, work, flags),
       async (work) => {
         await syncModels(config, work);
         const log = join(work, "build.log");
-        progress("qemu", `compiling (ninja, log: ${log})`);
+        progress(stage, `compiling (ninja, log: ${log})`);
         const t0 = performance.now();
         await exec(["ninja", "-C", join(work, "build"), "qemu-system-x86_64"], { logPath: log });
-        progress("qemu", `compiled in ${((performance.now() - t0) / 1000).toFixed(0)} s`);
+        progress(stage, `compiled in ${((performance.now() - t0) / 1000).toFixed(0)} s`);
         await Deno.copyFile(
           join(work, "build", "qemu-system-x86_64"),
           join(out, "qemu-system-x86_64"),
@@ -91,8 +118,8 @@ export async function buildQemu(config: Config): Promise<QemuBuild> {
   };
 }
 
-/** Extract the pinned source with Debian's patches, add our glue, configure. */
-async function prepareTree(config: Config, work: string): Promise<void> {
+/** Extract the pinned source with Debian's patches, add our glue, configure with `flags`. */
+async function prepareTree(config: Config, work: string, flags: string[]): Promise<void> {
   const pins = await readPins(config);
   const files = await fetchSource(config, pins.sources.qemu);
   // dpkg-source wants the .dsc and its files side by side.
@@ -106,7 +133,7 @@ async function prepareTree(config: Config, work: string): Promise<void> {
   await addCnuasGlue(join(work, "src"));
   await Deno.mkdir(join(work, "build"));
   progress("qemu", `configuring (log: ${log})`);
-  await exec(["../src/configure", ...QEMU_CONFIGURE_FLAGS], {
+  await exec(["../src/configure", ...flags], {
     cwd: join(work, "build"),
     logPath: log,
   });

@@ -135,6 +135,10 @@ export class Lab {
         this.qemu = await buildQemu(this.config);
         return { qemu: this.qemu.binary, qemuFirmware: this.qemu.firmware };
       }
+      case "qemu-asan": {
+        const q = await buildQemu(this.config, "asan");
+        return { qemuAsan: q.binary, qemuFirmware: q.firmware };
+      }
       case "image": {
         this.image = await buildImage(this.config);
         return { image: this.image.dir };

@@ -46,6 +46,19 @@ export function rdmaPairNeeds(fabric: FabricMode, ...extra: BuildTarget[]): RowN
 }
 
 /**
+ * {@link rdmaPairNeeds} with the guest programs and one cnuasgpu function
+ * per guest beside the vnic, for RDMA between the accelerators' memories
+ * (harness/guest/peermem.ts; rows peermem, ib-e2e). The accelerator costs
+ * each guest a PCI function and a 256 MiB BAR1 of QEMU RAM (host memory
+ * touched only as used).
+ */
+export function rdmaGpuPairNeeds(fabric: FabricMode): RowNeeds {
+  const needs = rdmaPairNeeds(fabric, "guestprogs");
+  needs.devices = { ...needs.devices, gpu: 1 };
+  return needs;
+}
+
+/**
  * One guest with one cnuasgpu function and libcnuasdev installed (row
  * cnuasdev, bench cnuasdev); `extra` builds come after the library.
  */

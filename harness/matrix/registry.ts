@@ -24,6 +24,7 @@ export const ROW_IDS = [
   "ib-forwarding",
   "ib-e2e",
   "qtest-gpu",
+  "qtest-fuzz",
   "gpu-smoke",
   "cnuaslink",
   "gpu-host",

@@ -26,6 +26,7 @@ export type LibraryName = typeof LIBRARIES[number];
 /** Build stages a row can ask for. */
 export type BuildTarget =
   | "qemu"
+  | "qemu-asan"
   | "image"
   | "switch"
   | "modules"
@@ -83,6 +84,8 @@ export interface BuildOutputs {
   qemu?: string;
   /** Firmware search directories for `-L`. */
   qemuFirmware?: string[];
+  /** `qemu-system-x86_64` built with `--enable-sanitizers` (ASan + UBSan). */
+  qemuAsan?: string;
   /** The cnuas-switch daemon binary. */
   switch?: string;
   /** Guest image directory (kernel, initrd, rootfs.img, ssh key). */

@@ -62,6 +62,7 @@ export async function runMatrix(
       cpus: navigator.hardwareConcurrency,
     },
     ...(opts.shard ? { shard: opts.shard } : {}),
+    depth: config.depth,
   };
   progress("matrix", `run ${runId}: ${rows.map((r) => r.id).join(", ")}`);
   const results: RowResult[] = [];

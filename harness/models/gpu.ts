@@ -288,6 +288,29 @@ export class GpuModel {
 
   // ---- PCI -----------------------------------------------------------------
 
+  /**
+   * A system reset (docs/devices.md#gpu-reset): IRQ_STATUS, IRQ_MASK and every
+   * CnuasLink register cleared, a waiting frame forgotten (its bytes stay),
+   * INTx deasserted, MSI off (config space is reset too); the link and BAR1
+   * stay, and reading the socket resumes with receive unarmed.
+   */
+  reset(): GpuEffects {
+    this.irqStatus = 0;
+    this.irqMask = 0;
+    this.txOffLo = 0;
+    this.txOffHi = 0;
+    this.txLen = 0;
+    this.rxOffLo = 0;
+    this.rxOffHi = 0;
+    this.rxBufSize = 0;
+    this.rxLen = 0;
+    this.rxReady = false;
+    this.asserted = 0;
+    this.msiEnabled = false;
+    this.poll();
+    return this.take();
+  }
+
   /** The guest enables or disables MSI in config space. */
   setMsiEnabled(enabled: boolean): GpuEffects {
     this.msiEnabled = enabled;

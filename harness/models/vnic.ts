@@ -83,7 +83,11 @@ export interface VnicModelOptions {
   socketPath: boolean;
   /** Whether something listens at `socket_path` when QEMU starts. */
   listening: boolean;
-  /** Guest memory as the device's DMA sees it. */
+  /**
+   * Guest memory as the device's DMA sees it: its `dmaValid` is true for RAM
+   * only, since DMA reaches nothing else (docs/devices.md, "vnic: DMA reaches
+   * RAM only").
+   */
   memory: GuestMemory;
   /** Virtual time at realize in ns (qtest starts at 0). */
   startNs?: number;

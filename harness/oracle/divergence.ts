@@ -21,6 +21,8 @@ export interface OracleEnv {
   binary: string;
   /** Firmware search directories for `-L`. */
   firmware?: string[];
+  /** Environment QEMU runs with besides ours (the sanitizer build's options). */
+  qemuEnv?: Record<string, string>;
 }
 
 /** Something to run: a generator (fresh sequence of `count` ops) or a fixed list (replay). */

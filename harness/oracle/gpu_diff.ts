@@ -19,7 +19,7 @@
  * ```
  */
 import { HilError } from "../errors.ts";
-import { GPU_REG, type GpuConfig, type GpuEffects, GpuModel } from "../models/gpu.ts";
+import { GPU_LINK, GPU_REG, type GpuConfig, type GpuEffects, GpuModel } from "../models/gpu.ts";
 import { GpuRig } from "../qtest/gpu_rig.ts";
 import {
   type Divergence,
@@ -36,9 +36,10 @@ import {
   applyToModel,
   gpuConfigForSeed,
   gpuConfigProps,
+  gpuDiffGenerator,
+  type GpuGeneratorFactory,
   type GpuOp,
   gpuOpAllowed,
-  GpuOpGenerator,
   noGpuEffects,
 } from "./gpu_ops.ts";
 
@@ -255,6 +256,17 @@ class Run {
         await gpu.setMsi(op.on);
         fx = model.setMsiEnabled(op.on);
         break;
+      case "reset": {
+        // What the device shows at once: the waiting frame forgotten, the link as it was.
+        const before = model.linkStatus & ~GPU_LINK.RX_READY;
+        await gpu.systemReset();
+        fx = model.reset();
+        // Frames queued behind a waiting one are read (and dropped) asynchronously.
+        this.expectedLogs += fx.logs.length;
+        await this.settle(before);
+        fx = { ...fx, logs: [] };
+        break;
+      }
     }
     await this.checkAfter(fx);
     return true;
@@ -344,15 +356,17 @@ export async function runGpuSequence(
   env: GpuOracleEnv,
   config: GpuConfig,
   source: OpSource<GpuOp>,
+  generator: GpuGeneratorFactory = gpuDiffGenerator,
 ): Promise<GpuSequenceResult> {
   const rig = await GpuRig.start({
     binary: env.binary,
     firmware: env.firmware,
     props: gpuConfigProps(config),
     prefix: "gpu-oracle-",
+    env: env.qemuEnv,
   });
   const run = new Run(rig, config);
-  const gen = "seed" in source ? new GpuOpGenerator(source.seed) : null;
+  const gen = "seed" in source ? generator(source.seed) : null;
   const total = "seed" in source ? source.count : source.list.length;
   const ops: GpuOp[] = [];
   let executed = 0;
@@ -382,6 +396,8 @@ export interface GpuSeedOptions {
   shrink?: boolean;
   /** Replays the shrinker may make (default 150). */
   shrinkRuns?: number;
+  /** The seed's generator (default the differential one). */
+  generator?: GpuGeneratorFactory;
 }
 
 /** Generate and run the sequence of `seed`; shrink it when it fails. */
@@ -393,7 +409,13 @@ export async function runGpuSeed(
 ): Promise<GpuRunResult> {
   const config = gpuConfigForSeed(seed);
   const t0 = performance.now();
-  const res = await runGpuSequence({ ...env, keepFailed: true }, config, { seed, count });
+  const generator = opts.generator ?? gpuDiffGenerator;
+  const res = await runGpuSequence(
+    { ...env, keepFailed: true },
+    config,
+    { seed, count },
+    generator,
+  );
   const result: GpuRunResult = {
     seed,
     config,

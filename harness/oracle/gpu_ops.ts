@@ -33,7 +33,9 @@ export type GpuOp =
   | { op: "close" }
   | { op: "listen"; on: boolean }
   | { op: "clock"; ns: number }
-  | { op: "msi"; on: boolean };
+  | { op: "msi"; on: boolean }
+  /** A system reset (ICH9 reset control), then the BARs programmed again. */
+  | { op: "reset" };
 
 /** Frames queued towards the device that the generator allows at once. */
 const MAX_QUEUED = 6;
@@ -148,6 +150,8 @@ export function applyToModel(
       return { fx: m.clockStep(op.ns), listening };
     case "msi":
       return { fx: m.setMsiEnabled(op.on), listening };
+    case "reset":
+      return { fx: m.reset(), listening };
   }
 }
 
@@ -157,6 +161,12 @@ export function noGpuEffects(): GpuEffects {
 }
 
 // ---- generator ----------------------------------------------------------------
+
+/** Makes a seed's op generator: the differential one, or a flavor built on it. */
+export type GpuGeneratorFactory = (seed: number) => { next(model: GpuModel): GpuOp };
+
+/** The differential oracle's generator. */
+export const gpuDiffGenerator: GpuGeneratorFactory = (seed) => new GpuOpGenerator(seed);
 
 /** Produces operations from a seed, looking at the model to aim at interesting states. */
 export class GpuOpGenerator {

@@ -42,11 +42,11 @@ import {
 import {
   type AccessSize,
   DIFF_RAM,
+  VNIC_DIFF_FLAVOR,
   type VnicDiffSetup,
   vnicModelForSetup,
   type VnicOp,
-  vnicOpAllowed,
-  VnicOpGenerator,
+  type VnicOracleFlavor,
   vnicSetupForSeed,
 } from "./vnic_ops.ts";
 
@@ -113,6 +113,8 @@ export interface VnicDiffOptions extends OracleEnv {
   log?: (line: string) => void;
   /** Append every seed's QEMU guest-error log here. */
   qemuLogPath?: string;
+  /** Generator and guard (default the differential oracle's). */
+  flavor?: VnicOracleFlavor;
 }
 
 // ---- runner ---------------------------------------------------------------------
@@ -133,6 +135,7 @@ class Run {
   readonly model: VnicModel;
   readonly mem: SparseMemory;
   readonly ops: VnicOp[] = [];
+  readonly #allowed: VnicOracleFlavor["allowed"];
   divergence: Divergence<VnicOp> | null = null;
   executed = 0;
   #batch: Promise<void>[] = [];
@@ -141,8 +144,9 @@ class Run {
   /** MSI enable as the driver last set it (the setup's mode after start and FLR). */
   #msiOn: boolean;
 
-  constructor(rig: VnicRig, setup: VnicDiffSetup) {
+  constructor(rig: VnicRig, setup: VnicDiffSetup, allowed: VnicOracleFlavor["allowed"]) {
     this.rig = rig;
+    this.#allowed = allowed;
     ({ model: this.model, mem: this.mem } = vnicModelForSetup(setup));
     this.#msiOn = setup.irq === "msi";
   }
@@ -256,7 +260,7 @@ class Run {
   async step(op: VnicOp): Promise<void> {
     const i = this.ops.length;
     this.ops.push(op);
-    if (!vnicOpAllowed(op, this.model)) return;
+    if (!this.#allowed(op, this.model)) return;
     this.executed++;
     const qt = this.rig.qt;
     const model = this.model;
@@ -395,6 +399,7 @@ export async function runVnicSequence(
   env: OracleEnv,
   setup: VnicDiffSetup,
   source: OpSource<VnicOp>,
+  flavor: VnicOracleFlavor = VNIC_DIFF_FLAVOR,
 ): Promise<VnicSequenceResult> {
   const rig = await VnicRig.start({
     binary: env.binary,
@@ -402,10 +407,11 @@ export async function runVnicSequence(
     socket: setup.socket,
     irq: setup.irq,
     mac: setup.mac,
+    env: env.qemuEnv,
   });
-  const run = new Run(rig, setup);
+  const run = new Run(rig, setup, flavor.allowed);
   try {
-    const gen = "seed" in source ? new VnicOpGenerator(source.seed) : null;
+    const gen = "seed" in source ? flavor.generator(source.seed) : null;
     const total = "seed" in source ? source.count : source.list.length;
     for (let n = 0; n < total && !run.divergence; n++) {
       const op = gen ? gen.next(run.model) : (source as { list: VnicOp[] }).list[n];
@@ -441,7 +447,8 @@ export async function runVnicSequence(
 
 /** Run many seeds; on the first failure, shrink it and stop. */
 export async function runVnicDiff(opts: VnicDiffOptions): Promise<VnicDiffReport> {
-  const env = { binary: opts.binary, firmware: opts.firmware };
+  const env = { binary: opts.binary, firmware: opts.firmware, qemuEnv: opts.qemuEnv };
+  const flavor = opts.flavor ?? VNIC_DIFF_FLAVOR;
   const log = opts.log ?? (() => {});
   const t0 = performance.now();
   let opsChecked = 0;
@@ -449,7 +456,7 @@ export async function runVnicDiff(opts: VnicDiffOptions): Promise<VnicDiffReport
   const coverage: Record<string, number> = {};
   for (const seed of opts.seeds) {
     const setup = vnicSetupForSeed(seed);
-    const res = await runVnicSequence(env, setup, { seed, count: opts.opsPerSeed });
+    const res = await runVnicSequence(env, setup, { seed, count: opts.opsPerSeed }, flavor);
     opsChecked += res.executed;
     for (const [k, v] of Object.entries(res.coverage)) coverage[k] = (coverage[k] ?? 0) + v;
     if (opts.qemuLogPath) {
@@ -472,7 +479,7 @@ export async function runVnicDiff(opts: VnicDiffOptions): Promise<VnicDiffReport
       failure.shrunk = await shrinkDivergence(
         res.ops,
         d,
-        async (cand) => (await runVnicSequence(env, setup, { list: cand })).divergence,
+        async (cand) => (await runVnicSequence(env, setup, { list: cand }, flavor)).divergence,
         { budgetMs: opts.shrinkBudgetMs ?? 90_000, sameKind: true },
       );
       log(`shrunk to ${failure.shrunk.ops.length} ops in ${failure.shrunk.runs} replays`);

@@ -76,24 +76,33 @@ export function dmaRangeSafe(addr: bigint, len: number): boolean {
   return addr >= BigInt(DIFF_RAM.lo) && end <= LOW_HOLE_END;
 }
 
-function rxSafe(addr: bigint, len: number): boolean {
-  return addr === 0n || dmaRangeSafe(addr, len);
-}
-
 function addrOf(lo: number, hi: number): bigint {
   return BigInt(hi) << 32n | BigInt(lo);
 }
 
 /** The guard: false when the op must be skipped on both sides. */
 export function vnicOpAllowed(op: VnicOp, model: VnicModel): boolean {
+  return vnicOpAllowedIn(op, model, dmaRangeSafe);
+}
+
+/**
+ * The guard over a given notion of where the model knows what DMA does:
+ * `safe(addr, len)` is false for a range whose outcome the model cannot
+ * predict, and an op that would DMA there is skipped on both sides.
+ */
+export function vnicOpAllowedIn(
+  op: VnicOp,
+  model: VnicModel,
+  safe: (addr: bigint, len: number) => boolean,
+): boolean {
+  const rxSafe = (addr: bigint, len: number) => addr === 0n || safe(addr, len);
   const r: VnicRegisters = model.registers;
   switch (op.k) {
     case "wr":
       if (op.size !== 4 || op.off % 4 !== 0) return true;
       if (op.off === VNIC_REG.TX_DOORBELL) {
         const len = r.txLen;
-        return len === 0 || len > VNIC_MAX_FRAME ||
-          dmaRangeSafe(addrOf(r.txAddrLo, r.txAddrHi), len);
+        return len === 0 || len > VNIC_MAX_FRAME || safe(addrOf(r.txAddrLo, r.txAddrHi), len);
       }
       if (op.off === VNIC_REG.RX_STATUS && BigInt(op.value) === 0n && r.rxStatus === 1) {
         return rxSafe(addrOf(r.rxAddrLo, r.rxAddrHi), VNIC_MAX_FRAME);
@@ -130,6 +139,23 @@ export function vnicModelForSetup(setup: VnicDiffSetup): { model: VnicModel; mem
   if (setup.socket === "listening") model.peerAccept();
   return { model, mem };
 }
+
+/** What a run of the vnic oracle is made of besides the device and the model. */
+export interface VnicOracleFlavor {
+  /** Name, for progress lines and reports. */
+  name: string;
+  /** A fresh generator for `seed`. */
+  generator(seed: number): { next(model: VnicModel): VnicOp };
+  /** The guard: false when the op must be skipped on both sides. */
+  allowed(op: VnicOp, model: VnicModel): boolean;
+}
+
+/** The differential oracle's flavor: {@link VnicOpGenerator} and {@link vnicOpAllowed}. */
+export const VNIC_DIFF_FLAVOR: VnicOracleFlavor = {
+  name: "differential",
+  generator: (seed) => new VnicOpGenerator(seed),
+  allowed: vnicOpAllowed,
+};
 
 /** Start configuration of a seed: mostly listening, some without a listener or path, half MSI. */
 export function vnicSetupForSeed(seed: number): VnicDiffSetup {

@@ -43,6 +43,8 @@ export interface QtestOptions {
   logItems?: string;
   /** How long QEMU may take to come up (default 20 s). */
   startTimeoutMs?: number;
+  /** Environment variables QEMU gets besides this process's (e.g. `ASAN_OPTIONS`). */
+  env?: Record<string, string>;
 }
 
 /** QEMU failed to start, died, or answered a command with FAIL/ERR. */
@@ -169,6 +171,7 @@ export class QtestMachine {
         stdin: "null",
         stdout: "null",
         stderr: "piped",
+        ...(opts.env ? { env: opts.env } : {}),
       }).spawn();
     } catch (e) {
       listener.close();

@@ -58,6 +58,8 @@ export interface QtestGpuOptions {
   props?: GpuProps;
   /** Directory for sockets and logs (a temp dir when absent). */
   workDir?: string;
+  /** Environment QEMU gets besides ours. */
+  env?: Record<string, string>;
 }
 
 /** The device did not enumerate as expected. */
@@ -87,18 +89,33 @@ export class QtestGpu {
       binary: opts.binary,
       firmware: opts.firmware,
       workDir: opts.workDir,
+      env: opts.env,
       devices: [`cnuasgpu,addr=${GPU_QTEST_SLOT}${props}`],
     });
     try {
-      const gpu = await QtestGpu.#setup(qt);
-      return gpu;
+      const { bar1Size, msiCap } = await QtestGpu.#program(qt);
+      return new QtestGpu(qt, bar1Size, msiCap);
     } catch (e) {
       await qt.close({ keepFiles: true });
       throw e;
     }
   }
 
-  static async #setup(qt: QtestMachine): Promise<QtestGpu> {
+  /**
+   * A system reset through the ICH9 reset control register (0xcf9), then the
+   * BARs, command register and MSI target programmed again: the reset
+   * clears config space (MSI ends disabled).
+   */
+  async systemReset(): Promise<void> {
+    await this.qt.out(0xcf9, 1, 0x06);
+    // The reset runs between main-loop iterations: a round trip after the
+    // write's answer arrives in a later iteration, so it sees the reset done.
+    await this.qt.sync();
+    await QtestGpu.#program(this.qt);
+  }
+
+  /** Check the identity, place BAR0 and BAR1, enable decoding, aim MSI at RAM. */
+  static async #program(qt: QtestMachine): Promise<{ bar1Size: bigint; msiCap: number }> {
     const id = await cfgRead(qt, 0x00, 4);
     if (id !== 0x10f1_1af4) {
       throw new QtestGpuError(
@@ -136,7 +153,7 @@ export class QtestGpu {
     await cfgWrite(qt, msiCap + 8, 4, 0);
     await cfgWrite(qt, msiCap + 12, 2, GPU_QTEST_MSI_DATA);
     await qt.writel(GPU_QTEST_MSI_ADDR, 0);
-    return new QtestGpu(qt, bar1Size, msiCap);
+    return { bar1Size, msiCap };
   }
 
   /** Read PCI config space of the device. */
@@ -274,6 +291,8 @@ export interface GpuRigOptions {
   accept?: boolean;
   /** Prefix of the temporary work directory. */
   prefix?: string;
+  /** Environment QEMU gets besides ours. */
+  env?: Record<string, string>;
 }
 
 /** A running cnuasgpu and the CnuasLink peer's end of its wire. */
@@ -306,6 +325,7 @@ export class GpuRig {
         binary: opts.binary,
         firmware: opts.firmware,
         workDir,
+        env: opts.env,
         props: { ...(link ? { cnuaslink_socket: socketPath } : {}), ...opts.props },
       });
     } catch (e) {

@@ -65,6 +65,8 @@ export interface VnicRigOptions {
   deviceProps?: string;
   /** Directory for sockets and logs (a temp dir when absent). */
   workDir?: string;
+  /** Environment QEMU gets besides ours. */
+  env?: Record<string, string>;
 }
 
 /** Result of a peer send. */
@@ -136,6 +138,7 @@ export class VnicRig {
         memory: VNIC_RIG.memory,
         devices: [props.join(",")],
         workDir: join(workDir, "qemu"),
+        env: opts.env,
       });
     } catch (e) {
       server?.close();

@@ -79,8 +79,11 @@ async function runDiff(words: string[], flags: HistoryFlags): Promise<number> {
   if (a.kind !== b.kind) throw new UsageError(`cannot diff a ${a.kind} run with a ${b.kind} run`);
   let past: MatrixJson[] | undefined;
   if (history) {
+    // a quick run's volumes are not a deep run's: noise is judged at run B's depth
+    const sameDepth = (id: string) =>
+      a.kind !== "matrix" || history.matrices.get(id)?.provenance.depth === b.m.provenance.depth;
     const runs = chronological(history.runs.filter((r) => r.kind === a.kind))
-      .filter((r) => r.runId !== b.m.provenance.runId).slice(-last);
+      .filter((r) => r.runId !== b.m.provenance.runId && sameDepth(r.runId)).slice(-last);
     past = runs.map((r) =>
       a.kind === "matrix"
         ? history.matrices.get(r.runId)!

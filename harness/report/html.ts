@@ -114,6 +114,7 @@ function provenanceLine(m: MatrixJson): string {
     `accelerator ${esc(p.accel ?? "n/a")}${p.accelReason ? ` (${esc(p.accelReason)})` : ""}`,
     `host ${esc(p.host.hostname)}, kernel ${esc(p.host.kernel)}, ${p.host.cpus} CPUs`,
     ...(p.shard ? [`shard ${esc(p.shard)}`] : []),
+    `depth ${esc(p.depth ?? "n/a")}`,
   ];
   return `<p class="prov" id="provenance">${parts.join(" · ")}</p>`;
 }

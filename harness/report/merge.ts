@@ -22,6 +22,13 @@ export async function mergeReports(dirs: string[], outDir: string): Promise<Matr
     parts.push({ dir: d, m: parseMatrixJson(await Deno.readTextFile(path), path) });
   }
   if (parts.length === 0) throw new MergeConflictError("nothing to merge: give report directories");
+  const depths = new Set(parts.map((p) => p.m.provenance.depth ?? "n/a"));
+  if (depths.size > 1) {
+    // a quick row and a deep row are different claims: one page must not mix them
+    throw new MergeConflictError(
+      `the reports ran at different depths (${[...depths].join(", ")}): merge one depth at a time`,
+    );
+  }
   const seen = new Map<string, string>();
   const rows: RowResult[] = [];
   for (const { dir, m } of parts) {

@@ -56,6 +56,7 @@ export function toMarkdown(m: MatrixJson): string {
       p.rdmaCore ?? "n/a"
     }`,
     `- accelerator: ${p.accel ?? "n/a"}${p.accelReason ? ` (${p.accelReason})` : ""}`,
+    `- depth: ${p.depth ?? "n/a"}`,
     `- host: ${p.host.hostname}, kernel ${p.host.kernel}, ${p.host.cpus} CPUs${
       p.shard ? `; shard ${p.shard}` : ""
     }`,

@@ -89,6 +89,8 @@ export interface Provenance {
   host: { kernel: string; hostname: string; cpus: number };
   /** This run's shard (`i/n`), when sharded. */
   shard?: string;
+  /** How much each row did (`--depth`); absent in reports from before depths existed. */
+  depth?: "quick" | "deep";
 }
 
 /** The whole report. */

@@ -116,15 +116,40 @@ static void vnic_update_irq(CnuasVnicState *s)
                          &s->irq_asserted);
 }
 
-/* The whole range must be reachable before the device touches any of it. */
+/*
+ * The whole range must be RAM (ROM too, for reads) before the device touches
+ * any of it (docs/devices.md, "vnic: DMA reaches RAM only").
+ * dma_memory_valid() alone would accept MMIO, this function's own BAR0
+ * among it: a frame landing on TX_DOORBELL would then run a transmit into
+ * s->buf from inside the receive that is copying out of s->buf, and one
+ * landing on our config space through MMCONFIG could reset the device in the
+ * middle of its own DMA.
+ */
 static bool vnic_dma_ok(CnuasVnicState *s, uint64_t addr, uint32_t len,
                         DMADirection dir)
 {
+    AddressSpace *as = pci_get_address_space(PCI_DEVICE(s));
+    bool is_write = dir == DMA_DIRECTION_FROM_DEVICE;
+
     if (addr + len < addr) {
         return false;
     }
-    return dma_memory_valid(pci_get_address_space(PCI_DEVICE(s)), addr, len,
-                            dir, MEMTXATTRS_UNSPECIFIED);
+    RCU_READ_LOCK_GUARD();
+    while (len > 0) {
+        hwaddr xlat;
+        hwaddr plen = len;
+        MemoryRegion *mr = address_space_translate(as, addr, &xlat, &plen,
+                                                   is_write,
+                                                   MEMTXATTRS_UNSPECIFIED);
+
+        if (!plen || !memory_access_is_direct(mr, is_write)) {
+            return false;
+        }
+        plen = MIN(plen, len);
+        addr += plen;
+        len -= plen;
+    }
+    return true;
 }
 
 /* Read the socket only while no received frame waits for the driver. */

@@ -1,9 +1,10 @@
 import { type Row, type RowContext, RowFailure } from "../../harness/matrix/row.ts";
-import { rdmaPairNeeds } from "../../harness/matrix/needs.ts";
+import { rdmaGpuPairNeeds } from "../../harness/matrix/needs.ts";
 import { captured } from "../../harness/oracle/wire_capture.ts";
 import { buildIbFrame, ibVcrc, OP, writeVcrc } from "../../harness/models/rdma/mod.ts";
 import { type IbNode, setupIbNodes, startIpoib } from "../../harness/guest/ib_pair.ts";
 import { hwCounters } from "../../harness/guest/roce_pair.ts";
+import { peermem, withPeerGpus } from "../../harness/guest/peermem.ts";
 import {
   examples,
   icrc,
@@ -103,9 +104,10 @@ async function ipoibPing(ctx: RowContext, nodes: IbNode[]): Promise<void> {
 export const row: Row = {
   id: "ib-e2e",
   title: "unmodified RDMA tools over the native InfiniBand link layer",
-  needs: rdmaPairNeeds("ib", "guestprogs"),
+  // each guest's cnuasgpu is for the peermem segment
+  needs: rdmaGpuPairNeeds("ib"),
   timeoutSec: 1200,
-  modules: ["cnuas_net", "cnuas_ib"],
+  modules: ["cnuas_net", "cnuas_ib", "cnuasgpu"],
   async run(ctx) {
     if (!ctx.fabric) throw new RowFailure("ib-e2e needs the ib fabric and got none");
     const nodes = await setupIbNodes(ctx, ctx.fabric, ctx.guests, IPS);
@@ -118,7 +120,12 @@ export const row: Row = {
     await captured(ctx, "pingpong", async () => {
       for (const events of [false, true]) {
         for (const size of small) {
-          await pingpong(ctx, nodes, { size, iters: PINGPONG_ITERS, events, mtu: 1024 });
+          await pingpong(ctx, nodes, {
+            size,
+            iters: PINGPONG_ITERS[ctx.config.depth],
+            events,
+            mtu: 1024,
+          });
         }
       }
       // segmentation at the smallest path MTU
@@ -140,15 +147,24 @@ export const row: Row = {
       await security(ctx, nodes);
       await rping(ctx, nodes);
     });
+    // DMA-BUF MRs of accelerator memory, the peers addressed by LID (no GRH)
+    const gpuNodes = await withPeerGpus(ctx, nodes);
+    await captured(ctx, "peermem", () => peermem(ctx, gpuNodes));
     await captured(ctx, "loss", () => lossRecovery(ctx, nodes));
     await icrc(ctx, nodes, () => Promise.resolve(ibInjection(nodes)));
     await vcrc(ctx, nodes);
-    // last: 1 MiB at path MTU 4096, the biggest captures (over 2 GiB each)
+    // last: 1 MiB at path MTU 4096, the biggest captures (over 2 GiB each at the deep depth)
     for (const events of [false, true]) {
       await captured(
         ctx,
         `pingpong-1MiB${events ? "-events" : ""}`,
-        () => pingpong(ctx, nodes, { size: 1048576, iters: PINGPONG_ITERS, events, mtu: 4096 }),
+        () =>
+          pingpong(ctx, nodes, {
+            size: 1048576,
+            iters: PINGPONG_ITERS[ctx.config.depth],
+            events,
+            mtu: 4096,
+          }),
       );
     }
     await recordPortCounters(ctx, nodes);

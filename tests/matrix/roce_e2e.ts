@@ -76,7 +76,12 @@ export const row: Row = {
     await captured(ctx, "pingpong", async () => {
       for (const events of [false, true]) {
         for (const size of small) {
-          await pingpong(ctx, nodes, { size, iters: PINGPONG_ITERS, events, mtu: 1024 });
+          await pingpong(ctx, nodes, {
+            size,
+            iters: PINGPONG_ITERS[ctx.config.depth],
+            events,
+            mtu: 1024,
+          });
         }
       }
       // segmentation at the smallest path MTU
@@ -94,7 +99,13 @@ export const row: Row = {
       await captured(
         ctx,
         `pingpong-1MiB${events ? "-events" : ""}`,
-        () => pingpong(ctx, nodes, { size: 1048576, iters: PINGPONG_ITERS, events, mtu: 4096 }),
+        () =>
+          pingpong(ctx, nodes, {
+            size: 1048576,
+            iters: PINGPONG_ITERS[ctx.config.depth],
+            events,
+            mtu: 4096,
+          }),
       );
     }
     await setMtu(nodes, 1500);

@@ -237,3 +237,24 @@ Deno.test("a send that fails because the peer is gone tears the link down withou
     assert.equal(await rig.gpu.reg(R.IRQ_STATUS), 0);
   });
 });
+
+Deno.test("a system reset forgets the waiting frame and unarms receive; queued frames are dropped, the link and BAR1 stay", async () => {
+  await withGpu({ devmem_size: "64K" }, async (rig) => {
+    const { gpu } = rig;
+    await armRx(rig, 0x1000, 4096);
+    await gpu.setReg(R.IRQ_MASK, GPU_IRQ.RX_READY);
+    const first = pattern(100, 1);
+    await sendAndSettle(rig, first, "deliver");
+    const logs = gpu.guestErrorCount();
+    rig.conn!.send(pattern(200, 2)); // waits behind the delivered frame
+    await gpu.systemReset();
+    // The queued frame is read with receive unarmed: dropped and logged.
+    await eventually("the queued frame to be dropped", () => gpu.guestErrorCount() > logs);
+    assert.equal(await gpu.reg(R.LINK_STATUS), GPU_LINK.UP);
+    for (const r of [R.IRQ_STATUS, R.IRQ_MASK, R.LINK_RX_BUF_SIZE, R.LINK_RX_LEN]) {
+      assert.equal(await gpu.reg(r), 0, `register 0x${r.toString(16)}`);
+    }
+    assert.equal(await gpu.intx(), false);
+    assert.deepEqual(await gpu.devmemRead(0x1000, 100), first);
+  });
+});

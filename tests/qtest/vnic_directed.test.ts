@@ -7,6 +7,7 @@
  */
 import assert from "node:assert/strict";
 import { VNIC_IRQ, VNIC_MAX_FRAME, VNIC_REG } from "../../harness/models/vnic.ts";
+import { VNIC_RIG } from "../../harness/qtest/vnic_rig.ts";
 import { IMPLS, type NicUnderTest, pattern, RAM, withNic } from "./vnic_fixture.ts";
 
 const TX_BUF = RAM.base + 0x1_0000;
@@ -211,6 +212,35 @@ both(
     assert.deepEqual(await nic.memRead(RAM.end - 50, 50), new Uint8Array(50));
   },
 );
+
+// ---- DMA reaches RAM only --------------------------------------------------------------
+
+const BAR0 = Number(VNIC_RIG.bar);
+
+both(
+  "a frame landing on the NIC's own BAR0 is dropped: its tail on TX_DOORBELL rings nothing",
+  async (nic) => {
+    await nic.memWrite(TX_BUF, pattern(60, 3));
+    await nic.setReg(VNIC_REG.TX_ADDR_LO, TX_BUF);
+    await nic.setReg(VNIC_REG.TX_LEN, 60);
+    // 8 bytes refused as one access, then a 4-byte write at TX_DOORBELL.
+    await arm(nic, BAR0 + VNIC_REG.TX_DOORBELL - 8);
+    await nic.peerSend(pattern(12, 4));
+    assert.equal(await nic.reg(VNIC_REG.RX_STATUS), 0);
+    assert.deepEqual(await nic.framesOut(), []);
+    assert.equal(await nic.reg(VNIC_REG.IRQ_STATUS), 0);
+  },
+);
+
+both("a frame is not sent from MMIO: the NIC's own registers, the IOAPIC", async (nic) => {
+  for (const addr of [BAR0 + VNIC_REG.LINK_STATUS, 0xfec0_0000]) {
+    await nic.setReg(VNIC_REG.TX_ADDR_LO, addr);
+    await nic.setReg(VNIC_REG.TX_LEN, 4);
+    await nic.setReg(VNIC_REG.TX_DOORBELL, 1);
+  }
+  assert.deepEqual(await nic.framesOut(), []);
+  assert.equal(await nic.reg(VNIC_REG.IRQ_STATUS), 0);
+});
 
 // ---- interrupts ---------------------------------------------------------------------
 

@@ -449,7 +449,7 @@ Deno.test("a copy that faults at its first user byte changes no device byte (syn
 
 Deno.test("close with ops queued: they keep what they name until they are known done (close does not wait)", () => {
   const m = model({ devmemMb: 1 });
-  const fill = { k: "fill" as const, h: "$1", off: 0n, len: 4096n, value: 7, ud: 0n };
+  const fill = { k: "fill" as const, h: "$1" as const, off: 0n, len: 4096n, value: 7, ud: 0n };
   run(m, [
     [alloc(1 << 20, 1), "ok handle=1 offset=0 size=1048576"],
     [{ op: "submit", f: 0, ops: [fill, fill] }, "ok first=1"],

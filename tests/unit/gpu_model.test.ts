@@ -207,3 +207,20 @@ Deno.test("1- and 2-byte and unaligned 32-bit accesses read 0 and write nothing;
   assert.equal(m.access(R.IRQ_MASK, 4, 3n).logs.length, 0);
   assert.equal(m.access(R.IRQ_MASK, 4).value, 3);
 });
+
+Deno.test("a reset forgets the waiting frame, unarms receive and drops what was queued behind it", () => {
+  const m = connected();
+  arm(m, 0x100, 4096);
+  m.write(R.IRQ_MASK, GPU_IRQ.RX_READY);
+  m.peerSend(bytes(10, 1));
+  m.peerSend(bytes(20, 2)); // waits in the socket
+  assert.equal(m.intx, true);
+  const fx = m.reset();
+  assert.equal(fx.logs.length, 1, "the queued frame is read unarmed and dropped");
+  assert.equal(m.linkStatus, GPU_LINK.UP);
+  assert.equal(m.intx, false);
+  for (const r of [R.IRQ_STATUS, R.IRQ_MASK, R.LINK_RX_BUF_SIZE, R.LINK_RX_LEN]) {
+    assert.equal(m.read(r).value, 0);
+  }
+  assert.deepEqual(m.readMem(0x100, 10), bytes(10, 1), "BAR1 keeps its bytes");
+});

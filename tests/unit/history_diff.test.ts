@@ -7,7 +7,8 @@ import {
   diffText,
   noiseBand,
 } from "../../harness/report/diff.ts";
-import { sampleMatrix } from "./history_fixture.ts";
+import { historyCommand } from "../../harness/report/command.ts";
+import { logLines, sampleMatrix, writeRunDir } from "./history_fixture.ts";
 
 Deno.test("noise band: 3 scaled MADs, at least 1 % of the median, from 3 values up", () => {
   assert.equal(noiseBand([10, 11]), undefined);
@@ -110,4 +111,39 @@ Deno.test("status changes: new failures first, then fixed, changed, added, remov
   const text = diffText(d);
   assert.ok(text.indexOf("NEW FAILURE") < text.indexOf("FIXED"));
   assert.match(text, /REMOVED\s+gone\s+PASS → \(absent\)/);
+});
+
+Deno.test("report diff judges noise only against runs of run B's depth", async () => {
+  const dir = await Deno.makeTempDir();
+  const hist = `${dir}/history`;
+  const run = (id: string, day: number, depth: "quick" | "deep", fps: number) => {
+    const m = sampleMatrix(id, `2026-12-0${day}T00:00:00Z`, `c${day}`, [
+      { id: "switch", status: "PASS", measurements: { fps } },
+    ]);
+    return { ...m, provenance: { ...m.provenance, depth } };
+  };
+  // quick runs agree closely; deep runs (other volumes) are far apart
+  const runs = [
+    run("q1", 1, "quick", 100),
+    run("d1", 2, "deep", 1000),
+    run("q2", 3, "quick", 100),
+    run("d2", 4, "deep", 10),
+    run("q3", 5, "quick", 100),
+    run("d3", 6, "deep", 500),
+    run("q4", 7, "quick", 110),
+  ];
+  const out = logLines();
+  const log = console.log;
+  console.log = out.log;
+  try {
+    for (const m of runs) await historyCommand("publish", [await writeRunDir(dir, m)], {}, hist);
+    out.lines.length = 0;
+    await historyCommand("diff", ["q3", "q4"], { history: hist }, hist);
+  } finally {
+    console.log = log;
+  }
+  const text = out.lines.join("\n");
+  assert.match(text, /beyond noise \(1\)/, text);
+  assert.match(text, /over 3 runs/, text);
+  await Deno.remove(dir, { recursive: true });
 });

@@ -1,6 +1,6 @@
 /** The peermem row reads drivers/test/peermem.c's check lines; names may hold ": " themselves. */
 import assert from "node:assert/strict";
-import { failedChecks, PEERMEM_CHECKS } from "../matrix/peermem.ts";
+import { failedChecks, PEERMEM_CHECKS } from "../../harness/guest/peermem.ts";
 
 const SERVER_OK = [
   "registered 4194304 bytes of /dev/cnuasgpu0 as a DMA-BUF MR: lkey 0x28f",

@@ -228,6 +228,25 @@ Deno.test("merge refuses two shards that both ran a row", async () => {
   await Deno.remove(dir, { recursive: true });
 });
 
+Deno.test("merge refuses shards of different depths (a quick row is not a deep one)", async () => {
+  const dir = await Deno.makeTempDir();
+  const at = (runId: string, ids: string[], depth: "quick" | "deep"): MatrixJson => {
+    const m = sample(runId, ids);
+    return { ...m, provenance: { ...m.provenance, depth } };
+  };
+  await writeReport(join(dir, "s1"), at("s1", ["boot"], "quick"));
+  await writeReport(join(dir, "s2"), at("s2", ["ibstat"], "deep"));
+  await assert.rejects(
+    mergeReports([join(dir, "s1"), join(dir, "s2")], join(dir, "m")),
+    /different depths \(quick, deep\)/,
+  );
+  await writeReport(join(dir, "s3"), at("s3", ["ibstat"], "quick"));
+  const m = await mergeReports([join(dir, "s1"), join(dir, "s3")], join(dir, "m"));
+  assert.equal(m.provenance.depth, "quick");
+  assert.match(await Deno.readTextFile(join(dir, "m", "index.html")), /depth quick/);
+  await Deno.remove(dir, { recursive: true });
+});
+
 Deno.test("a transcript splits into the lines of each step, by name and occurrence", () => {
   const text = [
     "[0.1s] before any step",

@@ -1,7 +1,7 @@
 /** roce-e2e's loss seed: replayable from the command line, checked against the driver's dmesg line. */
 import assert from "node:assert/strict";
-import { lastLossLine, lossSeed } from "../../harness/guest/rdma_e2e.ts";
-import { lossSeedFrom } from "../../harness/cli.ts";
+import { lastLossLine, lossSeed, PINGPONG_ITERS } from "../../harness/guest/rdma_e2e.ts";
+import { depthFrom, lossSeedFrom } from "../../harness/cli.ts";
 
 Deno.test("--loss-seed takes a decimal uint32 and refuses anything else", () => {
   assert.deepEqual(lossSeedFrom("12345"), { lossSeed: 12345 });
@@ -29,4 +29,15 @@ Deno.test("lastLossLine reads the driver's last loss line", () => {
   ].join("\n");
   assert.deepEqual(lastLossLine(log), { oneIn: 100, seed: 3735928559 });
   assert.equal(lastLossLine("[ 1.0] cnuas_ib: probed"), undefined);
+});
+
+Deno.test("--depth takes quick or deep (quick without it); deep keeps the full pingpong volume", () => {
+  assert.equal(depthFrom(undefined), "quick");
+  assert.equal(depthFrom(""), "quick");
+  assert.equal(depthFrom("deep"), "deep");
+  for (const bad of ["Deep", "full", "1"]) {
+    assert.throws(() => depthFrom(bad), /--depth takes quick or deep, not/, bad);
+  }
+  assert.equal(PINGPONG_ITERS.deep, 1000);
+  assert.ok(PINGPONG_ITERS.quick < PINGPONG_ITERS.deep);
 });
