@@ -11,6 +11,7 @@
 import type { Depth } from "../config.ts";
 import { type RowContext, RowFailure } from "../matrix/row.ts";
 import { GUEST_PATHS } from "../vm/types.ts";
+import { captured } from "../oracle/wire_capture.ts";
 import { pingpongDataErrors, rpingDataErrors, startPair } from "./cnuas_ib.ts";
 import {
   addrFlag,
@@ -60,6 +61,22 @@ export async function pingpong(
     ctx.measure(`${key}.usecPerIter`, f!.usecPerIter, "us");
     ctx.measure(`${key}.mbitPerSec`, f!.mbitPerSec, "Mbit/s");
   });
+}
+
+/**
+ * 1 MiB messages at path MTU 4096 (a quarter of the frames of 1024), polled
+ * and with events, each its own captured segment: the biggest captures of a
+ * row (over 2 GiB each at the deep depth; the switch rolls them over at 1 GiB).
+ */
+export async function pingpong1MiB(ctx: RowContext, nodes: RdmaNode[]): Promise<void> {
+  const iters = PINGPONG_ITERS[ctx.config.depth];
+  for (const events of [false, true]) {
+    await captured(
+      ctx,
+      `pingpong-1MiB${events ? "-events" : ""}`,
+      () => pingpong(ctx, nodes, { size: 1048576, iters, events, mtu: 4096 }),
+    );
+  }
 }
 
 /**

@@ -15,8 +15,8 @@
  * const report = await runVnicDiff({ ...env, seeds: [1], opsPerSeed: 5000, flavor: VNIC_FUZZ_FLAVOR });
  * ```
  */
+import { HostileSplicer } from "./hostile_splice.ts";
 import { VNIC_BAR_SIZE, VNIC_MAX_FRAME, VNIC_REG, type VnicModel } from "../models/vnic.ts";
-import { prng, randInt } from "../prng.ts";
 import { VNIC_RIG } from "../qtest/vnic_rig.ts";
 import {
   type AccessSize,
@@ -56,36 +56,10 @@ const OTHER_MMIO = [
   0xb002_0000n,
 ] as const;
 
-/** Hostile bursts per 100 planned steps; the rest comes from the differential generator. */
-const HOSTILE_PERCENT = 45;
-
 /** The differential generator with hostile bursts spliced in. */
-export class VnicHostileGenerator {
-  readonly #rng: () => number;
-  readonly #base: VnicOpGenerator;
-  #queue: VnicOp[] = [];
-
+export class VnicHostileGenerator extends HostileSplicer<VnicOp, VnicModel> {
   constructor(seed: number) {
-    this.#rng = prng(seed ^ 0x0bad_f00d);
-    this.#base = new VnicOpGenerator(seed);
-  }
-
-  #int(lo: number, hi: number): number {
-    return randInt(this.#rng, lo, hi);
-  }
-
-  #chance(p: number): boolean {
-    return this.#rng() / 0x1_0000_0000 < p;
-  }
-
-  #pick<T>(xs: readonly T[]): T {
-    return xs[this.#int(0, xs.length - 1)];
-  }
-
-  /** The next operation. */
-  next(model: VnicModel): VnicOp {
-    if (this.#queue.length === 0 && this.#int(0, 99) < HOSTILE_PERCENT) this.#plan(model);
-    return this.#queue.shift() ?? this.#base.next(model);
+    super(seed, 0x0bad_f00d, new VnicOpGenerator(seed));
   }
 
   #wr(off: number, value: bigint | number, size: AccessSize = 4): VnicOp {
@@ -98,11 +72,11 @@ export class VnicHostileGenerator {
 
   /** A length aimed at the device's own registers: 8-byte chunks, then a 4-, 2- and 1-byte tail. */
   #len(): number {
-    const r = this.#int(0, 9);
-    if (r < 3) return this.#int(0, 8) * 8 + this.#pick([4, 5, 6, 7]);
-    if (r < 6) return this.#int(1, 256);
-    if (r < 8) return this.#int(1, VNIC_MAX_FRAME);
-    return this.#pick([0, VNIC_MAX_FRAME, VNIC_MAX_FRAME + 1, 0xffff_ffff]);
+    const r = this.int(0, 9);
+    if (r < 3) return this.int(0, 8) * 8 + this.pick([4, 5, 6, 7]);
+    if (r < 6) return this.int(1, 256);
+    if (r < 8) return this.int(1, VNIC_MAX_FRAME);
+    return this.pick([0, VNIC_MAX_FRAME, VNIC_MAX_FRAME + 1, 0xffff_ffff]);
   }
 
   /** A hostile guest-physical address for a `len`-byte range, as the 64-bit register pair holds it. */
@@ -114,31 +88,31 @@ export class VnicHostileGenerator {
     // Lengths beyond a frame are rejected before any address matters.
     const l = Math.min(Math.max(len, 1), VNIC_MAX_FRAME);
     const n = BigInt(l);
-    switch (this.#int(0, 8)) {
+    switch (this.int(0, 8)) {
       case 0: // the device's own registers, a doorbell or RX_STATUS at the tail
-        return VNIC_RIG.bar + BigInt(this.#pick([0, VNIC_REG.TX_DOORBELL, VNIC_REG.RX_STATUS])) -
+        return VNIC_RIG.bar + BigInt(this.pick([0, VNIC_REG.TX_DOORBELL, VNIC_REG.RX_STATUS])) -
           (n - 4n > 0n ? (n - 4n) & ~7n : 0n);
       case 1: // anywhere in or across the BAR
-        return VNIC_RIG.bar + BigInt(this.#int(-64, VNIC_BAR_SIZE + 64));
+        return VNIC_RIG.bar + BigInt(this.int(-64, VNIC_BAR_SIZE + 64));
       case 2:
-        return this.#pick(OTHER_MMIO) + BigInt(this.#int(0, 0xfff));
+        return this.pick(OTHER_MMIO) + BigInt(this.int(0, 0xfff));
       case 3: // across the end of RAM
-        return BigInt(DIFF_RAM.hi) - BigInt(this.#int(0, l));
+        return BigInt(DIFF_RAM.hi) - BigInt(this.int(0, l));
       case 4: // the hole up to MMCONFIG
-        return BigInt(this.#int(DIFF_RAM.hi, 0xafff_ffff));
+        return BigInt(this.int(DIFF_RAM.hi, 0xafff_ffff));
       case 5: // above 4 GiB, nothing there
-        return BigInt(this.#int(1, 0xffff_ffff)) << 32n | BigInt(this.#int(0, 0xffff_ffff));
+        return BigInt(this.int(1, 0xffff_ffff)) << 32n | BigInt(this.int(0, 0xffff_ffff));
       case 6: // wrapping past 2^64
-        return U64 - BigInt(this.#int(1, l));
+        return U64 - BigInt(this.int(1, l));
       case 7: // just below the BAR, running into it
-        return VNIC_RIG.bar - BigInt(this.#int(1, l));
+        return VNIC_RIG.bar - BigInt(this.int(1, l));
       default: // plain RAM, so hostile bursts also succeed
-        return BigInt(this.#int(DIFF_RAM.lo, DIFF_RAM.hi - l));
+        return BigInt(this.int(DIFF_RAM.lo, DIFF_RAM.hi - l));
     }
   }
 
   #setTx(addr: bigint, len: number): void {
-    this.#queue.push(
+    this.queue.push(
       this.#wr(VNIC_REG.TX_ADDR_LO, addr & 0xffff_ffffn),
       this.#wr(VNIC_REG.TX_ADDR_HI, addr >> 32n),
       this.#wr(VNIC_REG.TX_LEN, len),
@@ -146,75 +120,75 @@ export class VnicHostileGenerator {
   }
 
   #setRx(addr: bigint): void {
-    this.#queue.push(
+    this.queue.push(
       this.#wr(VNIC_REG.RX_ADDR_LO, addr & 0xffff_ffffn),
       this.#wr(VNIC_REG.RX_ADDR_HI, addr >> 32n),
     );
   }
 
-  #plan(model: VnicModel): void {
-    const q = this.#queue;
-    switch (this.#int(0, 6)) {
+  protected plan(model: VnicModel): void {
+    const q = this.queue;
+    switch (this.int(0, 6)) {
       case 0: { // transmit from a hostile range
         const len = this.#len();
         this.#setTx(this.#addr(len), len);
-        q.push(this.#wr(VNIC_REG.TX_DOORBELL, this.#rng()), this.#rd(VNIC_REG.IRQ_STATUS));
+        q.push(this.#wr(VNIC_REG.TX_DOORBELL, this.rng()), this.#rd(VNIC_REG.IRQ_STATUS));
         break;
       }
       case 1: { // receive into a hostile range
         const len = Math.min(Math.max(this.#len(), 1), VNIC_MAX_FRAME);
         this.#setRx(this.#addr(len));
         if (model.registers.rxStatus === 1) q.push(this.#wr(VNIC_REG.RX_STATUS, 0));
-        for (let i = this.#int(1, 3); i > 0; i--) q.push({ k: "send", len, seed: this.#rng() });
+        for (let i = this.int(1, 3); i > 0; i--) q.push({ k: "send", len, seed: this.rng() });
         q.push(this.#rd(VNIC_REG.RX_STATUS), this.#rd(VNIC_REG.IRQ_STATUS));
         break;
       }
       case 2: { // receive and transmit buffers overlap: what landed goes out again
-        const rx = this.#int(DIFF_RAM.lo, DIFF_RAM.hi - 2 * VNIC_MAX_FRAME);
-        const len = this.#int(1, VNIC_MAX_FRAME);
+        const rx = this.int(DIFF_RAM.lo, DIFF_RAM.hi - 2 * VNIC_MAX_FRAME);
+        const len = this.int(1, VNIC_MAX_FRAME);
         this.#setRx(BigInt(rx));
         if (model.registers.rxStatus === 1) q.push(this.#wr(VNIC_REG.RX_STATUS, 0));
-        q.push({ k: "send", len, seed: this.#rng() });
-        this.#setTx(BigInt(rx + this.#int(-64, len)), this.#int(1, VNIC_MAX_FRAME));
+        q.push({ k: "send", len, seed: this.rng() });
+        this.#setTx(BigInt(rx + this.int(-64, len)), this.int(1, VNIC_MAX_FRAME));
         q.push(this.#wr(VNIC_REG.RX_STATUS, 0), this.#wr(VNIC_REG.TX_DOORBELL, 1));
         q.push({ k: "check", addr: rx, len: Math.min(len + 64, DIFF_RAM.hi - rx) });
         break;
       }
       case 3: { // doorbells in a loop, valid or not, acknowledging now and then
-        if (this.#chance(0.5)) {
+        if (this.chance(0.5)) {
           const len = this.#len();
           this.#setTx(this.#addr(len), len);
         }
-        for (let i = this.#int(2, 48); i > 0; i--) {
-          q.push(this.#wr(VNIC_REG.TX_DOORBELL, this.#rng()));
-          if (this.#chance(0.1)) q.push(this.#wr(VNIC_REG.IRQ_STATUS, 0xffff_ffff));
+        for (let i = this.int(2, 48); i > 0; i--) {
+          q.push(this.#wr(VNIC_REG.TX_DOORBELL, this.rng()));
+          if (this.chance(0.1)) q.push(this.#wr(VNIC_REG.IRQ_STATUS, 0xffff_ffff));
         }
         q.push(this.#rd(VNIC_REG.IRQ_STATUS));
         break;
       }
       case 4: { // reset while frames wait: in the socket, in the buffer, mid-sequence
-        for (let i = this.#int(0, 4); i > 0; i--) {
-          q.push({ k: "send", len: this.#int(1, VNIC_MAX_FRAME), seed: this.#rng() });
+        for (let i = this.int(0, 4); i > 0; i--) {
+          q.push({ k: "send", len: this.int(1, VNIC_MAX_FRAME), seed: this.rng() });
         }
-        if (this.#chance(0.5)) q.push(this.#wr(VNIC_REG.TX_DOORBELL, 1));
+        if (this.chance(0.5)) q.push(this.#wr(VNIC_REG.TX_DOORBELL, 1));
         q.push({ k: "flr" });
-        if (this.#chance(0.5)) q.push(this.#wr(VNIC_REG.TX_DOORBELL, 1));
+        if (this.chance(0.5)) q.push(this.#wr(VNIC_REG.TX_DOORBELL, 1));
         q.push(this.#rd(VNIC_REG.RX_STATUS), this.#rd(VNIC_REG.IRQ_STATUS));
         break;
       }
       case 5: { // any width at any offset of the BAR, any value
-        for (let i = this.#int(1, 16); i > 0; i--) {
-          const size = this.#pick([1, 2, 4, 8] as const);
-          const off = this.#int(0, VNIC_BAR_SIZE - size);
-          if (this.#chance(0.5)) q.push(this.#rd(off, size));
-          else q.push(this.#wr(off, BigInt(this.#rng()) << 32n | BigInt(this.#rng()), size));
+        for (let i = this.int(1, 16); i > 0; i--) {
+          const size = this.pick([1, 2, 4, 8] as const);
+          const off = this.int(0, VNIC_BAR_SIZE - size);
+          if (this.chance(0.5)) q.push(this.#rd(off, size));
+          else q.push(this.#wr(off, BigInt(this.rng()) << 32n | BigInt(this.rng()), size));
         }
         break;
       }
       default: { // aligned 32-bit writes of anything to every register
-        for (let i = this.#int(1, 16); i > 0; i--) {
-          const off = this.#int(0, VNIC_REG.MAC_HI / 4) * 4;
-          q.push(this.#wr(off, this.#rng()));
+        for (let i = this.int(1, 16); i > 0; i--) {
+          const off = this.int(0, VNIC_REG.MAC_HI / 4) * 4;
+          q.push(this.#wr(off, this.rng()));
         }
         q.push(this.#rd(VNIC_REG.IRQ_STATUS));
         break;

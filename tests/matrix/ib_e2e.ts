@@ -13,6 +13,7 @@ import {
   NO_SUCH_QP,
   perftests,
   pingpong,
+  pingpong1MiB,
   PINGPONG_ITERS,
   PINGPONG_SIZES,
   recordPortCounters,
@@ -153,20 +154,8 @@ export const row: Row = {
     await captured(ctx, "loss", () => lossRecovery(ctx, nodes));
     await icrc(ctx, nodes, () => Promise.resolve(ibInjection(nodes)));
     await vcrc(ctx, nodes);
-    // last: 1 MiB at path MTU 4096, the biggest captures (over 2 GiB each at the deep depth)
-    for (const events of [false, true]) {
-      await captured(
-        ctx,
-        `pingpong-1MiB${events ? "-events" : ""}`,
-        () =>
-          pingpong(ctx, nodes, {
-            size: 1048576,
-            iters: PINGPONG_ITERS[ctx.config.depth],
-            events,
-            mtu: 4096,
-          }),
-      );
-    }
+    // last: the biggest captures
+    await pingpong1MiB(ctx, nodes);
     await recordPortCounters(ctx, nodes);
   },
 };

@@ -11,6 +11,7 @@ import {
   NO_SUCH_QP,
   perftests,
   pingpong,
+  pingpong1MiB,
   PINGPONG_ITERS,
   PINGPONG_SIZES,
   recordPortCounters,
@@ -94,20 +95,7 @@ export const row: Row = {
         await pingpong(ctx, nodes, { size: 65536, iters: 100, events: false, mtu });
       }
     });
-    // 1 MiB messages at path MTU 4096: a quarter of the frames of 1024
-    for (const events of [false, true]) {
-      await captured(
-        ctx,
-        `pingpong-1MiB${events ? "-events" : ""}`,
-        () =>
-          pingpong(ctx, nodes, {
-            size: 1048576,
-            iters: PINGPONG_ITERS[ctx.config.depth],
-            events,
-            mtu: 4096,
-          }),
-      );
-    }
+    await pingpong1MiB(ctx, nodes);
     await setMtu(nodes, 1500);
     await captured(ctx, "perftest", () => perftests(ctx, nodes));
     await captured(ctx, "examples-security-rping", async () => {
