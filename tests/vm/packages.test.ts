@@ -33,8 +33,11 @@ interface Section {
   rc: number;
 }
 
-/** `run NAME cmd...` prints `@@ NAME`, the command's output, then `@@rc N`. */
-const RUN = 'run() { n=$1; shift; echo "@@ $n"; "$@" 2>&1; echo "@@rc $?"; }';
+/**
+ * `run NAME cmd...` prints `@@ NAME`, the command's output, then `@@rc N`;
+ * the script goes on after a failure (`set +e`) so each check says what failed.
+ */
+const RUN = 'set +e\nrun() { n=$1; shift; echo "@@ $n"; "$@" 2>&1; echo "@@rc $?"; }';
 
 /** Split the script's output into its sections by name. */
 function sections(text: string): Map<string, Section> {
@@ -108,6 +111,7 @@ Deno.test({
         `run after-remove sh -c 'ls ${updates}; dkms status -m ${dkms[0].pkg.name}'`,
       ].join("\n");
       const r = await inPackagingRoot(proot, join(scratch, "root"), script, {
+        allowFail: true,
         binds: [
           { host: join(scratch, "debs"), inRoot: "/mnt/debs" },
           {
