@@ -264,8 +264,11 @@ async function buildOne(
       }
     },
   );
-  const manifest = JSON.parse(await Deno.readTextFile(join(entry.dir, "package.json")));
-  return { ...manifest, debs: (manifest.debs as string[]).map((d) => join(entry.dir, d)) };
+  // package.json holds the .deb names; the entry's directory makes them paths
+  const manifest: BuiltPackage = JSON.parse(
+    await Deno.readTextFile(join(entry.dir, "package.json")),
+  );
+  return { ...manifest, debs: manifest.debs.map((d) => join(entry.dir, d)) };
 }
 
 /**
