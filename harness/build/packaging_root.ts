@@ -3,7 +3,7 @@
  * (debhelper, dh-dkms, dkms, lintian) installed with apt — as an overlay
  * layer over the cached guest root, not a copy of it and not in it. Adding
  * the tools to the root itself would change the guest image every row
- * boots; the layer costs ~150 MB once, and every step that uses it runs in
+ * boots; the layer costs ~200 MB once, and every step that uses it runs in
  * a throwaway overlay of its own, so the layer is never written either.
  */
 import { join } from "node:path";
