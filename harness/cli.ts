@@ -4,8 +4,8 @@
  *
  *   setup                       host packages, pinned downloads
  *   build [--only T ...]        build stages (qemu, image, switch, modules, guestprogs,
- *                               provider, cnuasdev, cnuasdev-host; qemu-asan, the sanitizer
- *                               build the qtest-fuzz row uses, only when named)
+ *                               provider, cnuasdev, cnuasdev-host, packages; qemu-asan, the
+ *                               sanitizer build the qtest-fuzz row uses, only when named)
  *   matrix [--row ID ...] [--list] [--shard i/n] [--history H] [--plan]
  *                               --shard balances by H's row durations (default
  *                               reports/history; round-robin without); --plan prints
@@ -85,6 +85,7 @@ const BUILD_TARGETS: BuildTarget[] = [
   "provider",
   "cnuasdev",
   "cnuasdev-host",
+  "packages",
 ];
 
 /** Targets built only when named (`--only`) or when a row needs them. */

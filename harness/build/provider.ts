@@ -27,6 +27,9 @@ export class NoProviderError extends HilError {}
 /** Bump when the tree preparation changes. */
 const GLUE_VERSION = 1;
 
+/** Bump when the build step below changes (the prepared tree is kept). */
+const BUILD_VERSION = 2;
+
 /** Build the provider; returns a directory with libcnuas-rdmav34.so and cnuas.driver. */
 export async function buildProvider(config: Config): Promise<string> {
   if (!await exists(join(config.repoRoot, "drivers/provider/CMakeLists.txt"))) {
@@ -36,7 +39,11 @@ export async function buildProvider(config: Config): Promise<string> {
   const pin = (await readPins(config)).sources["rdma-core"];
   const treeKey = hashInputs({ pin: pinKey(pin), root: root.key, GLUE_VERSION });
   const src = await hashTree(config.repoRoot, ["drivers/provider", "drivers/nic/uapi"]);
-  const entry = await cached(config.cacheDir, "provider", { treeKey, src }, async (out, logs) => {
+  const entry = await cached(config.cacheDir, "provider", {
+    treeKey,
+    src,
+    BUILD_VERSION,
+  }, async (out, logs) => {
     const log = join(logs, "provider.log");
     await withWorkTree(config.cacheDir, "rdma-work", treeKey, async (work) => {
       await Deno.mkdir(join(work, "src"));
@@ -74,7 +81,10 @@ export async function buildProvider(config: Config): Promise<string> {
         root.root,
         [
           "cd /mnt/rdma/build",
-          "cmake -GNinja -DNO_MAN_PAGES=1 -DNO_PYVERBS=1 -DCMAKE_BUILD_TYPE=RelWithDebInfo ../src",
+          // No RUNPATH: the build tree's lib/ (cmake's default for in-tree use)
+          // does not exist where the library is installed.
+          "cmake -GNinja -DNO_MAN_PAGES=1 -DNO_PYVERBS=1 -DCMAKE_BUILD_TYPE=RelWithDebInfo " +
+          "-DCMAKE_SKIP_RPATH=ON ../src",
           "ninja cnuas-rdmav34",
         ].join("\n"),
         { logPath: log, binds: [{ host: work, inRoot: "/mnt/rdma" }] },

@@ -8,6 +8,7 @@ import { join } from "node:path";
 import { buildCnuasdev, buildCnuasdevHost, CNUASDEV_LAYOUT } from "../build/cnuasdev.ts";
 import { buildImage, type GuestImage } from "../build/image.ts";
 import { buildGuestPrograms, buildModules } from "../build/modules.ts";
+import { buildPackages } from "../build/packages.ts";
 import { buildProvider, PROVIDER_GUEST_PATHS } from "../build/provider.ts";
 import { buildQemu, type QemuBuild } from "../build/qemu.ts";
 import { type Accel, type Config, timeoutScale } from "../config.ts";
@@ -157,6 +158,8 @@ export class Lab {
         return { cnuasdev: await buildCnuasdev(this.config) };
       case "cnuasdev-host":
         return { cnuasdevHost: await buildCnuasdevHost(this.config) };
+      case "packages":
+        return { packages: (await buildPackages(this.config)).flatMap((p) => p.debs) };
     }
   }
 

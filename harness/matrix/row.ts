@@ -33,7 +33,8 @@ export type BuildTarget =
   | "provider"
   | "guestprogs"
   | "cnuasdev"
-  | "cnuasdev-host";
+  | "cnuasdev-host"
+  | "packages";
 
 /** What a row asks the runner for. */
 export interface RowNeeds {
@@ -100,6 +101,8 @@ export interface BuildOutputs {
   cnuasdev?: string;
   /** libcnuasdev and its programs built with the host's cc. */
   cnuasdevHost?: string;
+  /** The Debian packages (`.deb` paths; harness/build/packages.ts). */
+  packages?: string[];
 }
 
 /** A failed expectation: the row's status becomes FAIL (anything else thrown is ERROR). */

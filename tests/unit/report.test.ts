@@ -22,6 +22,7 @@ import { MergeConflictError, mergeReports } from "../../harness/report/merge.ts"
 import { writeReport } from "../../harness/report/write.ts";
 import { keyMeasurement } from "../../harness/report/html.ts";
 import { splitTranscript } from "../../harness/report/page_data.ts";
+import { cDefine, readLibraryVersion, readModuleVersion } from "../../harness/build/versions.ts";
 
 function sample(runId: string, ids: string[]): MatrixJson {
   return {
@@ -147,24 +148,13 @@ Deno.test("a row declares libcnuasdev exactly when it has the library installed"
   assert.deepEqual((await libraryCredits())["cnuasdev"], ["libcnuasdev"]);
 });
 
-/** `#define NAME "x"` of `name` in a C text, or undefined. */
-function cDefine(text: string, name: string): string | undefined {
-  return new RegExp(`^#define\\s+${name}\\s+"([^"]+)"`, "m").exec(text)?.[1];
-}
-
 Deno.test("compat.json's versions are the sources': MODULE_VERSION, the library's VERSION", async () => {
   const read = (p: string) => Deno.readTextFile(join(REPO_ROOT, p));
   for (const name of MODULES) {
-    const dir = name.startsWith("cnuasgpu") ? "drivers/gpu" : "drivers/nic";
-    const main = await read(`${dir}/${name}_main.c`);
-    const arg = /^MODULE_VERSION\((.+)\);/m.exec(main)?.[1];
-    assert.ok(arg, `${name}: no MODULE_VERSION in ${dir}/${name}_main.c`);
-    const header = await read(`${dir}/${name}.h`).catch(() => "");
-    const version = arg.startsWith('"') ? arg.slice(1, -1) : cDefine(`${main}\n${header}`, arg);
-    assert.equal(MODULE_VERSIONS[name], version, name);
+    assert.equal(MODULE_VERSIONS[name], await readModuleVersion(REPO_ROOT, name), name);
   }
   const lib = LIBRARY_VERSIONS.libcnuasdev;
-  assert.equal(/^VERSION\s*:=\s*(\S+)$/m.exec(await read("drivers/lib/Makefile"))?.[1], lib);
+  assert.equal(await readLibraryVersion(REPO_ROOT), lib);
   assert.equal(cDefine(await read("drivers/lib/cnuasdev_priv.h"), "CNUASDEV_VERSION_STRING"), lib);
   const h = await read("drivers/lib/include/cnuasdev.h");
   const part = (p: string) =>
