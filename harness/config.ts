@@ -81,6 +81,21 @@ export function environmentSettings(
   };
 }
 
+/**
+ * A row's fuzz seed: the decimal number in environment variable `name`
+ * (`CNUAS_HIL_GPU_HOST_SEED`, `CNUAS_HIL_QTEST_FUZZ_SEED`: the seed a report
+ * recorded, to replay it), else a random one below 2^31. `get` is
+ * injectable for tests.
+ */
+export function fuzzSeed(
+  name: string,
+  get: (name: string) => string | undefined = (n) => Deno.env.get(n),
+): number {
+  const asked = get(name);
+  if (asked !== undefined && /^\d+$/.test(asked)) return Number(asked) >>> 0;
+  return crypto.getRandomValues(new Uint32Array(1))[0] >>> 1;
+}
+
 /** Default cache directory; override with `--cache-dir` or `CNUAS_HIL_CACHE`. */
 export const DEFAULT_CACHE_DIR = "/var/cache/cnuas-hil";
 

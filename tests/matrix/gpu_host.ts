@@ -16,6 +16,7 @@
  * seed + k); `CNUAS_HIL_GPU_HOST_SEED` fixes it to replay a run.
  */
 import { join } from "node:path";
+import { fuzzSeed } from "../../harness/config.ts";
 import { type Row, type RowContext, RowFailure } from "../../harness/matrix/row.ts";
 import { CNUASGPU_KO } from "../../harness/guest/cnuasgpu.ts";
 import {
@@ -113,13 +114,6 @@ export function testFeatures(cfg: GpuHostConfig): string {
   return on.length ? on.join(",") : "none";
 }
 
-/** The seed of this run's fuzz: `CNUAS_HIL_GPU_HOST_SEED`, else random. */
-function fuzzSeed(): number {
-  const asked = Deno.env.get("CNUAS_HIL_GPU_HOST_SEED");
-  if (asked !== undefined && /^\d+$/.test(asked)) return Number(asked) >>> 0;
-  return crypto.getRandomValues(new Uint32Array(1))[0] >>> 1;
-}
-
 /** The node's counters are back to 0 (within a few seconds: ops may still be finishing). */
 async function expectIdle(ctx: RowContext, nodes: number, what: string): Promise<void> {
   const g = ctx.guests[0];
@@ -157,7 +151,7 @@ async function moduleTest(ctx: RowContext, args: string[]): Promise<string> {
 async function fuzzLoads(ctx: RowContext, hasTest: boolean): Promise<string[]> {
   const mismatches: string[] = [];
   const g = ctx.guests[0];
-  const seed = fuzzSeed();
+  const seed = fuzzSeed("CNUAS_HIL_GPU_HOST_SEED");
   ctx.measure("fuzz.seed", seed, "seed");
   let compared = 0, unchecked = 0;
   for (const [k, l] of GPU_HOST_LOADS.entries()) {

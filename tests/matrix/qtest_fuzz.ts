@@ -20,6 +20,7 @@ import { formatVnicFailure, runVnicDiff } from "../../harness/oracle/vnic_diff.t
 import { VNIC_FUZZ_FLAVOR } from "../../harness/oracle/vnic_fuzz_ops.ts";
 import { reportSummary, sanitizerEnv, sanitizerReports } from "../../harness/qtest/sanitizer.ts";
 import { type Row, type RowContext, RowFailure } from "../../harness/matrix/row.ts";
+import { fuzzSeed } from "../../harness/config.ts";
 
 /** Operations each device must have checked (skipped ones do not count). */
 export const FUZZ_OPS_FLOOR = 100_000;
@@ -29,13 +30,6 @@ const VNIC_OPS_PER_SEED = 5_200;
 const GPU_OPS_PER_SEED = 5_100;
 /** Longest text of one sanitizer report the failure message carries (the file has it all). */
 const REPORT_CHARS = 6_000;
-
-/** The seed of this run: `CNUAS_HIL_QTEST_FUZZ_SEED`, else random. */
-function fuzzSeed(): number {
-  const asked = Deno.env.get("CNUAS_HIL_QTEST_FUZZ_SEED");
-  if (asked !== undefined && /^\d+$/.test(asked)) return Number(asked) >>> 0;
-  return crypto.getRandomValues(new Uint32Array(1))[0] >>> 1;
-}
 
 /** What one device's fuzz did. */
 interface DeviceFuzz {
@@ -95,7 +89,7 @@ export const row: Row = {
       firmware: ctx.builds.qemuFirmware,
       qemuEnv: sanitizerEnv(sanDir),
     };
-    const base = fuzzSeed();
+    const base = fuzzSeed("CNUAS_HIL_QTEST_FUZZ_SEED");
     ctx.measure("fuzz.seed", base, "seed");
     ctx.log(`seed ${base} (replay: CNUAS_HIL_QTEST_FUZZ_SEED=${base})`);
     const seeds = Array.from({ length: SEEDS }, (_, k) => (base + k) >>> 0);

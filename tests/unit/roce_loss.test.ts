@@ -2,6 +2,7 @@
 import assert from "node:assert/strict";
 import { lastLossLine, lossSeed, PINGPONG_ITERS } from "../../harness/guest/rdma_e2e.ts";
 import { depthFrom, lossSeedFrom } from "../../harness/cli.ts";
+import { fuzzSeed } from "../../harness/config.ts";
 
 Deno.test("--loss-seed takes a decimal uint32 and refuses anything else", () => {
   assert.deepEqual(lossSeedFrom("12345"), { lossSeed: 12345 });
@@ -40,4 +41,12 @@ Deno.test("--depth takes quick or deep (quick without it); deep keeps the full p
   }
   assert.equal(PINGPONG_ITERS.deep, 1000);
   assert.ok(PINGPONG_ITERS.quick < PINGPONG_ITERS.deep);
+});
+
+Deno.test("fuzzSeed replays the seed its variable names, else draws one below 2^31", () => {
+  const env = (v?: string) => (n: string) => n === "CNUAS_HIL_X_SEED" ? v : undefined;
+  assert.equal(fuzzSeed("CNUAS_HIL_X_SEED", env("1011196937")), 1011196937);
+  for (const s of [fuzzSeed("CNUAS_HIL_X_SEED", env()), fuzzSeed("CNUAS_HIL_X_SEED", env("x"))]) {
+    assert.ok(Number.isInteger(s) && s >= 0 && s < 2 ** 31);
+  }
 });
