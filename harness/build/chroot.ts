@@ -20,6 +20,22 @@ export interface ChrootOptions {
 }
 
 /**
+ * The script lines that install `packages` with apt inside a root: no daemon
+ * may start inside the chroot while they install (policy-rc.d refuses every
+ * start), and apt's downloaded archives are dropped afterwards.
+ */
+export function aptInstallLines(packages: readonly string[]): string[] {
+  return [
+    "printf '#!/bin/sh\\nexit 101\\n' > /usr/sbin/policy-rc.d",
+    "chmod 755 /usr/sbin/policy-rc.d",
+    "apt-get update",
+    `apt-get install -y --no-install-recommends ${packages.join(" ")}`,
+    "apt-get clean",
+    "rm -f /usr/sbin/policy-rc.d",
+  ];
+}
+
+/**
  * An overlay mount for one chroot step: `dir/upper` (created if absent)
  * receives every write, over `layers` (read-only, lowest first) over the
  * root. `dir/work` and `dir/merged` are overlayfs's scratch directory and the

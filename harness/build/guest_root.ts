@@ -11,7 +11,7 @@ import { exec } from "../exec.ts";
 import { ensureHostPackages } from "../host.ts";
 import { readPins } from "../pins.ts";
 import { progress } from "../progress.ts";
-import { inChroot } from "./chroot.ts";
+import { aptInstallLines, inChroot } from "./chroot.ts";
 
 /** The unmodified tools the matrix runs, plus what boots the guest. */
 export const GUEST_PACKAGES = [
@@ -88,22 +88,9 @@ export async function buildGuestRoot(config: Config): Promise<GuestRoot> {
     progress("rootfs", `debootstrap done in ${((performance.now() - t0) / 1000).toFixed(0)} s`);
     const aptLog = join(logs, "apt.log");
     progress("rootfs", `installing guest tools and build packages (log: ${aptLog})`);
-    // No daemons may start inside the chroot while packages install.
-    await Deno.writeTextFile(join(root, "usr/sbin/policy-rc.d"), "#!/bin/sh\nexit 101\n", {
-      mode: 0o755,
+    await inChroot(root, aptInstallLines([...GUEST_PACKAGES, ...BUILD_PACKAGES]).join("\n"), {
+      logPath: aptLog,
     });
-    await inChroot(
-      root,
-      [
-        "apt-get update",
-        `apt-get install -y --no-install-recommends ${
-          [...GUEST_PACKAGES, ...BUILD_PACKAGES].join(" ")
-        }`,
-        "apt-get clean",
-        "rm -f /usr/sbin/policy-rc.d",
-      ].join("\n"),
-      { logPath: aptLog },
-    );
     progress("rootfs", `packages installed in ${((performance.now() - t0) / 1000).toFixed(0)} s`);
   });
   const root = join(entry.dir, "root");

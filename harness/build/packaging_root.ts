@@ -11,7 +11,7 @@ import { cached, removeTree } from "../cache.ts";
 import type { Config } from "../config.ts";
 import type { ExecResult } from "../exec.ts";
 import { progress } from "../progress.ts";
-import { type ChrootOptions, inChroot } from "./chroot.ts";
+import { aptInstallLines, type ChrootOptions, inChroot } from "./chroot.ts";
 import { buildGuestRoot, type GuestRoot } from "./guest_root.ts";
 
 /** What building, checking and installing the packages needs besides the build root. */
@@ -51,19 +51,10 @@ export async function buildPackagingRoot(config: Config): Promise<PackagingRoot>
     async (out, logs) => {
       const log = join(logs, "apt.log");
       progress("pkgroot", `installing ${PACKAGING_PACKAGES.join(" ")} in a layer (log: ${log})`);
-      await inChroot(
-        root.root,
-        [
-          // No daemons may start inside the chroot while packages install.
-          "printf '#!/bin/sh\\nexit 101\\n' > /usr/sbin/policy-rc.d",
-          "chmod 755 /usr/sbin/policy-rc.d",
-          "apt-get update",
-          `apt-get install -y --no-install-recommends ${PACKAGING_PACKAGES.join(" ")}`,
-          "apt-get clean",
-          "rm -f /usr/sbin/policy-rc.d",
-        ].join("\n"),
-        { logPath: log, overlay: { dir: out } },
-      );
+      await inChroot(root.root, aptInstallLines(PACKAGING_PACKAGES).join("\n"), {
+        logPath: log,
+        overlay: { dir: out },
+      });
       await removeTree(join(out, "work"));
       await removeTree(join(out, "merged"));
     },
