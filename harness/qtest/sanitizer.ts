@@ -24,9 +24,14 @@ const PREFIXES = { asan: "asan", ubsan: "ubsan" } as const;
  */
 const NOT_REPORTS = [/^==\d+==WARNING: ASan doesn't fully support makecontext\/swapcontext/];
 
+/** A log file's lines that say something: not blank, not a known note. */
+function reportLines(text: string): string[] {
+  return text.split("\n").filter((l) => l.trim() !== "" && !NOT_REPORTS.some((re) => re.test(l)));
+}
+
 /** Whether a log file's text holds a report: any line but blanks and known notes. */
 export function isReport(text: string): boolean {
-  return text.split("\n").some((l) => l.trim() !== "" && !NOT_REPORTS.some((re) => re.test(l)));
+  return reportLines(text).length > 0;
 }
 
 /** One sanitizer report file. */
@@ -57,9 +62,7 @@ export function sanitizerEnv(dir: string): Record<string, string> {
  * that is not a note. Replays of one failure (the shrinker's) share it.
  */
 export function reportSummary(text: string): string {
-  const lines = text.split("\n").filter((l) =>
-    l.trim() !== "" && !NOT_REPORTS.some((re) => re.test(l))
-  );
+  const lines = reportLines(text);
   return lines.find((l) => l.startsWith("SUMMARY:")) ?? lines[0] ?? "";
 }
 
