@@ -8,7 +8,7 @@
 import { prng, randInt } from "../prng.ts";
 
 /** A generator of operations that reads the model it drives. */
-export interface OpSource<Op, Model> {
+export interface OpGenerator<Op, Model> {
   /** The next operation; `model` has run every operation returned before. */
   next(model: Model): Op;
 }
@@ -17,14 +17,14 @@ export interface OpSource<Op, Model> {
 export const HOSTILE_PERCENT = 45;
 
 /** A differential generator with hostile bursts spliced in. */
-export abstract class HostileSplicer<Op, Model> implements OpSource<Op, Model> {
+export abstract class HostileSplicer<Op, Model> implements OpGenerator<Op, Model> {
   /** The burst planner's own random stream (apart from the base generator's). */
   protected readonly rng: () => number;
   /** Operations of the burst being handed out. */
   protected readonly queue: Op[] = [];
 
   /** `salt` keeps the planner's stream apart from the base generator's for one seed. */
-  constructor(seed: number, salt: number, private readonly base: OpSource<Op, Model>) {
+  constructor(seed: number, salt: number, private readonly base: OpGenerator<Op, Model>) {
     this.rng = prng(seed ^ salt);
   }
 
