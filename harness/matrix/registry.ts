@@ -30,6 +30,7 @@ export const ROW_IDS = [
   "gpu-host",
   "cnuasdev",
   "peermem",
+  "docs",
 ] as const;
 
 /** An unknown row id was asked for. */

@@ -1,0 +1,110 @@
+import assert from "node:assert/strict";
+import { matchOutput } from "../../harness/howto/expect.ts";
+import { HowtoPageError, parsePage, parsePageItems } from "../../harness/howto/page.ts";
+
+const PAGE = [
+  "# A page",
+  "",
+  "```sh",
+  "shown, not run",
+  "```",
+  "",
+  "```sh run=g0 background listen=18515",
+  "ibv_rc_pingpong -d cnuas_ib0 -g 1",
+  "```",
+  "",
+  "```sh run=g1 timeout=30",
+  "ibv_rc_pingpong -d cnuas_ib0 -g 1 10.77.0.1",
+  "```",
+  "",
+  "```text expect",
+  "...",
+  "{...} iters in {...} seconds = {...}",
+  "```",
+  "",
+  "````sh run=g0 fails",
+  "ibv_devinfo -d nosuch",
+  "````",
+].join("\n");
+
+Deno.test("howto page: runnable blocks in page order, attributes, expect attached to its block", () => {
+  const b = parsePage("p.md", PAGE);
+  assert.equal(b.length, 3);
+  assert.deepEqual(
+    b.map((x) => [x.line, x.guest, x.background, x.listen, x.fails, x.timeoutSec]),
+    [
+      [7, "g0", true, 18515, false, 120],
+      [11, "g1", false, undefined, false, 30],
+      [20, "g0", false, undefined, true, 120],
+    ],
+  );
+  assert.equal(b[1].script, "ibv_rc_pingpong -d cnuas_ib0 -g 1 10.77.0.1");
+  assert.equal(b[1].expect?.line, 15);
+  assert.equal(b[0].expect, undefined);
+});
+
+Deno.test("howto page: marking errors name the file and line", () => {
+  const cases: [string, RegExp][] = [
+    ["```sh run=h1\nx\n```", /p\.md:1: run= names a guest/],
+    ["```sh run=g0 bogus\nx\n```", /p\.md:1: unknown attribute "bogus"/],
+    ["```sh run=g0 listen=80\nx\n```", /listen= is for background/],
+    ["```sh run=g0 timeout=0\nx\n```", /timeout= wants an integer/],
+    ["text\n\n```text expect\nx\n```", /p\.md:3: an expect block must follow/],
+    ["```sh run=g0\nx\n```\nprose\n```text expect\ny\n```", /p\.md:5: an expect block must follow/],
+    ["```sh run=g0\nx\n", /p\.md:1: unclosed/],
+    ["```sh background\nx\n```", /attributes without run=/],
+  ];
+  for (const [text, re] of cases) {
+    assert.throws(
+      () => parsePage("p.md", text),
+      (e: unknown) => e instanceof HowtoPageError && re.test(e.message),
+      text,
+    );
+  }
+});
+
+Deno.test("howto expect: exact lines, ... for any lines, {...} for any text in a line", () => {
+  assert.equal(matchOutput("a\nb", "a\nb\n"), undefined);
+  assert.equal(matchOutput("a  \n\nb", "\na\n\nb  "), undefined);
+  assert.equal(matchOutput("...\nlast", "x\ny\nlast"), undefined);
+  assert.equal(matchOutput("first\n...", "first"), undefined);
+  assert.equal(matchOutput("port {...}: PORT_ACTIVE", "port 1: PORT_ACTIVE"), undefined);
+  assert.equal(matchOutput("a.b", "axb")?.expected, "a.b"); // regex characters are literal
+  assert.equal(matchOutput("x {...} y", "x  y"), undefined);
+  const m = matchOutput("state: PORT_ACTIVE\nmtu: 4096", "state: PORT_DOWN\nmtu: 4096");
+  assert.deepEqual(m, {
+    expectedLine: 1,
+    expected: "state: PORT_ACTIVE",
+    actual: "state: PORT_DOWN",
+  });
+  assert.equal(matchOutput("a", "a\nextra")?.actual, "extra");
+  assert.equal(matchOutput("a\nb", "a")?.actual, "(end of output)");
+  // the furthest reading of `...` is the one reported
+  assert.deepEqual(matchOutput("...\nPASS\ndone", "x\nPASS\nfailed"), {
+    expectedLine: 3,
+    expected: "done",
+    actual: "failed",
+  });
+});
+
+Deno.test("howto page: save= blocks are written where they say, in page order", () => {
+  const items = parsePageItems(
+    "p.md",
+    "```c save=g1:/root/first.c\nint main(void) { return 0; }\n```\n\n```sh run=g1\ncc first.c\n```",
+  );
+  assert.deepEqual(items.map((i) => i.kind), ["save", "run"]);
+  assert.deepEqual(items[0], {
+    kind: "save",
+    file: {
+      line: 1,
+      guest: "g1",
+      path: "/root/first.c",
+      content: "int main(void) { return 0; }\n",
+    },
+  });
+  assert.throws(() => parsePageItems("p.md", "```c save=g1:rel.c\nx\n```"), /save= wants guest/);
+  assert.throws(
+    () => parsePageItems("p.md", "```c save=g1:/a.c\nx\n```\n```text expect\nx\n```"),
+    /must follow/,
+  );
+});
