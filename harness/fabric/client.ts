@@ -187,7 +187,7 @@ export interface QosPortConfig {
 
 /** The switch's QoS configuration (`qos_get`). */
 export interface QosConfig {
-  /** Nominal link speed the PFC quanta are counted at (100000). */
+  /** Nominal link speed the PFC quanta are counted at, Mb/s (100000 unless set). */
   linkMbps: number;
   /** Quanta in the switch's XOFF frames. */
   pfcQuanta: number;
@@ -219,6 +219,8 @@ export interface QosSetRequest {
   pfcQuanta?: number;
   /** Reseed the RED generator (switch-wide). */
   ecnSeed?: number;
+  /** Nominal link speed the quanta count at, Mb/s (switch-wide; default 100000, as the hosts). */
+  linkMbps?: number;
 }
 
 /** Counters and state of one port's priority (`qos_stats`). */
@@ -549,6 +551,7 @@ export abstract class FabricClient implements FabricOps {
     if (req.dscp !== undefined) wire.dscp = req.dscp;
     if (req.pfcQuanta !== undefined) wire.pfc_quanta = req.pfcQuanta;
     if (req.ecnSeed !== undefined) wire.ecn_seed = req.ecnSeed;
+    if (req.linkMbps !== undefined) wire.link_mbps = req.linkMbps;
     if (req.prios !== undefined) {
       wire.prios = req.prios.map((p) => ({
         prio: p.prio,

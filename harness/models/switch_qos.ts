@@ -32,9 +32,9 @@ export const PFC_DST = Uint8Array.of(0x01, 0x80, 0xc2, 0x00, 0x00, 0x01);
 /** The switch's own MAC, the source of its PFC frames: 02:43:4e:55:53:00 ("CNUS"). */
 export const SWITCH_MAC = Uint8Array.of(0x02, 0x43, 0x4e, 0x55, 0x53, 0x00);
 
-/** The pause time of `quanta` at the nominal link speed, ns (65535 → 335,539 ns). */
-export function pauseNs(quanta: number): number {
-  return Math.floor(quanta * QUANTUM_PS / 1000);
+/** The pause time of `quanta` at `linkMbps` (default the hosts' 100000), ns: 65535 → 335,539 ns. */
+export function pauseNs(quanta: number, linkMbps = LINK_MBPS): number {
+  return Math.floor(quanta * 512 * 1000 / linkMbps);
 }
 
 /** The default DSCP → priority map: DSCP / 8, the class selector (26 → 3, 48 → 6). */

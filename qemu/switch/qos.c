@@ -23,9 +23,10 @@ static const uint8_t pfc_dst[6] = { 0x01, 0x80, 0xc2, 0x00, 0x00, 0x01 };
 /* A late timer may send a little burst to catch up, at most this much. */
 #define DRAIN_SLACK_NS	100000ull
 
-static uint64_t pause_ns(unsigned int quanta)
+/* 512 bit times per quantum at the nominal link speed, in ns. */
+uint64_t qos_pause_ns(const struct sw *sw, unsigned int quanta)
 {
-	return (uint64_t)quanta * QOS_QUANTUM_PS / 1000;
+	return (uint64_t)quanta * 512ull * 1000ull / sw->link_mbps;
 }
 
 static uint16_t be16(const uint8_t *p)
@@ -165,7 +166,7 @@ static void pfc_send(struct sw *sw, unsigned int id, unsigned int prio, unsigned
 /* Half the pause time: an XOFF is refreshed before it expires. */
 static uint64_t refresh_ns(const struct sw *sw)
 {
-	uint64_t t = pause_ns(sw->pfc_quanta) / 2;
+	uint64_t t = qos_pause_ns(sw, sw->pfc_quanta) / 2;
 
 	return t ? t : 1;
 }
@@ -251,7 +252,7 @@ static void pfc_receive(struct sw *sw, unsigned int in, const uint8_t *f)
 			q->c[prio].pause_received++;
 			if (!q->pause_start[prio])
 				q->pause_start[prio] = now;
-			q->paused_until[prio] = now + pause_ns(quanta);
+			q->paused_until[prio] = now + qos_pause_ns(sw, quanta);
 		} else {
 			q->c[prio].resume_received++;
 			if (q->pause_start[prio] && q->paused_until[prio] > now) {
@@ -536,6 +537,7 @@ bool qos_init(struct sw *sw)
 	for (unsigned int d = 0; d < QOS_DSCPS; d++)
 		sw->dscp_map[d] = (uint8_t)(d >> 3);
 	sw->pfc_quanta = QOS_DEFAULT_QUANTA;
+	sw->link_mbps = QOS_DEFAULT_LINK_MBPS;
 	sw->ecn_seed = sw->ecn_rng = 1;
 	for (unsigned int id = 0; id <= sw->max_ports; id++) {
 		struct qos_port *q = &sw->ports[id].qos;

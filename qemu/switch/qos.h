@@ -16,11 +16,13 @@
 #define QOS_PRIOS		8
 #define QOS_DSCPS		64
 /*
- * The nominal link speed of every port, the one cnuas_net reports to ethtool
- * (100000 Mb/s): one PFC quantum is 512 bit times at it, 5.12 ns.
+ * The nominal link speed of every port, by default the one cnuas_net reports
+ * to ethtool (100000 Mb/s): one PFC quantum is 512 bit times at it, 5.12 ns.
+ * qos_set's link_mbps changes it (tests slow it down so pauses last long
+ * enough to observe).
  */
-#define QOS_LINK_MBPS		100000ull
-#define QOS_QUANTUM_PS		(512ull * 1000000ull / QOS_LINK_MBPS)	/* 5120 ps */
+#define QOS_DEFAULT_LINK_MBPS	100000
+#define QOS_LINK_MBPS_MAX	400000
 #define QOS_DEFAULT_QUANTA	0xffff	/* 335.5 us at 100 Gb/s */
 #define QOS_DRAIN_MBPS_MAX	400000
 
@@ -84,6 +86,8 @@ struct jbuf;
 struct req;
 
 bool qos_init(struct sw *sw);
+/* The pause time of @quanta at the nominal link speed, ns. */
+uint64_t qos_pause_ns(const struct sw *sw, unsigned int quanta);
 void qos_fini(struct sw *sw);
 /* The frame's priority: VLAN PCP, else DSCP through the map, else 0. */
 unsigned int qos_classify(const struct sw *sw, const uint8_t *f, size_t len);

@@ -6,7 +6,7 @@
  *
  *   qos_set   {port?, drain_mbps?, hold?, pfc?: [prio], prios?: [{prio, xoff?,
  *              xon?, ecn?, ecn_min?, ecn_max?, ecn_prob?}], dscp?: [{dscp, prio}],
- *              pfc_quanta?, ecn_seed?}                          -> {ports}
+ *              pfc_quanta?, link_mbps?, ecn_seed?}              -> {ports}
  *   qos_get   {port?}  -> {link_mbps, pfc_quanta, pause_ns, ecn_seed, dscp_map[64],
  *                          ports[{port, drain_mbps, hold, pfc[], prios[8]}]}
  *   qos_stats {port?}  -> {ports[{port, queue_len, prios[8]{...counters}}]}
@@ -112,14 +112,15 @@ bool op_qos_set(struct req *r)
 	const struct jval *dscp = json_get(r->j, "dscp"), *hold = json_get(r->j, "hold");
 	struct qos_prio_cfg *staged;
 	uint8_t map[QOS_DSCPS], pfc_mask = 0;
-	int64_t drain, quanta, seed;
-	bool has_drain, has_quanta, has_seed;
+	int64_t drain, quanta, seed, link;
+	bool has_drain, has_quanta, has_seed, has_link;
 	unsigned int first, last;
 
 	if (!need_eth(r, "qos_set") || !target(r, &first, &last) ||
 	    !opt_int(r, r->j, "drain_mbps", 0, QOS_DRAIN_MBPS_MAX, &drain, &has_drain) ||
 	    !opt_int(r, r->j, "pfc_quanta", 1, 0xffff, &quanta, &has_quanta) ||
-	    !opt_int(r, r->j, "ecn_seed", 0, INT64_MAX, &seed, &has_seed))
+	    !opt_int(r, r->j, "ecn_seed", 0, INT64_MAX, &seed, &has_seed) ||
+	    !opt_int(r, r->j, "link_mbps", 1, QOS_LINK_MBPS_MAX, &link, &has_link))
 		return false;
 	if (hold && hold->t != J_BOOL)
 		return fail(r, "\"hold\" must be true or false");
@@ -182,6 +183,8 @@ bool op_qos_set(struct req *r)
 	memcpy(sw->dscp_map, map, sizeof(map));
 	if (has_quanta)
 		sw->pfc_quanta = (unsigned int)quanta;
+	if (has_link)
+		sw->link_mbps = (unsigned int)link;
 	if (has_seed)
 		sw->ecn_seed = sw->ecn_rng = seed ? (uint64_t)seed : 1;
 	/* A released hold or a faster rate may let frames go at once. */
@@ -218,9 +221,9 @@ bool op_qos_get(struct req *r)
 
 	if (!need_eth(r, "qos_get") || !target(r, &first, &last))
 		return false;
-	kv(b, "link_mbps", QOS_LINK_MBPS);
+	kv(b, "link_mbps", sw->link_mbps);
 	kv(b, "pfc_quanta", sw->pfc_quanta);
-	kv(b, "pause_ns", (uint64_t)sw->pfc_quanta * QOS_QUANTUM_PS / 1000);
+	kv(b, "pause_ns", qos_pause_ns(sw, sw->pfc_quanta));
 	kv(b, "ecn_seed", sw->ecn_seed);
 	jb_key(b, "dscp_map");
 	jb_arr(b);

@@ -161,6 +161,7 @@ struct sw {
 	/* eth QoS (qos.c): switch-wide settings, the timer, the frame's ingress */
 	uint8_t dscp_map[QOS_DSCPS];
 	unsigned int pfc_quanta;
+	unsigned int link_mbps;		/* PFC quanta are 512 bit times at it */
 	uint64_t ecn_seed, ecn_rng;
 	int qos_tfd;
 	bool qos_dirty;
