@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * Ports: accepting device connections into slots, reading frames, and the
- * bounded per-port egress queue that keeps one slow reader from blocking the
- * rest of the fabric.
+ * Ports: accepting device connections into slots, reading frames, and sending
+ * them: straight to the socket when nothing holds a port back, else through
+ * its bounded egress queues (qos.c), which keep one slow reader from blocking
+ * the rest of the fabric.
  */
 #include <errno.h>
 #include <poll.h>
