@@ -66,6 +66,8 @@ export interface FabricStats {
   txBytes: number;
   /** Dropped frames by reason since start, over all ports (closed connections included). */
   drops: Record<DropReason, number>;
+  /** eth: PFC frames the switch sent (XOFF and XON), in `txFrames` too and captured outbound. */
+  pfcSent: number;
   /** Capture state: file and packet count while active, the last error if any. */
   capture: { active: boolean; path?: string; packets?: number; files?: number; error?: string };
 }
@@ -415,6 +417,7 @@ export abstract class FabricClient implements FabricOps {
       txFrames: num(r.tx_frames),
       txBytes: num(r.tx_bytes),
       drops: drops(r.drops),
+      pfcSent: num(r.pfc_sent),
       capture: r.capture as FabricStats["capture"],
     };
   }

@@ -156,6 +156,13 @@ bool op_stats(struct req *r)
 	jb_key(b, "refused");
 	jb_u64(b, sw->refused);
 	emit_counters(b, &t);
+	/*
+	 * Frames the switch made itself and captured outbound without
+	 * receiving them (the SM's are in the sm op): with rx_frames and the
+	 * capture's packets in one reply, a capture's accounting is exact.
+	 */
+	jb_key(b, "pfc_sent");
+	jb_u64(b, t.pfc_sent);
 	jb_key(b, "capture");
 	jb_obj(b);
 	jb_key(b, "active");

@@ -63,6 +63,7 @@ static void counters_add(struct counters *to, const struct counters *from)
 	to->tx_bytes += from->tx_bytes;
 	for (int i = 0; i < DROP__COUNT; i++)
 		to->drops[i] += from->drops[i];
+	to->pfc_sent += from->pfc_sent;
 }
 
 /*

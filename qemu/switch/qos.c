@@ -157,6 +157,7 @@ static void pfc_send(struct sw *sw, unsigned int id, unsigned int prio, unsigned
 	}
 	p->c.tx_frames++;
 	p->c.tx_bytes += sizeof(f);
+	p->c.pfc_sent++;
 	if (quanta)
 		p->qos.c[prio].pause_sent++;
 	else

@@ -97,6 +97,7 @@ struct counters {
 	uint64_t rx_frames, rx_bytes;
 	uint64_t tx_frames, tx_bytes;
 	uint64_t drops[DROP__COUNT];
+	uint64_t pfc_sent;	/* PFC frames the switch made for this port (in tx too) */
 };
 
 enum port_state {

@@ -16,6 +16,7 @@ import {
   QosQueuesModel,
   SWITCH_MAC,
 } from "../../harness/models/switch_qos.ts";
+import { readPcapng } from "../../harness/fabric/pcapng.ts";
 import { withRig } from "./rig.ts";
 import type { Rig } from "./traffic.ts";
 import {
@@ -91,6 +92,9 @@ Deno.test("qos (b): PFC on the RoCE priority: XOFF to both senders above XOFF, r
     await learnAll(rig);
     // 100 Mb/s nominal: 65535 quanta pause 335 ms, refreshed every 168 ms.
     await rig.fabric.qosSet({ port: SLOW, hold: true, linkMbps: 100, ...cfg });
+    const capPath = await Deno.makeTempFile({ suffix: ".pcapng" });
+    await rig.fabric.startCapture(capPath);
+    const before = await rig.fabric.stats();
     let seq = 0;
     const pfcWant: number[] = [];
     for (const src of [1, 2]) {
@@ -139,6 +143,17 @@ Deno.test("qos (b): PFC on the RoCE priority: XOFF to both senders above XOFF, r
     const s3 = stats.find((p) => p.port === SLOW)!.prios[3];
     assert.equal(s3.queueFull + s3.pfcViolation, 0, "no drop on the PFC priority");
     assert.equal(s3.txFrames, 12);
+    // The capture holds every frame received plus every PFC frame sent (outbound), and they decode.
+    const after = await rig.fabric.stats();
+    const stopped = await rig.fabric.stopCapture();
+    const sentPfc = after.pfcSent - before.pfcSent;
+    assert.ok(sentPfc >= 4);
+    assert.equal(stopped.packets, after.rxFrames - before.rxFrames + sentPfc);
+    const cap = readPcapng(await Deno.readFile(capPath));
+    const outbound = cap.packets.filter((p) => p.direction === "outbound");
+    assert.equal(outbound.length, sentPfc);
+    assert.ok(outbound.every((p) => decodePfc(p.data)?.vector === 1 << 3));
+    await Deno.remove(capPath);
   }, { queueDepth: 32 });
 });
 
