@@ -244,7 +244,8 @@ export interface QosQueuesOptions {
 
 /**
  * The egress queues of an eth switch: one FIFO of `queueDepth` frames per
- * port and priority, served strict priority (7 first); PFC XOFF above
+ * port and priority, served round robin one frame a turn (7 first, then
+ * downward and around, skipping empty and paused queues); PFC XOFF above
  * `xoff` to every ingress port with a frame in the queue (and, until the
  * queue is back at `xon`, to every port that adds one); a port is sent XOFF
  * when the first queue pauses it and XON when the last one releases it.
@@ -259,6 +260,8 @@ export class QosQueuesModel {
   #q = new Map<number, Queue[]>();
   #refs = new Map<number, number[]>();
   #c = new Map<number, QosCounters[]>();
+  /** Per port: the priority the round robin looks at first. */
+  #rr = new Map<number, number>();
 
   /** An idle switch with default thresholds everywhere. */
   constructor(opts: QosQueuesOptions) {
@@ -363,19 +366,23 @@ export class QosQueuesModel {
   }
 
   /**
-   * The next frame to leave `egress`: the head of the highest non-empty
-   * priority not in `paused` (priorities the host paused), with the XON
-   * frames its departure causes; null when nothing may leave.
+   * The next frame to leave `egress`: the head of the first non-empty
+   * priority not in `paused` (priorities the host paused) in round-robin
+   * order, with the XON frames its departure causes; null when nothing may
+   * leave.
    */
   dequeue(
     egress: number,
     paused: ReadonlySet<number> = new Set(),
   ): { frame: Uint8Array; prio: number; pfc: PfcEvent[] } | null {
     const queues = this.#q.get(egress)!;
-    for (let prio = PRIOS - 1; prio >= 0; prio--) {
+    const rr = this.#rr.get(egress) ?? PRIOS - 1;
+    for (let k = 0; k < PRIOS; k++) {
+      const prio = (rr + PRIOS - k) % PRIOS;
       const q = queues[prio];
       if (!q.frames.length || paused.has(prio)) continue;
       const { frame } = q.frames.shift()!;
+      this.#rr.set(egress, (prio + PRIOS - 1) % PRIOS);
       const out: PfcEvent[] = [];
       if (q.xoff && q.frames.length <= this.#cfg.get(egress)![prio].xon) {
         q.xoff = false;

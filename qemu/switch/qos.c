@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * Egress QoS (docs/switch.md, "QoS: priorities, PFC, ECN"): classification,
- * the eight egress queues of a port and their scheduler (strict priority,
- * an optional drain rate), PFC sent and honoured, ECN marking.  Only eth
+ * the eight egress queues of a port and their scheduler (round robin, an
+ * optional drain rate), PFC sent and honoured, ECN marking.  Only eth
  * mode classifies; in ib and link mode every frame is priority 0 and the
  * queues behave as the single per-port queue they replace.
  */
@@ -362,13 +362,19 @@ void qos_enqueue(struct sw *sw, unsigned int id, const uint8_t *data, size_t len
 	sw->qos_dirty = true;
 }
 
-/* The highest priority with a frame that may leave now, or -1. */
+/*
+ * Round robin, one frame a turn: the first priority from q->rr downward (7
+ * after 0) with a frame that may leave now, or -1.  No priority starves
+ * another, so a congested or paused one leaves the rest their turns.
+ */
 static int pick(struct qos_port *q, uint64_t now)
 {
-	for (int prio = QOS_PRIOS - 1; prio >= 0; prio--) {
-		pause_settle(q, (unsigned int)prio, now);
-		if (q->ring[prio].len && !prio_paused(q, (unsigned int)prio, now))
-			return prio;
+	for (unsigned int k = 0; k < QOS_PRIOS; k++) {
+		unsigned int prio = (q->rr + QOS_PRIOS - k) % QOS_PRIOS;
+
+		pause_settle(q, prio, now);
+		if (q->ring[prio].len && !prio_paused(q, prio, now))
+			return (int)prio;
 	}
 	return -1;
 }
@@ -414,6 +420,7 @@ void qos_service(struct sw *sw, unsigned int id)
 		r->head = (r->head + 1) % sw->queue_depth;
 		r->len--;
 		q->q_total--;
+		q->rr = ((unsigned int)prio + QOS_PRIOS - 1) % QOS_PRIOS;
 		if (r->xoff && r->len <= q->cfg[prio].xon)
 			ring_release(sw, r, (unsigned int)prio);
 	}
@@ -432,6 +439,7 @@ void qos_port_up(struct sw *sw, unsigned int id)
 	memset(q->pause_start, 0, sizeof(q->pause_start));
 	memset(q->pause_refs, 0, sizeof(q->pause_refs));
 	q->next_tx_ns = 0;
+	q->rr = QOS_PRIOS - 1;
 	(void)sw;
 }
 
@@ -543,6 +551,7 @@ bool qos_init(struct sw *sw)
 	for (unsigned int id = 0; id <= sw->max_ports; id++) {
 		struct qos_port *q = &sw->ports[id].qos;
 
+		q->rr = QOS_PRIOS - 1;
 		for (unsigned int prio = 0; prio < QOS_PRIOS; prio++) {
 			q->ring[prio].paused_in = calloc(1, bytes);
 			if (!q->ring[prio].paused_in)

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Egress QoS of an eth fabric (docs/switch.md, "QoS: priorities, PFC, ECN"):
- * eight egress queues per port, strict priority between them, an optional
+ * eight egress queues per port, served round robin, an optional
  * drain rate, 802.1Qbb PFC sent above XOFF and honoured when a host sends
  * it, and ECN marking of ECT IPv4 packets above a threshold.  One timerfd
  * in the epoll loop drives drain, pause expiry and XOFF refresh.
@@ -73,6 +73,7 @@ struct qos_port {
 	/* state */
 	struct qos_ring ring[QOS_PRIOS];
 	unsigned int q_total;
+	unsigned int rr;		/* round robin: the priority looked at first */
 	uint64_t next_tx_ns;		/* drain: earliest next departure */
 	uint64_t paused_until[QOS_PRIOS];	/* egress held by the host's PFC */
 	uint64_t pause_start[QOS_PRIOS];	/* 0 = not paused */
