@@ -165,6 +165,35 @@ Deno.test("qos (b): PFC on the RoCE priority: XOFF to both senders above XOFF, r
   }, { queueDepth: 32 });
 });
 
+Deno.test("qos (b'): the XON leaves with the frame that brings the queue back to xon, not one later", async () => {
+  await withRig("eth", 3, async (rig) => {
+    const model = new QosQueuesModel({ queueDepth: 32, maxPorts: 3 });
+    const cfg = { pfc: [3], prios: [{ prio: 3, xoff: 8, xon: 4 }] };
+    model.configure(SLOW, cfg);
+    await learnAll(rig);
+    // 10 Mb/s nominal: an XOFF lasts 3.4 s, so no refresh comes in between.
+    await rig.fabric.qosSet({ port: SLOW, hold: true, linkMbps: 10, ...cfg });
+    const burst = Array.from({ length: 10 }, (_, i) => ipFrame(SLOW, 1, ROCE_DSCP, 0, i, 1500));
+    for (const f of burst) model.enqueue(SLOW, f, 1);
+    await sendBurst(rig, 1, burst);
+    assert.equal(drainPort(rig, 1).pfc.length, 1, "the XOFF");
+    let xonAfter = 0;
+    for (let k = 1; model.dequeue(SLOW); k++) {
+      if (xonAfter === 0 && model.counters(1, 3).resumeSent === 1) xonAfter = k;
+    }
+    assert.equal(xonAfter, 6, "the model: 10 - 6 = 4 frames left");
+    // 1 Mbit/s: a 1500-byte frame every 12 ms, time enough to see which one the XON followed.
+    await rig.fabric.qosSet({ port: SLOW, hold: false, drainMbps: 1 });
+    const p1 = rig.clients.get(1)!;
+    for (;;) {
+      const f = p1.recv(5000);
+      assert.ok(f, "no XON came");
+      if (decodePfc(f)?.quanta[3] === 0) break;
+    }
+    assert.equal(rig.clients.get(SLOW)!.drain().length, xonAfter, "frames out when the XON came");
+  }, { queueDepth: 32 });
+});
+
 Deno.test("qos (c): ECN step marks ECT packets that find the threshold queued, CE with a right IPv4 checksum; non-ECT is never marked", async () => {
   await withRig("eth", 3, async (rig) => {
     const model = new QosQueuesModel({ queueDepth: 32, maxPorts: 3 });

@@ -30,8 +30,9 @@ export function ipFrame(
   dscp: number,
   ecn: number,
   seq: number,
+  len = 200,
 ): Uint8Array {
-  const f = new Uint8Array(200);
+  const f = new Uint8Array(len);
   f.set([...macOf(dst), ...macOf(src), 0x08, 0x00]);
   const ip = 14, total = f.length - ip;
   f.set([0x45, (dscp << 2) | ecn, total >> 8, total & 0xff, 0, 0, 0x40, 0, 64, 17, 0, 0], ip);
