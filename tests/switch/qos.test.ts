@@ -47,9 +47,11 @@ async function releaseAndCompare(
   const got = receive(rig, SLOW, want.length).data;
   const ms = performance.now() - t0;
   for (const [i, d] of want.entries()) {
+    const at = got[i].findIndex((b, k) => b !== d.frame[k]);
     assert.ok(
       same(got[i], d.frame),
-      `frame ${i} out of port ${SLOW}: got seq ${seqOf(got[i])}, model says ${seqOf(d.frame)}`,
+      `frame ${i} out of port ${SLOW}: got seq ${seqOf(got[i])}, model says ${seqOf(d.frame)}` +
+        (at >= 0 ? `; first differing byte ${at}: ${got[i][at]} vs ${d.frame[at]}` : ""),
     );
   }
   assert.equal(rig.clients.get(SLOW)!.recv(50), null, "more frames than the model dequeued");
