@@ -303,6 +303,8 @@ static void cnuas_hw_drain(struct cnuas_net *net)
 {
 	u32 status;
 
+	/* No timer (PFC, shaper) may hand the slot a frame any more. */
+	cnuas_tx_purge(net);
 	if (net->tx_busy &&
 	    readx_poll_timeout(ioread32, net->regs + CNUAS_REG_IRQ_STATUS,
 			       status, status & CNUAS_IRQ_TX, 10,
@@ -311,7 +313,6 @@ static void cnuas_hw_drain(struct cnuas_net *net)
 	cnuas_hw_quiesce(net);
 	/* A read flushes the posted writes before the buffers are freed. */
 	cnuas_rd(net, CNUAS_REG_IRQ_MASK);
-	cnuas_tx_purge(net);
 }
 
 static void cnuas_setup_netdev(struct net_device *dev)

@@ -22,7 +22,7 @@
 /* One netdev transmit queue per traffic class: queue index == TC. */
 #define CNUAS_NUM_TC		IEEE_8021QAZ_MAX_TCS
 /* Stack frames a TC's queue holds before the netdev queue is stopped. */
-#define CNUAS_TX_TC_DEPTH	16
+#define CNUAS_TX_TC_DEPTH	64
 
 /*
  * The nominal port speed (what get_link_ksettings reports) and the PFC
@@ -120,6 +120,9 @@ struct cnuas_net {
 
 	spinlock_t tx_lock;		/* see above */
 	bool tx_busy;			/* the device's slot holds a frame */
+	bool tx_shaped;			/* the shaper holds the slot */
+	ktime_t tx_shape_at;		/* when the shaper frees the slot */
+	struct hrtimer shape_timer;
 	bool tx_rdma_stopped;		/* -ENOBUFS returned, tx_wake owed */
 	u8 tx_rdma_turn;		/* per TC: the consumer goes next */
 	/* Per traffic class: the stack's frames and the consumer's. */

@@ -21,12 +21,19 @@
  * to until quanta x 512 bit times at the nominal speed have passed (one
  * hrtimer per priority, re-armed by every XOFF) or an XON (quanta 0)
  * arrives.  A paused class keeps its frames; the others go on.
+ *
+ * Shaper: the device completes every frame at once, so the slot is never
+ * a bottleneck the classes could share.  The tx_rate_mbps parameter (0,
+ * the default: off) holds the slot after each frame for the time the frame
+ * takes at that rate, emulating a slower link; frames behind a late timer
+ * catch up for at most CNUAS_SHAPE_MAX_LAG.
  */
 #include <linux/etherdevice.h>
 #include <linux/export.h>
 #include <linux/if_vlan.h>
 #include <linux/ip.h>
 #include <linux/ipv6.h>
+#include <linux/moduleparam.h>
 #include <linux/netdevice.h>
 #include <linux/rcupdate.h>
 #include <linux/skbuff.h>
@@ -35,6 +42,13 @@
 
 #include "cnuas_net_priv.h"
 #include "cnuas_regs.h"
+
+static unsigned int tx_rate_mbps;
+module_param(tx_rate_mbps, uint, 0644);
+MODULE_PARM_DESC(tx_rate_mbps,
+		 "emulated line rate in Mb/s the transmit slot is shaped to (0: none, default)");
+
+#define CNUAS_SHAPE_MAX_LAG	(2 * NSEC_PER_MSEC)
 
 /* DRR bytes per percent of ETS bandwidth and visit. */
 #define CNUAS_ETS_QUANTUM	256
@@ -85,6 +99,22 @@ u16 cnuas_select_queue(struct net_device *dev, struct sk_buff *skb,
 	return READ_ONCE(net->prio_tc[cnuas_frame_prio(net, skb)]);
 }
 
+/* The shaper's clock advances by the time @len bytes take at the rate. */
+static void cnuas_shape_account(struct cnuas_net *net, unsigned int len)
+{
+	unsigned int rate = READ_ONCE(tx_rate_mbps);
+	ktime_t now, floor;
+
+	if (!rate)
+		return;
+	now = ktime_get();
+	floor = ktime_sub_ns(now, CNUAS_SHAPE_MAX_LAG);
+	if (ktime_before(net->tx_shape_at, floor))
+		net->tx_shape_at = floor;
+	net->tx_shape_at = ktime_add_ns(net->tx_shape_at,
+					div_u64((u64)len * 8 * 1000, rate));
+}
+
 /* Copy @skb into the device's slot and ring the doorbell. */
 static void cnuas_tx_send_locked(struct cnuas_net *net, struct sk_buff *skb,
 				 bool rdma, int tc)
@@ -106,6 +136,7 @@ static void cnuas_tx_send_locked(struct cnuas_net *net, struct sk_buff *skb,
 	cnuas_wr(net, CNUAS_REG_TX_LEN, len);
 	cnuas_wr(net, CNUAS_REG_TX_DOORBELL, 1);
 	net->tx_busy = true;
+	cnuas_shape_account(net, len);
 
 	if (!READ_ONCE(net->link_up)) {
 		/* The device drops it and still completes (docs/devices.md). */
@@ -233,7 +264,7 @@ static struct sk_buff *cnuas_tx_kick_locked(struct cnuas_net *net)
 	bool rdma;
 	int tc;
 
-	if (net->tx_busy)
+	if (net->tx_busy || net->tx_shaped)
 		return NULL;
 	if (net->tx_ctrl) {
 		skb = net->tx_ctrl;
@@ -314,12 +345,39 @@ void cnuas_tx_complete(struct cnuas_net *net)
 
 	spin_lock_irqsave(&net->tx_lock, flags);
 	net->tx_busy = false;
+	if (READ_ONCE(tx_rate_mbps) &&
+	    ktime_before(ktime_get(), net->tx_shape_at)) {
+		/* The emulated line is still busy with the last frame. */
+		net->tx_shaped = true;
+		hrtimer_start(&net->shape_timer, net->tx_shape_at,
+			      HRTIMER_MODE_ABS_SOFT);
+		spin_unlock_irqrestore(&net->tx_lock, flags);
+		return;
+	}
 	sent = cnuas_tx_run_locked(net, &wake_tcs, &wake_rdma);
 	spin_unlock_irqrestore(&net->tx_lock, flags);
 
 	if (sent)
 		dev_consume_skb_any(sent);
 	cnuas_tx_wake(net, wake_tcs, wake_rdma);
+}
+
+static enum hrtimer_restart cnuas_shape_expire(struct hrtimer *t)
+{
+	struct cnuas_net *net = container_of(t, struct cnuas_net, shape_timer);
+	struct sk_buff *sent;
+	unsigned long flags;
+	bool wake_rdma;
+	u8 wake_tcs;
+
+	spin_lock_irqsave(&net->tx_lock, flags);
+	net->tx_shaped = false;
+	sent = cnuas_tx_run_locked(net, &wake_tcs, &wake_rdma);
+	spin_unlock_irqrestore(&net->tx_lock, flags);
+	if (sent)
+		dev_consume_skb_any(sent);
+	cnuas_tx_wake(net, wake_tcs, wake_rdma);
+	return HRTIMER_NORESTART;
 }
 
 netdev_tx_t cnuas_start_xmit(struct sk_buff *skb, struct net_device *dev)
@@ -552,6 +610,8 @@ void cnuas_tx_init(struct cnuas_net *net)
 			     HRTIMER_MODE_ABS_SOFT);
 		net->pfc_timer[i].timer.function = cnuas_pfc_expire;
 	}
+	hrtimer_init(&net->shape_timer, CLOCK_MONOTONIC, HRTIMER_MODE_ABS_SOFT);
+	net->shape_timer.function = cnuas_shape_expire;
 	net->drr_fresh = true;
 	memset(net->dscp_prio, 0xff, sizeof(net->dscp_prio));
 }
@@ -597,6 +657,8 @@ void cnuas_tx_purge(struct cnuas_net *net)
 
 	for (i = 0; i < CNUAS_NUM_PRIO; i++)
 		hrtimer_cancel(&net->pfc_timer[i].timer);
+	hrtimer_cancel(&net->shape_timer);
+	net->tx_shaped = false;
 	for (i = 0; i < CNUAS_NUM_TC; i++)
 		__skb_queue_purge(&net->stack_txq[i]);
 	dev_kfree_skb_any(net->tx_ctrl);
