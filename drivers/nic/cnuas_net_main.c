@@ -122,6 +122,7 @@ static int cnuas_poll(struct napi_struct *napi, int budget)
 		done++;
 	/* A full budget: frames kept waiting for the landing buffer. */
 	cnuas_pfc_rx_pressure(net, done == budget);
+	cnuas_pfc_poll_done(net);
 	if (done == budget)
 		return budget;
 	if (napi_complete_done(napi, done)) {

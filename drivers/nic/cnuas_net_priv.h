@@ -220,6 +220,7 @@ void cnuas_tx_purge(struct cnuas_net *net);
 void cnuas_tx_sched_update(struct cnuas_net *net);
 void cnuas_pfc_rx(struct cnuas_net *net, u16 cev, const u8 *quanta);
 void cnuas_pfc_rx_pressure(struct cnuas_net *net, bool behind);
+void cnuas_pfc_poll_done(struct cnuas_net *net);
 
 /* cnuas_net_rx.c */
 bool cnuas_rx_one(struct cnuas_net *net);

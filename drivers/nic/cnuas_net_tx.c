@@ -20,7 +20,10 @@
  * PFC: a received XOFF for a PFC-enabled priority pauses the class it maps
  * to until quanta x 512 bit times at the nominal speed have passed (one
  * hrtimer per priority, re-armed by every XOFF) or an XON (quanta 0)
- * arrives.  A paused class keeps its frames; the others go on.
+ * arrives.  A paused class keeps its frames; the others go on.  The device
+ * takes the refresh in time but the driver reads it later (a guest's vCPU
+ * may stop for longer than a pause), so a pause never ends while a received
+ * frame is still unread: the NAPI poll reads them and then ends it.
  *
  * Shaper: the device completes every frame at once, so the slot is never
  * a bottleneck the classes could share.  The tx_rate_mbps parameter (0,
@@ -445,7 +448,7 @@ static void cnuas_pause_end_locked(struct cnuas_net *net, unsigned int prio,
 {
 	s64 us = ktime_us_delta(now, net->pause_start[prio]);
 
-	net->paused &= ~BIT(prio);
+	WRITE_ONCE(net->paused, net->paused & ~BIT(prio));
 	cnuas_tx_stat_add(net, CNUAS_TX_PFC_PAUSE_USEC0 + prio, max(us, 0LL));
 }
 
@@ -465,6 +468,16 @@ static enum hrtimer_restart cnuas_pfc_expire(struct hrtimer *t)
 	/* A newer XOFF moved the end (and re-armed us), or an XON came. */
 	if ((net->paused & BIT(pt->prio)) &&
 	    ktime_compare(now, net->pause_until[pt->prio]) >= 0) {
+		if (cnuas_rd(net, CNUAS_REG_RX_STATUS) & CNUAS_RX_STATUS_READY) {
+			/*
+			 * A frame waits that may be the refresh: the device
+			 * got it in time, we did not read it yet.  The poll
+			 * reads it, then ends what is still due.
+			 */
+			spin_unlock_irqrestore(&net->tx_lock, flags);
+			napi_schedule(&net->napi);
+			return HRTIMER_NORESTART;
+		}
 		cnuas_pause_end_locked(net, pt->prio, now);
 		sent = cnuas_tx_run_locked(net, &wake_tcs, &wake_rdma);
 	}
@@ -473,6 +486,34 @@ static enum hrtimer_restart cnuas_pfc_expire(struct hrtimer *t)
 		dev_consume_skb_any(sent);
 	cnuas_tx_wake(net, wake_tcs, wake_rdma);
 	return HRTIMER_NORESTART;
+}
+
+/*
+ * End of a NAPI poll: the frames that had landed are read, so a pause whose
+ * time is up and that no XOFF among them refreshed ends now.
+ */
+void cnuas_pfc_poll_done(struct cnuas_net *net)
+{
+	struct sk_buff *sent;
+	unsigned long flags;
+	unsigned int prio;
+	bool wake_rdma;
+	u8 wake_tcs;
+	ktime_t now;
+
+	if (!READ_ONCE(net->paused))
+		return;
+	spin_lock_irqsave(&net->tx_lock, flags);
+	now = ktime_get();
+	for (prio = 0; prio < CNUAS_NUM_PRIO; prio++)
+		if ((net->paused & BIT(prio)) &&
+		    ktime_compare(now, net->pause_until[prio]) >= 0)
+			cnuas_pause_end_locked(net, prio, now);
+	sent = cnuas_tx_run_locked(net, &wake_tcs, &wake_rdma);
+	spin_unlock_irqrestore(&net->tx_lock, flags);
+	if (sent)
+		dev_consume_skb_any(sent);
+	cnuas_tx_wake(net, wake_tcs, wake_rdma);
 }
 
 /*
@@ -506,7 +547,7 @@ void cnuas_pfc_rx(struct cnuas_net *net, u16 cev, const u8 *quanta)
 			continue;
 		}
 		if (!(net->paused & BIT(prio))) {
-			net->paused |= BIT(prio);
+			WRITE_ONCE(net->paused, net->paused | BIT(prio));
 			net->pause_start[prio] = now;
 		}
 		net->pause_until[prio] = ktime_add_ns(now,
