@@ -72,8 +72,6 @@ export interface FabricHandle extends FabricOps {
   mode: FabricMode;
   /** Path of the data socket devices connect to. */
   socketPath: string;
-  /** Path of the control socket (a second connection, e.g. a paced PFC storm's). */
-  controlPath: string;
   /**
    * Kill the daemon (SIGKILL by default) and start it again on the same
    * socket (devices reconnect), in `mode` when given.
