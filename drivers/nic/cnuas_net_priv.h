@@ -27,14 +27,12 @@
 /*
  * The nominal port speed (what get_link_ksettings reports) and the PFC
  * pause quantum: 512 bit times at that speed, 5.12 ns at 100 Gb/s, so the
- * longest pause (quanta 0xffff) is 335.5 us.
+ * longest pause (quanta 0xffff) is 335.5 us.  The pfc_link_mbps parameter
+ * (default this speed) counts quanta at another speed, as the switch's
+ * link_mbps does, to make pauses long enough to watch.
  */
 #define CNUAS_NET_SPEED_MBPS	SPEED_100000
 #define CNUAS_PFC_QUANTUM_BITS	512
-/* quanta x 512 bits / (Mb/s) = microseconds; x 1000 for nanoseconds */
-#define CNUAS_PFC_QUANTA_NS(q) \
-	DIV_ROUND_UP((u64)(q) * CNUAS_PFC_QUANTUM_BITS * 1000, \
-		     CNUAS_NET_SPEED_MBPS)
 
 /*
  * Receive-side counters: written only by the NAPI poll, so one writer.

@@ -53,6 +53,31 @@ MODULE_PARM_DESC(tx_rate_mbps,
 
 #define CNUAS_SHAPE_MAX_LAG	(2 * NSEC_PER_MSEC)
 
+static unsigned int pfc_link_mbps = CNUAS_NET_SPEED_MBPS;
+
+static int cnuas_set_pfc_link_mbps(const char *val,
+				   const struct kernel_param *kp)
+{
+	return param_set_uint_minmax(val, kp, 1, CNUAS_NET_SPEED_MBPS);
+}
+
+static const struct kernel_param_ops cnuas_pfc_link_mbps_ops = {
+	.set = cnuas_set_pfc_link_mbps,
+	.get = param_get_uint,
+};
+
+module_param_cb(pfc_link_mbps, &cnuas_pfc_link_mbps_ops, &pfc_link_mbps,
+		0644);
+MODULE_PARM_DESC(pfc_link_mbps,
+		 "speed in Mb/s PFC quanta are counted at, 1..100000 (default 100000, the port's)");
+
+/* quanta x 512 bit times at pfc_link_mbps, in nanoseconds */
+static u64 cnuas_pfc_quanta_ns(unsigned int quanta)
+{
+	return DIV_ROUND_UP_ULL((u64)quanta * CNUAS_PFC_QUANTUM_BITS * 1000,
+				READ_ONCE(pfc_link_mbps));
+}
+
 /* DRR bytes per percent of ETS bandwidth and visit. */
 #define CNUAS_ETS_QUANTUM	256
 /* Visits after which any waiting class has the credit for a largest frame. */
@@ -551,7 +576,7 @@ void cnuas_pfc_rx(struct cnuas_net *net, u16 cev, const u8 *quanta)
 			net->pause_start[prio] = now;
 		}
 		net->pause_until[prio] = ktime_add_ns(now,
-						      CNUAS_PFC_QUANTA_NS(q));
+						      cnuas_pfc_quanta_ns(q));
 		hrtimer_start(&net->pfc_timer[prio].timer,
 			      net->pause_until[prio], HRTIMER_MODE_ABS_SOFT);
 	}
@@ -622,7 +647,7 @@ void cnuas_pfc_rx_pressure(struct cnuas_net *net, bool behind)
 		now = ktime_get();
 		if (net->rx_xoff &&
 		    ktime_to_ns(ktime_sub(now, net->rx_xoff_at)) <
-		    CNUAS_PFC_QUANTA_NS(CNUAS_PFC_XOFF_QUANTA) / 2)
+		    cnuas_pfc_quanta_ns(CNUAS_PFC_XOFF_QUANTA) / 2)
 			return;
 		net->rx_xoff = true;
 		net->rx_xoff_at = now;
