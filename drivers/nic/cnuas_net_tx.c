@@ -103,7 +103,7 @@ static u8 cnuas_frame_prio(struct cnuas_net *net, const struct sk_buff *skb)
 	h = skb_header_pointer(skb, 0, sizeof(buf), buf);
 	if (!h)
 		goto fallback;
-	proto = *(const __be16 *)(h + 2 * ETH_ALEN);
+	proto = get_unaligned((const __be16 *)(h + 2 * ETH_ALEN));
 	if (eth_type_vlan(proto))
 		return get_unaligned_be16(h + ETH_HLEN) >> VLAN_PRIO_SHIFT;
 	if (proto == htons(ETH_P_IP) && (h[ETH_HLEN] >> 4) == 4)
