@@ -52,9 +52,15 @@
  *   the Ethernet header itself; the source address is the net_device's
  *   dev_addr) and always consumes the skb.  Callable from any context
  *   (process, softirq, hard irq, with locks held).  The device has a single
- *   transmit slot: frames wait in a per-device consumer queue of
- *   CNUAS_NET_RDMA_TXQ_LEN frames that shares the slot round-robin with the
- *   stack.  A frame is copied to the device buffer before the skb is freed,
+ *   transmit slot: frames wait in consumer queues, one per traffic class,
+ *   CNUAS_NET_RDMA_TXQ_LEN frames over all of them; each shares its class
+ *   with the stack in turn, and the classes share the slot by the DCB
+ *   settings (strict, ETS shares).  The class is the ETS prio-tc map of the
+ *   frame's priority: its VLAN PCP, else the dcb app table's priority for
+ *   its IP DSCP, else skb->priority when 0..7, else 0.  While a received
+ *   PFC frame pauses that priority the frame waits; when the queues are
+ *   full that is -ENOBUFS and ops->tx_wake, as for a slow slot.
+ *   A frame is copied to the device buffer before the skb is freed,
  *   so skb destructors run early and the consumer never waits for a
  *   completion.  Returns 0 when queued or sent; -ENOBUFS when the queue is
  *   full (ops->tx_wake is called once it has drained to half), -EMSGSIZE

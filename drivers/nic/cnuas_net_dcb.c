@@ -3,11 +3,13 @@
  * cnuas_net IEEE DCB (802.1Qaz ETS, 802.1Qbb PFC) through dcbnl, so
  * iproute2's `dcb` tool and lldpad can read and set it.
  *
- * The device has one queue and no scheduler, and its socket back-pressures
- * instead of dropping, so the configuration is kept and reported, not
- * enforced.  PFC frames received are counted per priority (ethtool -S
- * rx_prioN_pause, dcb pfc "indications"); the driver never sends any
- * ("requests" stay 0).  All callbacks run under RTNL.
+ * The settings are what the transmit scheduler applies (cnuas_net_tx.c):
+ * prio-tc picks the queue, tc-tsa strict or ETS, tc-bw the deficit round
+ * robin shares, prio-pfc the priorities a received PFC frame pauses.  The
+ * dcb app table's DSCP entries give untagged IP frames their priority.
+ * PFC frames received are counted per priority (ethtool -S rx_pfc_prioN,
+ * dcb pfc "indications"), those sent when the receive path falls behind
+ * too (tx_pfc_prioN, "requests").  All callbacks run under RTNL.
  */
 #include <linux/netdevice.h>
 #include <net/dcbnl.h>
@@ -69,6 +71,7 @@ static int cnuas_ieee_setets(struct net_device *dev, struct ieee_ets *ets)
 	}
 	net->ets = *ets;
 	net->ets.ets_cap = CNUAS_NUM_PRIO;
+	cnuas_tx_sched_update(net);
 	return 0;
 }
 
@@ -82,8 +85,8 @@ static int cnuas_ieee_getpfc(struct net_device *dev, struct ieee_pfc *pfc)
 	cnuas_net_read_stats(net, rx, tx, misc);
 	*pfc = net->pfc;
 	for (i = 0; i < CNUAS_NUM_PRIO; i++) {
-		pfc->requests[i] = tx[CNUAS_TX_PRIO0_PAUSE + i];
-		pfc->indications[i] = rx[CNUAS_RX_PRIO0_PAUSE + i];
+		pfc->requests[i] = tx[CNUAS_TX_PFC_PRIO0 + i];
+		pfc->indications[i] = rx[CNUAS_RX_PFC_PRIO0 + i];
 	}
 	return 0;
 }
@@ -95,7 +98,52 @@ static int cnuas_ieee_setpfc(struct net_device *dev, struct ieee_pfc *pfc)
 	net->pfc.pfc_en = pfc->pfc_en;
 	net->pfc.mbc = pfc->mbc;
 	net->pfc.delay = pfc->delay;
+	cnuas_tx_sched_update(net);
 	return 0;
+}
+
+/* Rebuild the DSCP -> priority table the transmit path reads. */
+static void cnuas_dscp_map_update(struct cnuas_net *net)
+{
+	struct dcb_ieee_app_dscp_map map;
+	int dscp;
+
+	dcb_ieee_getapp_dscp_prio_mask_map(net->netdev, &map);
+	for (dscp = 0; dscp < ARRAY_SIZE(map.map); dscp++)
+		WRITE_ONCE(net->dscp_prio[dscp],
+			   map.map[dscp] ? fls(map.map[dscp]) - 1 : 0xff);
+}
+
+static int cnuas_app_check(struct dcb_app *app)
+{
+	if (app->priority >= CNUAS_NUM_PRIO)
+		return -EINVAL;
+	if (app->selector == IEEE_8021QAZ_APP_SEL_DSCP && app->protocol >= 64)
+		return -EINVAL;
+	return 0;
+}
+
+static int cnuas_ieee_setapp(struct net_device *dev, struct dcb_app *app)
+{
+	struct cnuas_net *net = netdev_priv(dev);
+	int err = cnuas_app_check(app);
+
+	if (err)
+		return err;
+	err = dcb_ieee_setapp(dev, app);
+	if (!err)
+		cnuas_dscp_map_update(net);
+	return err;
+}
+
+static int cnuas_ieee_delapp(struct net_device *dev, struct dcb_app *app)
+{
+	struct cnuas_net *net = netdev_priv(dev);
+	int err = dcb_ieee_delapp(dev, app);
+
+	if (!err)
+		cnuas_dscp_map_update(net);
+	return err;
 }
 
 static u8 cnuas_getdcbx(struct net_device *dev)
@@ -114,6 +162,8 @@ const struct dcbnl_rtnl_ops cnuas_dcbnl_ops = {
 	.ieee_setets	= cnuas_ieee_setets,
 	.ieee_getpfc	= cnuas_ieee_getpfc,
 	.ieee_setpfc	= cnuas_ieee_setpfc,
+	.ieee_setapp	= cnuas_ieee_setapp,
+	.ieee_delapp	= cnuas_ieee_delapp,
 	.getdcbx	= cnuas_getdcbx,
 	.setdcbx	= cnuas_setdcbx,
 };

@@ -9,7 +9,7 @@
 #include "cnuas_net_priv.h"
 
 /* Names of the rx, tx and misc counters, in enum order (cnuas_net_priv.h). */
-static const char * const cnuas_rx_stat_names[CNUAS_RX_PRIO0_PAUSE] = {
+static const char * const cnuas_rx_stat_names[CNUAS_RX_PFC_PRIO0] = {
 	[CNUAS_RX_PACKETS]		= "rx_packets",
 	[CNUAS_RX_BYTES]		= "rx_bytes",
 	[CNUAS_RX_RDMA_PACKETS]		= "rx_rdma_packets",
@@ -24,7 +24,7 @@ static const char * const cnuas_rx_stat_names[CNUAS_RX_PRIO0_PAUSE] = {
 	[CNUAS_RX_PAUSE]		= "rx_pause",
 };
 
-static const char * const cnuas_tx_stat_names[CNUAS_TX_PRIO0_PAUSE] = {
+static const char * const cnuas_tx_stat_names[CNUAS_TX_PFC_PRIO0] = {
 	[CNUAS_TX_PACKETS]		= "tx_packets",
 	[CNUAS_TX_BYTES]		= "tx_bytes",
 	[CNUAS_TX_RDMA_PACKETS]		= "tx_rdma_packets",
@@ -70,7 +70,7 @@ static int cnuas_get_link_ksettings(struct net_device *dev,
 {
 	ethtool_link_ksettings_zero_link_mode(cmd, supported);
 	ethtool_link_ksettings_zero_link_mode(cmd, advertising);
-	cmd->base.speed = SPEED_100000;
+	cmd->base.speed = CNUAS_NET_SPEED_MBPS;
 	cmd->base.duplex = DUPLEX_FULL;
 	cmd->base.port = PORT_OTHER;
 	cmd->base.autoneg = AUTONEG_DISABLE;
@@ -98,11 +98,17 @@ static void cnuas_get_strings(struct net_device *dev, u32 sset, u8 *data)
 		for (i = 0; i < ARRAY_SIZE(cnuas_rx_stat_names); i++)
 			ethtool_puts(&data, cnuas_rx_stat_names[i]);
 		for (i = 0; i < CNUAS_NUM_PRIO; i++)
-			ethtool_sprintf(&data, "rx_prio%u_pause", i);
+			ethtool_sprintf(&data, "rx_pfc_prio%u", i);
 		for (i = 0; i < ARRAY_SIZE(cnuas_tx_stat_names); i++)
 			ethtool_puts(&data, cnuas_tx_stat_names[i]);
 		for (i = 0; i < CNUAS_NUM_PRIO; i++)
-			ethtool_sprintf(&data, "tx_prio%u_pause", i);
+			ethtool_sprintf(&data, "tx_pfc_prio%u", i);
+		for (i = 0; i < CNUAS_NUM_PRIO; i++)
+			ethtool_sprintf(&data, "rx_pfc_prio%u_pause_usec", i);
+		for (i = 0; i < CNUAS_NUM_TC; i++)
+			ethtool_sprintf(&data, "tx_tc%u_packets", i);
+		for (i = 0; i < CNUAS_NUM_TC; i++)
+			ethtool_sprintf(&data, "tx_tc%u_bytes", i);
 		for (i = 0; i < ARRAY_SIZE(cnuas_misc_stat_names); i++)
 			ethtool_puts(&data, cnuas_misc_stat_names[i]);
 		break;

@@ -3,8 +3,9 @@
  * cnuas_net: PCI network driver for the cnuas-vnic function (1af4:10f0).
  *
  * The device has one transmit slot and one receive landing buffer, both
- * DMA-coherent and 9216 bytes.  Transmit (cnuas_net_tx.c): copy the frame
- * into the slot, ring the doorbell, wait for the TX-complete cause.
+ * DMA-coherent and 9216 bytes.  Transmit (cnuas_net_tx.c): one queue per
+ * traffic class, a scheduler (strict, ETS, PFC pauses) picks the frame that
+ * is copied into the slot, ring the doorbell, wait for the TX-complete cause.
  * Receive (cnuas_net_rx.c): the NAPI poll copies the landed frame into an
  * skb and writes 0 to RX_STATUS, which lets the device land the next queued
  * frame at once.  The hard interrupt only masks the device and schedules
@@ -119,6 +120,9 @@ static int cnuas_poll(struct napi_struct *napi, int budget)
 	/* RX_STATUS, not the cause bit, says whether a frame waits. */
 	while (done < budget && cnuas_rx_one(net))
 		done++;
+	/* A full budget: frames kept waiting for the landing buffer. */
+	cnuas_pfc_rx_pressure(net, done == budget);
+	cnuas_pfc_poll_done(net);
 	if (done == budget)
 		return budget;
 	if (napi_complete_done(napi, done)) {
@@ -152,17 +156,20 @@ static int cnuas_open(struct net_device *dev)
 	struct cnuas_net *net = netdev_priv(dev);
 	unsigned long flags;
 
+	unsigned int tc;
+
 	/* The hardware runs from probe to remove; open only admits the stack. */
 	spin_lock_irqsave(&net->tx_lock, flags);
-	if (!net->tx_stack_pending)
-		netif_start_queue(dev);
+	for (tc = 0; tc < CNUAS_NUM_TC; tc++)
+		if (skb_queue_len(&net->stack_txq[tc]) < CNUAS_TX_TC_DEPTH)
+			netif_tx_start_queue(netdev_get_tx_queue(dev, tc));
 	spin_unlock_irqrestore(&net->tx_lock, flags);
 	return 0;
 }
 
 static int cnuas_stop(struct net_device *dev)
 {
-	netif_stop_queue(dev);
+	netif_tx_stop_all_queues(dev);
 	return 0;
 }
 
@@ -177,6 +184,7 @@ static const struct net_device_ops cnuas_netdev_ops = {
 	.ndo_open		= cnuas_open,
 	.ndo_stop		= cnuas_stop,
 	.ndo_start_xmit		= cnuas_start_xmit,
+	.ndo_select_queue	= cnuas_select_queue,
 	.ndo_get_stats64	= cnuas_get_stats64,
 	.ndo_set_mac_address	= eth_mac_addr,
 	.ndo_validate_addr	= eth_validate_addr,
@@ -296,6 +304,8 @@ static void cnuas_hw_drain(struct cnuas_net *net)
 {
 	u32 status;
 
+	/* No timer (PFC, shaper) may hand the slot a frame any more. */
+	cnuas_tx_purge(net);
 	if (net->tx_busy &&
 	    readx_poll_timeout(ioread32, net->regs + CNUAS_REG_IRQ_STATUS,
 			       status, status & CNUAS_IRQ_TX, 10,
@@ -304,8 +314,6 @@ static void cnuas_hw_drain(struct cnuas_net *net)
 	cnuas_hw_quiesce(net);
 	/* A read flushes the posted writes before the buffers are freed. */
 	cnuas_rd(net, CNUAS_REG_IRQ_MASK);
-	dev_kfree_skb_any(net->tx_stack_pending);
-	net->tx_stack_pending = NULL;
 }
 
 static void cnuas_setup_netdev(struct net_device *dev)
@@ -346,7 +354,8 @@ static int cnuas_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 		goto err_release;
 	pci_set_master(pdev);
 
-	dev = alloc_etherdev(sizeof(*net));
+	/* One transmit queue per traffic class (cnuas_net_tx.c). */
+	dev = alloc_etherdev_mqs(sizeof(*net), CNUAS_NUM_TC, 1);
 	if (!dev) {
 		err = -ENOMEM;
 		goto err_clear_master;
@@ -356,14 +365,14 @@ static int cnuas_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	net->pdev = pdev;
 	net->netdev = dev;
 	net->msg_enable = netif_msg_init(-1, NETIF_MSG_LINK | NETIF_MSG_PROBE);
-	spin_lock_init(&net->tx_lock);
-	skb_queue_head_init(&net->rdma_txq);
+	cnuas_tx_init(net);
 	u64_stats_init(&net->rx_syncp);
 	u64_stats_init(&net->tx_syncp);
 	mutex_init(&net->rdma_mutex);
 	pci_set_drvdata(pdev, net);
 	cnuas_setup_netdev(dev);
 	cnuas_dcb_init(net);
+	cnuas_tx_sched_update(net);
 
 	net->regs = pci_iomap(pdev, CNUAS_VNIC_BAR, CNUAS_VNIC_BAR_SIZE);
 	if (!net->regs) {

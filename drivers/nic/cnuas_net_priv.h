@@ -9,6 +9,7 @@
 #include <linux/auxiliary_bus.h>
 #include <net/dcbnl.h>
 #include <linux/ethtool.h>
+#include <linux/hrtimer.h>
 #include <linux/io.h>
 #include <linux/netdevice.h>
 #include <linux/pci.h>
@@ -18,6 +19,20 @@
 #include "cnuas_net.h"
 
 #define CNUAS_NUM_PRIO		IEEE_8021QAZ_MAX_TCS
+/* One netdev transmit queue per traffic class: queue index == TC. */
+#define CNUAS_NUM_TC		IEEE_8021QAZ_MAX_TCS
+/* Stack frames a TC's queue holds before the netdev queue is stopped. */
+#define CNUAS_TX_TC_DEPTH	64
+
+/*
+ * The nominal port speed (what get_link_ksettings reports) and the PFC
+ * pause quantum: 512 bit times at that speed, 5.12 ns at 100 Gb/s, so the
+ * longest pause (quanta 0xffff) is 335.5 us.  The pfc_link_mbps parameter
+ * (default this speed) counts quanta at another speed, as the switch's
+ * link_mbps does, to make pauses long enough to watch.
+ */
+#define CNUAS_NET_SPEED_MBPS	SPEED_100000
+#define CNUAS_PFC_QUANTUM_BITS	512
 
 /*
  * Receive-side counters: written only by the NAPI poll, so one writer.
@@ -36,8 +51,8 @@ enum cnuas_rx_stat {
 	CNUAS_RX_DROP_NOMEM,	/* no skb */
 	CNUAS_RX_DROP_DOWN,	/* interface down, frame meant for the stack */
 	CNUAS_RX_PAUSE,		/* 802.3x PAUSE frames (consumed) */
-	CNUAS_RX_PRIO0_PAUSE,	/* PFC frames naming priority 0..7 (consumed) */
-	CNUAS_RX_STAT_COUNT = CNUAS_RX_PRIO0_PAUSE + CNUAS_NUM_PRIO,
+	CNUAS_RX_PFC_PRIO0,	/* PFC frames naming priority 0..7 (consumed) */
+	CNUAS_RX_STAT_COUNT = CNUAS_RX_PFC_PRIO0 + CNUAS_NUM_PRIO,
 };
 
 /* Transmit-side counters: written under tx_lock. */
@@ -51,8 +66,20 @@ enum cnuas_tx_stat {
 	CNUAS_TX_DROP_IB_MODE,	/* stack frame while the port runs IB */
 	CNUAS_TX_DROP_RDMA_FULL, /* consumer queue full */
 	CNUAS_TX_TIMEOUTS,	/* watchdog fired: completion never came */
-	CNUAS_TX_PRIO0_PAUSE,	/* PFC frames sent per priority: never (see dcb) */
-	CNUAS_TX_STAT_COUNT = CNUAS_TX_PRIO0_PAUSE + CNUAS_NUM_PRIO,
+	CNUAS_TX_PFC_PRIO0,	/* PFC frames sent naming priority 0..7 */
+	/* microseconds priority 0..7 was paused by received PFC */
+	CNUAS_TX_PFC_PAUSE_USEC0 = CNUAS_TX_PFC_PRIO0 + CNUAS_NUM_PRIO,
+	/* frames and bytes sent per traffic class */
+	CNUAS_TX_TC0_PACKETS = CNUAS_TX_PFC_PAUSE_USEC0 + CNUAS_NUM_PRIO,
+	CNUAS_TX_TC0_BYTES = CNUAS_TX_TC0_PACKETS + CNUAS_NUM_TC,
+	CNUAS_TX_STAT_COUNT = CNUAS_TX_TC0_BYTES + CNUAS_NUM_TC,
+};
+
+/* One timer per priority: when the pause a received XOFF asked for ends. */
+struct cnuas_pfc_timer {
+	struct hrtimer timer;
+	struct cnuas_net *net;
+	u8 prio;
 };
 
 /* Counters that change in slow paths (atomic). */
@@ -68,8 +95,8 @@ enum cnuas_misc_stat {
  * struct cnuas_net - one cnuas-vnic function
  *
  * Locking: tx_lock (irqsave; the consumer transmits from any context)
- * covers the transmit slot, the pending stack frame, the consumer queue and
- * the tx counters.  The rx counters, link_up and the receive path belong to
+ * covers the transmit slot, the per-TC queues, the scheduler and PFC pause
+ * state and the tx counters.  The rx counters, link_up and the receive path belong to
  * the NAPI poll.  The consumer pointer is RCU-protected and written under
  * rdma_mutex.
  */
@@ -91,10 +118,40 @@ struct cnuas_net {
 
 	spinlock_t tx_lock;		/* see above */
 	bool tx_busy;			/* the device's slot holds a frame */
-	bool tx_rdma_turn;		/* round-robin between the two sources */
+	bool tx_shaped;			/* the shaper holds the slot */
+	ktime_t tx_shape_at;		/* when the shaper frees the slot */
+	struct hrtimer shape_timer;
 	bool tx_rdma_stopped;		/* -ENOBUFS returned, tx_wake owed */
-	struct sk_buff *tx_stack_pending; /* the stack's frame, waiting */
-	struct sk_buff_head rdma_txq;
+	u8 tx_rdma_turn;		/* per TC: the consumer goes next */
+	/* Per traffic class: the stack's frames and the consumer's. */
+	struct sk_buff_head stack_txq[CNUAS_NUM_TC];
+	struct sk_buff_head rdma_txq[CNUAS_NUM_TC];
+	unsigned int rdma_txq_len;	/* over every TC */
+	/* A PFC frame of our own waiting for the slot (it goes first). */
+	struct sk_buff *tx_ctrl;
+
+	/* Scheduler, under tx_lock: copies of the DCB settings it applies */
+	u8 prio_tc[CNUAS_NUM_PRIO];
+	u8 tc_tsa[CNUAS_NUM_TC];
+	u8 tc_bw[CNUAS_NUM_TC];
+	int drr_deficit[CNUAS_NUM_TC];	/* bytes; ETS deficit round robin */
+	u8 drr_tc;			/* the TC being visited */
+	bool drr_fresh;			/* its quantum is not added yet */
+	u8 rr_zero_tc;			/* round robin of 0% ETS TCs */
+
+	/* Received PFC, under tx_lock: paused priorities and until when */
+	u8 pfc_en;			/* copy of pfc.pfc_en (READ_ONCE) */
+	u8 paused;			/* bit per priority */
+	ktime_t pause_start[CNUAS_NUM_PRIO];
+	ktime_t pause_until[CNUAS_NUM_PRIO];
+	struct cnuas_pfc_timer pfc_timer[CNUAS_NUM_PRIO];
+
+	/* PFC we send when the receive path falls behind (NAPI only) */
+	bool rx_xoff;			/* XOFF sent, XON owed */
+	ktime_t rx_xoff_at;
+
+	/* DSCP -> priority from the dcb app table; 0xff: no entry */
+	u8 dscp_prio[64];
 
 	struct u64_stats_sync rx_syncp;
 	u64_stats_t rx_stats[CNUAS_RX_STAT_COUNT];
@@ -152,8 +209,16 @@ void cnuas_net_read_stats(struct cnuas_net *net, u64 *rx, u64 *tx, u64 *misc);
 
 /* cnuas_net_tx.c */
 netdev_tx_t cnuas_start_xmit(struct sk_buff *skb, struct net_device *dev);
+u16 cnuas_select_queue(struct net_device *dev, struct sk_buff *skb,
+		       struct net_device *sb_dev);
 void cnuas_tx_timeout(struct net_device *dev, unsigned int txqueue);
 void cnuas_tx_complete(struct cnuas_net *net);
+void cnuas_tx_init(struct cnuas_net *net);
+void cnuas_tx_purge(struct cnuas_net *net);
+void cnuas_tx_sched_update(struct cnuas_net *net);
+void cnuas_pfc_rx(struct cnuas_net *net, u16 cev, const u8 *quanta);
+void cnuas_pfc_rx_pressure(struct cnuas_net *net, bool behind);
+void cnuas_pfc_poll_done(struct cnuas_net *net);
 
 /* cnuas_net_rx.c */
 bool cnuas_rx_one(struct cnuas_net *net);

@@ -53,6 +53,7 @@ void cnuas_net_unregister_rdma(struct cnuas_net *net)
 	struct cnuas_rdma_consumer *c;
 	struct sk_buff_head purge;
 	unsigned long flags;
+	unsigned int tc;
 
 	mutex_lock(&net->rdma_mutex);
 	c = rcu_dereference_protected(net->rdma,
@@ -66,7 +67,9 @@ void cnuas_net_unregister_rdma(struct cnuas_net *net)
 	__skb_queue_head_init(&purge);
 	spin_lock_irqsave(&net->tx_lock, flags);
 	RCU_INIT_POINTER(net->rdma, NULL);
-	skb_queue_splice_init(&net->rdma_txq, &purge);
+	for (tc = 0; tc < CNUAS_NUM_TC; tc++)
+		skb_queue_splice_init(&net->rdma_txq[tc], &purge);
+	net->rdma_txq_len = 0;
 	net->tx_rdma_stopped = false;
 	spin_unlock_irqrestore(&net->tx_lock, flags);
 	mutex_unlock(&net->rdma_mutex);

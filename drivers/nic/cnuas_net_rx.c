@@ -52,7 +52,7 @@ static bool cnuas_is_roce(const u8 *f, unsigned int len)
 	return udp->dest == htons(CNUAS_NET_ROCE_UDP_PORT);
 }
 
-/* A MAC control frame (PAUSE, PFC) ends in the MAC: count it. */
+/* A MAC control frame (PAUSE, PFC) ends in the MAC: count it, obey PFC. */
 static void cnuas_rx_mac_control(struct cnuas_net *net, const u8 *f,
 				 unsigned int len)
 {
@@ -70,8 +70,10 @@ static void cnuas_rx_mac_control(struct cnuas_net *net, const u8 *f,
 		cev = get_unaligned_be16(f + ETH_HLEN + 2);
 		for (prio = 0; prio < CNUAS_NUM_PRIO; prio++)
 			if (cev & BIT(prio))
-				cnuas_rx_stat_add(net, CNUAS_RX_PRIO0_PAUSE + prio,
+				cnuas_rx_stat_add(net, CNUAS_RX_PFC_PRIO0 + prio,
 						  1);
+		/* Honoured for the PFC-enabled priorities only. */
+		cnuas_pfc_rx(net, cev, f + ETH_HLEN + 4);
 	} else {
 		cnuas_rx_stat_add(net, CNUAS_RX_DROP_BAD_MAC_CTRL, 1);
 	}

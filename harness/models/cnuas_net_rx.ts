@@ -101,7 +101,7 @@ function macControl(frame: Uint8Array): RxPrediction {
     counted = { rx_pause: 1 };
   } else if (op === PFC_OPCODE && len >= PFC_MIN_LEN) {
     counted = {};
-    for (let p = 0; p < 8; p++) if (frame[17] & (1 << p)) counted[`rx_prio${p}_pause`] = 1;
+    for (let p = 0; p < 8; p++) if (frame[17] & (1 << p)) counted[`rx_pfc_prio${p}`] = 1;
   } else {
     // An unsupported opcode, or a PAUSE/PFC too short for its fields.
     return exact(malformed);
@@ -129,7 +129,7 @@ function macControl(frame: Uint8Array): RxPrediction {
  *   9216): `rx_drop_oversize` — length before content;
  * - a group (multicast) source address: `rx_drop_bad_src`;
  * - EtherType 0x8808: a 60-byte PAUSE counts `rx_pause`, a 60-byte PFC frame
- *   `rx_prioN_pause` for each enabled priority N (no counter when none is
+ *   `rx_pfc_prioN` for each enabled priority N (no counter when none is
  *   enabled); no opcode, an unsupported one, or a PAUSE/PFC too short for its
  *   fields: `rx_drop_bad_mac_ctrl`. MAC Control frames never reach the stack,
  *   so they move neither `rx_packets` nor `rx_bytes`;

@@ -9,8 +9,8 @@ import {
 } from "../../harness/guest/cnuas_net.ts";
 
 Deno.test("ethtool -S output parses into counters, header line ignored", () => {
-  const s = parseEthtoolStats("NIC statistics:\n     rx_packets: 12\n     rx_prio3_pause: 0\n");
-  assert.deepEqual(s, { rx_packets: 12, rx_prio3_pause: 0 });
+  const s = parseEthtoolStats("NIC statistics:\n     rx_packets: 12\n     rx_pfc_prio3: 0\n");
+  assert.deepEqual(s, { rx_packets: 12, rx_pfc_prio3: 0 });
 });
 
 Deno.test("ethtool -i key/value lines keep values with colons and empty values", () => {

@@ -51,7 +51,7 @@ Deno.test("a multicast source address is a malformed frame", () => {
 Deno.test("a PFC frame counts each priority of its class-enable vector, nothing else", () => {
   const f = pfcFrame("02:c7:0a:ff:00:01", [3, 5]);
   assert.equal(f.length, 60);
-  assert.deepEqual(expectedRxCounters(f, 1500), { rx_prio3_pause: 1, rx_prio5_pause: 1 });
+  assert.deepEqual(expectedRxCounters(f, 1500), { rx_pfc_prio3: 1, rx_pfc_prio5: 1 });
 });
 
 Deno.test("802.3x PAUSE counts rx_pause; an unknown MAC control opcode is malformed", () => {
@@ -94,7 +94,7 @@ Deno.test("the largest MTU admits the device's largest frame, 9216 bytes", () =>
 Deno.test("a PFC frame ignores the reserved upper byte of its class-enable vector", () => {
   const f = pfcFrame("02:c7:0a:ff:00:01", [0, 7]);
   f[16] = 0xff;
-  assert.deepEqual(expectedRxCounters(f, 1500), { rx_prio0_pause: 1, rx_prio7_pause: 1 });
+  assert.deepEqual(expectedRxCounters(f, 1500), { rx_pfc_prio0: 1, rx_pfc_prio7: 1 });
 });
 
 Deno.test("a PFC frame enabling no priority moves no counter", () => {
