@@ -20,6 +20,9 @@
  *    packets with a token bucket; once Rc is back at line rate the QP is
  *    unlimited again and the pacing code is not entered at all.
  *
+ * A fabric that does not mark can be stood in for by tx_ce_one_in (test
+ * only): the sender marks some of its own frames CE.
+ *
  * The DCQCN timers are not kernel timers: a QP's state is advanced from
  * the time elapsed whenever it sends or receives a CNP.  Only the pacing
  * wait is a timer (an hrtimer that kicks the QP's engine).
@@ -29,6 +32,7 @@
 #include <linux/ip.h>
 #include <linux/ipv6.h>
 #include <linux/moduleparam.h>
+#include <linux/random.h>
 #include <net/dsfield.h>
 #include <net/inet_ecn.h>
 #include <net/ipv6.h>
@@ -52,6 +56,17 @@ static bool dcqcn = true;
 module_param(dcqcn, bool, 0644);
 MODULE_PARM_DESC(dcqcn,
 		 "Reaction point: CNPs cut the QP's send rate (default 1; 0: counted in rp_cnp_ignored)");
+
+/*
+ * Test only: mark 1 in N of our own ECN-capable frames CE on transmit, as a
+ * switch above its marking threshold would, so the notification and
+ * reaction points can be exercised (and the marks seen in a capture) on a
+ * fabric that does not mark.  0, the default, marks none.
+ */
+static unsigned int tx_ce_one_in;
+module_param(tx_ce_one_in, uint, 0644);
+MODULE_PARM_DESC(tx_ce_one_in,
+		 "Test only: send 1 in N ECN-capable RoCEv2 frames with CE, as a marking switch would (0: none)");
 
 static unsigned int cnp_interval_us = 50;
 static unsigned int cnp_dscp = 48;
@@ -159,10 +174,14 @@ MODULE_PARM_DESC(rp_min_rate, "RP: lowest rate a QP is cut to, in Mb/s (default 
  */
 u8 cnuas_ib_tos(u8 tclass, u8 opcode)
 {
+	unsigned int ce_n = READ_ONCE(tx_ce_one_in);
+
 	if (opcode == CNUAS_OPCODE_CNP)
 		return READ_ONCE(cnp_dscp) << 2;
 	if (!READ_ONCE(ecn))
 		return tclass;
+	if (unlikely(ce_n) && !get_random_u32_below(ce_n))
+		return (tclass & ~INET_ECN_MASK) | INET_ECN_CE;
 	return (tclass & ~INET_ECN_MASK) | INET_ECN_ECT_0;
 }
 
