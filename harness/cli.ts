@@ -34,7 +34,8 @@
  *   report diff A B [--history H] [--markdown]  status changes, measurement deltas judged
  *                               against H's noise (A, B: report dirs or run ids in H)
  *   wirecheck FILE.pcapng...    run captures (from a row, or from real hardware);
- *                               --cnp-gap-us N: CNPs to one QP at least N µs apart
+ *                               --cnp-gap-us N: CNPs to one QP at least N µs apart;
+ *                               --cnp-after-ce: a CE mark (in the capture) before each CNP
  *       [--path-mtu N]          through the RDMA wire oracle; writes FILE.violations.json
  *   repin                       re-pin sources to what the mirror serves
  *   clean [--cache]             remove reports (and the cache)
@@ -229,10 +230,11 @@ async function wirecheck(
   files: string[],
   pathMtu: string | undefined,
   cnpGapUs: string | undefined,
+  cnpAfterCe = false,
 ): Promise<number> {
   if (files.length === 0) {
     throw new UsageError(
-      "usage: wirecheck <capture.pcapng>... [--path-mtu 256..4096] [--cnp-gap-us N]",
+      "usage: wirecheck <capture.pcapng>... [--path-mtu 256..4096] [--cnp-gap-us N] [--cnp-after-ce]",
     );
   }
   const mtu = pathMtu === undefined ? undefined : Number(pathMtu);
@@ -243,7 +245,11 @@ async function wirecheck(
   if (!Number.isFinite(gap) || gap < 0 || gap > 1_000_000) {
     throw new UsageError(`--cnp-gap-us takes 0..1000000 microseconds, not ${cnpGapUs}`);
   }
-  const opts = { ...(mtu === undefined ? {} : { pathMtu: mtu }), cnpMinIntervalNs: gap * 1000 };
+  const opts = {
+    ...(mtu === undefined ? {} : { pathMtu: mtu }),
+    cnpMinIntervalNs: gap * 1000,
+    requireCeBeforeCnp: cnpAfterCe,
+  };
   let dirty = 0;
   const done = new Set<string>();
   for (const f of files) {
@@ -292,6 +298,7 @@ async function main(argv: string[]): Promise<number> {
       fresh: { type: "boolean" },
       "path-mtu": { type: "string" },
       "cnp-gap-us": { type: "string" },
+      "cnp-after-ce": { type: "boolean" },
       "without-host-package": { type: "string", multiple: true },
       "loss-seed": { type: "string" },
       "no-snapshot": { type: "boolean" },
@@ -414,6 +421,7 @@ async function main(argv: string[]): Promise<number> {
         rest,
         values["path-mtu"] as string | undefined,
         values["cnp-gap-us"] as string | undefined,
+        values["cnp-after-ce"] === true,
       );
     case "repin": {
       const changes = await repin(config);

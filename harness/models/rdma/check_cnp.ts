@@ -20,8 +20,9 @@
  * - addressing: DestQP is not QP0, QP1 or the multicast QP, and by the end of
  *   the capture it is a QP the CNP's destination owns: some packet went to
  *   that address with that DestQP, or came from it with that DETH source QP;
- * - cause (when `requireCeBeforeCnp`, the default): a CE-marked frame from
- *   the CNP's destination to its source came before it;
+ * - cause (when `requireCeBeforeCnp`; off by default, since a switch that
+ *   records frames as they arrive never captures the marks it makes later):
+ *   a CE-marked frame from the CNP's destination to its source came before it;
  * - rate (when `cnpMinIntervalNs` > 0): two CNPs of one notification point to
  *   one QP (same addresses, UDP source port and DestQP) are at least that far
  *   apart in capture time.
@@ -50,8 +51,9 @@ export interface EcnCensus {
 export interface CnpCheckOptions {
   /**
    * Require a CE-marked frame from the CNP's destination to its source before
-   * each CNP (default true). Turn off for a capture taken before the marking
-   * point (it never sees the CE marks).
+   * each CNP (default false: cnuas-switch captures frames as they arrive,
+   * before its queues mark them). Turn on for a capture taken after the
+   * marking point, or when the sender marks (cnuas_ib `tx_ce_one_in`).
    */
   requireCeBeforeCnp?: boolean;
   /**
@@ -90,7 +92,7 @@ export class CnpChecker {
 
   /** A checker reporting to `log`. */
   constructor(private readonly log: ViolationLog, opts: CnpCheckOptions = {}) {
-    this.requireCe = opts.requireCeBeforeCnp ?? true;
+    this.requireCe = opts.requireCeBeforeCnp ?? false;
     this.minIntervalNs = BigInt(Math.max(0, Math.round(opts.cnpMinIntervalNs ?? 0)));
   }
 
