@@ -67,6 +67,12 @@ export {
   type LftEntry,
   type MacEntry,
   type PortStatus,
+  type QosConfig,
+  type QosPortConfig,
+  type QosPortStats,
+  type QosPrioConfig,
+  type QosPrioStats,
+  type QosSetRequest,
 } from "./harness/fabric/client.ts";
 /** SEQPACKET sockets (Deno has none of its own). */
 export {
@@ -177,6 +183,17 @@ export {
   type SwitchMode,
   SwitchModel,
 } from "./harness/models/switch.ts";
+/** Reference model of the switch's egress QoS: priorities, PFC frames, ECN, the queues. */
+export {
+  classify as qosClassify,
+  decodePfc,
+  ecnMark,
+  encodePfc,
+  LINK_MBPS,
+  pauseNs,
+  type PfcFrame,
+  QosQueuesModel,
+} from "./harness/models/switch_qos.ts";
 /** RDMA wire codecs, ICRC/VCRC and the conformance checker. */
 export * as rdma from "./harness/models/rdma/mod.ts";
 /** Reference model of cnuas-vnic. */

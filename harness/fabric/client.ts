@@ -6,6 +6,7 @@
 import { HilError } from "../errors.ts";
 import { readLines } from "../exec.ts";
 import { DROP_REASONS, type DropReason } from "../models/switch.ts";
+import type { EcnMode } from "../models/switch_qos.ts";
 
 /** The mode a cnuas-switch fabric runs in. */
 export type FabricMode = "eth" | "ib" | "link";
@@ -65,6 +66,8 @@ export interface FabricStats {
   txBytes: number;
   /** Dropped frames by reason since start, over all ports (closed connections included). */
   drops: Record<DropReason, number>;
+  /** eth: PFC frames the switch sent (XOFF and XON), in `txFrames` too and captured outbound. */
+  pfcSent: number;
   /** Capture state: file and packet count while active, the last error if any. */
   capture: { active: boolean; path?: string; packets?: number; files?: number; error?: string };
 }
@@ -152,6 +155,122 @@ export interface SmStatus {
   mads: SmMadCounters;
 }
 
+/** One egress queue's thresholds (`qos_get`), in frames queued. */
+export interface QosPrioConfig {
+  /** Priority 0..7. */
+  prio: number;
+  /** A PFC queue above this many frames pauses its senders. */
+  xoff: number;
+  /** At or below this many it resumes them. */
+  xon: number;
+  /** ECN marking mode. */
+  ecn: EcnMode;
+  /** step: mark when this many frames are found queued; red: the ramp's start. */
+  ecnMin: number;
+  /** red: every ECT packet is marked from here on. */
+  ecnMax: number;
+  /** red: marking probability in percent just below `ecnMax`. */
+  ecnProb: number;
+}
+
+/** One port's QoS configuration (`qos_get`). */
+export interface QosPortConfig {
+  /** Port number. */
+  port: number;
+  /** Drain rate in Mbit/s, 0 = as fast as the device reads. */
+  drainMbps: number;
+  /** Test hook: egress stopped (frames queue) while true. */
+  hold: boolean;
+  /** Priorities with PFC enabled, ascending. */
+  pfc: number[];
+  /** Thresholds of priorities 0..7. */
+  prios: QosPrioConfig[];
+}
+
+/** The switch's QoS configuration (`qos_get`). */
+export interface QosConfig {
+  /** Nominal link speed the PFC quanta are counted at, Mb/s (100000 unless set). */
+  linkMbps: number;
+  /** Quanta in the switch's XOFF frames. */
+  pfcQuanta: number;
+  /** Their pause time in ns (quanta times 5.12 ns). */
+  pauseNs: number;
+  /** Seed of the RED generator. */
+  ecnSeed: number;
+  /** DSCP 0..63 to priority. */
+  dscpMap: number[];
+  /** Every port asked for. */
+  ports: QosPortConfig[];
+}
+
+/** A `qos_set` request; every field optional, all checked before any applies. */
+export interface QosSetRequest {
+  /** The port to configure; absent: every port. */
+  port?: number;
+  /** Drain rate, Mbit/s (0 = unlimited). */
+  drainMbps?: number;
+  /** Stop (true) or restart (false) the port's egress: a test hook. */
+  hold?: boolean;
+  /** The priorities with PFC on (replaces the set; `[]` turns PFC off). */
+  pfc?: number[];
+  /** Threshold edits, per priority. */
+  prios?: ({ prio: number } & Partial<Omit<QosPrioConfig, "prio">>)[];
+  /** DSCP-to-priority edits (switch-wide), as `dcb app ... dscp-prio` gives them. */
+  dscp?: { dscp: number; prio: number }[];
+  /** Quanta of the switch's XOFF frames, 1..65535 (switch-wide). */
+  pfcQuanta?: number;
+  /** Reseed the RED generator (switch-wide). */
+  ecnSeed?: number;
+  /** Nominal link speed the quanta count at, Mb/s (switch-wide; default 100000, as the hosts). */
+  linkMbps?: number;
+}
+
+/** Counters and state of one port's priority (`qos_stats`). */
+export interface QosPrioStats {
+  /** Priority 0..7. */
+  prio: number;
+  /** Frames in this egress queue now. */
+  queueLen: number;
+  /** The queue is above XOFF and not yet back at XON (its senders are paused). */
+  xoff: boolean;
+  /** Egress to this port on this priority is paused by the port's own PFC now. */
+  paused: boolean;
+  /** Egress queues that hold this port paused on this priority now. */
+  pausedBy: number;
+  /** Frames / bytes received from the port on this priority (MAC Control excluded). */
+  rxFrames: number;
+  rxBytes: number;
+  /** Frames / bytes sent to the port on this priority (the switch's PFC frames excluded). */
+  txFrames: number;
+  txBytes: number;
+  /** XOFF frames (refreshes included) the switch sent to the port for this priority. */
+  pauseSent: number;
+  /** XON frames (quanta 0) the switch sent to the port for this priority. */
+  resumeSent: number;
+  /** PFC frames from the port with this priority's bit and non-zero quanta. */
+  pauseReceived: number;
+  /** ... with quanta 0. */
+  resumeReceived: number;
+  /** Time egress to the port on this priority was paused by its PFC, in microseconds. */
+  pauseUs: number;
+  /** Packets CE-marked in this egress queue. */
+  ecnMarked: number;
+  /** Frames dropped because this egress queue was full (no PFC on it). */
+  queueFull: number;
+  /** Frames this port sent into a full PFC queue (it ignored the pause). */
+  pfcViolation: number;
+}
+
+/** One port's `qos_stats`. */
+export interface QosPortStats {
+  /** Port number. */
+  port: number;
+  /** Frames in all its egress queues. */
+  queueLen: number;
+  /** Priorities 0..7. */
+  prios: QosPrioStats[];
+}
+
 /**
  * The typed control operations of a running switch: what a row gets to
  * drive its fabric with. Every operation throws {@link FabricControlError}
@@ -198,6 +317,12 @@ export interface FabricOps {
   waitForPorts(n: number, timeoutMs?: number): Promise<PortStatus[]>;
   /** The subnet manager's state (ib mode): LIDs, port states, groups, MAD counters. */
   sm(): Promise<SmStatus>;
+  /** Change QoS settings (eth mode); resolves to the number of ports configured. */
+  qosSet(req: QosSetRequest): Promise<number>;
+  /** The QoS configuration of one port (or every port). */
+  qosGet(port?: number): Promise<QosConfig>;
+  /** Per-priority counters of one connected port (or all). */
+  qosStats(port?: number): Promise<QosPortStats[]>;
 }
 
 /** One file of a capture, as `capture_stop` lists it. */
@@ -292,6 +417,7 @@ export abstract class FabricClient implements FabricOps {
       txFrames: num(r.tx_frames),
       txBytes: num(r.tx_bytes),
       drops: drops(r.drops),
+      pfcSent: num(r.pfc_sent),
       capture: r.capture as FabricStats["capture"],
     };
   }
@@ -409,6 +535,93 @@ export abstract class FabricClient implements FabricOps {
         saErrors: num(m.sa_errors),
       },
     };
+  }
+
+  /**
+   * Change QoS settings (eth mode); resolves to the number of ports configured.
+   *
+   * @example
+   * ```ts
+   * await fabric.qosSet({ port: 3, drainMbps: 10, pfc: [3], prios: [{ prio: 3, xoff: 32, xon: 16 }] });
+   * ```
+   */
+  async qosSet(req: QosSetRequest): Promise<number> {
+    const wire: Record<string, unknown> = { op: "qos_set" };
+    if (req.port !== undefined) wire.port = req.port;
+    if (req.drainMbps !== undefined) wire.drain_mbps = req.drainMbps;
+    if (req.hold !== undefined) wire.hold = req.hold;
+    if (req.pfc !== undefined) wire.pfc = req.pfc;
+    if (req.dscp !== undefined) wire.dscp = req.dscp;
+    if (req.pfcQuanta !== undefined) wire.pfc_quanta = req.pfcQuanta;
+    if (req.ecnSeed !== undefined) wire.ecn_seed = req.ecnSeed;
+    if (req.linkMbps !== undefined) wire.link_mbps = req.linkMbps;
+    if (req.prios !== undefined) {
+      wire.prios = req.prios.map((p) => ({
+        prio: p.prio,
+        ...(p.xoff !== undefined ? { xoff: p.xoff } : {}),
+        ...(p.xon !== undefined ? { xon: p.xon } : {}),
+        ...(p.ecn !== undefined ? { ecn: p.ecn } : {}),
+        ...(p.ecnMin !== undefined ? { ecn_min: p.ecnMin } : {}),
+        ...(p.ecnMax !== undefined ? { ecn_max: p.ecnMax } : {}),
+        ...(p.ecnProb !== undefined ? { ecn_prob: p.ecnProb } : {}),
+      }));
+    }
+    return num((await this.request(wire)).ports);
+  }
+
+  /** The QoS configuration of one port (or every port). */
+  async qosGet(port?: number): Promise<QosConfig> {
+    const r = await this.request({ op: "qos_get", ...(port !== undefined ? { port } : {}) });
+    return {
+      linkMbps: num(r.link_mbps),
+      pfcQuanta: num(r.pfc_quanta),
+      pauseNs: num(r.pause_ns),
+      ecnSeed: num(r.ecn_seed),
+      dscpMap: (r.dscp_map ?? []) as number[],
+      ports: ((r.ports ?? []) as Record<string, unknown>[]).map((p) => ({
+        port: num(p.port),
+        drainMbps: num(p.drain_mbps),
+        hold: p.hold === true,
+        pfc: (p.pfc ?? []) as number[],
+        prios: ((p.prios ?? []) as Record<string, unknown>[]).map((c) => ({
+          prio: num(c.prio),
+          xoff: num(c.xoff),
+          xon: num(c.xon),
+          ecn: c.ecn as EcnMode,
+          ecnMin: num(c.ecn_min),
+          ecnMax: num(c.ecn_max),
+          ecnProb: num(c.ecn_prob),
+        })),
+      })),
+    };
+  }
+
+  /** Per-priority counters of one connected port (or all). */
+  async qosStats(port?: number): Promise<QosPortStats[]> {
+    const r = await this.request({ op: "qos_stats", ...(port !== undefined ? { port } : {}) });
+    return ((r.ports ?? []) as Record<string, unknown>[]).map((p) => ({
+      port: num(p.port),
+      queueLen: num(p.queue_len),
+      prios: ((p.prios ?? []) as Record<string, unknown>[]).map((c) => ({
+        prio: num(c.prio),
+        queueLen: num(c.queue_len),
+        xoff: c.xoff === true,
+        paused: c.paused === true,
+        pausedBy: num(c.paused_by),
+        rxFrames: num(c.rx_frames),
+        rxBytes: num(c.rx_bytes),
+        txFrames: num(c.tx_frames),
+        txBytes: num(c.tx_bytes),
+        pauseSent: num(c.pause_sent),
+        resumeSent: num(c.resume_sent),
+        pauseReceived: num(c.pause_received),
+        resumeReceived: num(c.resume_received),
+        pauseUs: num(c.pause_us),
+        ecnMarked: num(c.ecn_marked),
+        queueFull: num(c.queue_full),
+        pfcViolation: num(c.pfc_violation),
+      })),
+    }));
   }
 
   /** Wait until `n` ports are up (devices connect asynchronously). */

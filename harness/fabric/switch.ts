@@ -35,7 +35,7 @@ export interface FabricOptions {
   mode: FabricMode;
   /** Default 64. */
   maxPorts?: number;
-  /** Frames queued per slow port before `queue_full` drops; default 256. */
+  /** Frames queued per slow port and priority before `queue_full` drops; default 256. */
   queueDepth?: number;
   /** MAC aging in seconds (0 = never); default 300. */
   agingSec?: number;

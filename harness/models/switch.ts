@@ -23,6 +23,7 @@
  * the SM's LID plan (docs/switch.md, "LID plan").
  */
 import { ibVcrc, readVcrc } from "./rdma/icrc.ts";
+import { isPfcFrame } from "./switch_qos.ts";
 
 /** The mode a switch runs in. */
 export type SwitchMode = "eth" | "ib" | "link";
@@ -40,6 +41,8 @@ export const DROP_REASONS = [
   "no_sm",
   "unknown_gpu",
   "queue_full",
+  "pfc_violation",
+  "mac_control",
 ] as const;
 
 /** Why a frame was dropped. */
@@ -363,6 +366,11 @@ export class SwitchModel {
   }
 
   #eth(port: number, f: Uint8Array): Decision {
+    // MAC Control (0x8808) is link-local: a PFC frame is taken (it pauses
+    // egress toward `port`, see switch_qos.ts), anything else is dropped.
+    if (f[12] === 0x88 && f[13] === 0x08) {
+      return isPfcFrame(f) ? { egress: [] } : { egress: [], drop: "mac_control" };
+    }
     // A group address (I/G bit set) is never a valid source: not learned.
     if ((f[6] & 1) === 0) this.#learnMac(macKey(f, 6), port);
     if (f[0] & 1) return { egress: this.#flood(port) };

@@ -50,6 +50,12 @@ export interface CounterSample {
    * without being received; absent in the other modes.
    */
   smSent?: number;
+  /**
+   * eth mode: PFC frames the switch sent (`stats` reply, `pfc_sent`, the
+   * same reply as the other two numbers), captured outbound without being
+   * received; absent in the other modes.
+   */
+  pfcSent?: number;
 }
 
 /** What the switch said about one capture segment. */
@@ -96,7 +102,8 @@ export type FileVerdictInput = Pick<
  * so no frame can fall between the two numbers of a sample: over the
  * interval the capture must have grown by exactly the frames the switch
  * received, plus in ib mode the MADs its SM and SA sent (SMPs of the
- * periodic sweep, SA answers: captured as outbound, never received).
+ * periodic sweep, SA answers: captured as outbound, never received), in eth
+ * mode plus the PFC frames the switch sent (also outbound, never received).
  * (Frames injected `egress` are captured without being received; rows
  * inject outside their captures.)
  */
@@ -115,10 +122,12 @@ export function segmentProblems(
     const received = seg.end.rxFrames - seg.start.rxFrames;
     const recorded = seg.end.packets - seg.start.packets;
     const smSent = (seg.end.smSent ?? 0) - (seg.start.smSent ?? 0);
-    if (received + smSent !== recorded) {
+    const pfcSent = (seg.end.pfcSent ?? 0) - (seg.start.pfcSent ?? 0);
+    if (received + smSent + pfcSent !== recorded) {
       out.push(
         `${n}: the switch received ${received} frames ` +
-          `${smSent ? `and its SM sent ${smSent} ` : ""}while the capture ran, ` +
+          `${smSent ? `and its SM sent ${smSent} ` : ""}` +
+          `${pfcSent ? `and it sent ${pfcSent} PFC frames ` : ""}while the capture ran, ` +
           `the capture recorded ${recorded}`,
       );
     }
@@ -216,6 +225,7 @@ export class WireCapture {
       if (!s.capture?.active) throw new RowFailure("the switch has no capture running");
       this.#ib = s.mode === "ib";
       const sample = { rxFrames: s.rxFrames, packets: s.capture.packets ?? 0 };
+      if (s.mode === "eth") return { ...sample, pfcSent: s.pfcSent };
       if (!this.#ib) return sample;
       const sent1 = (await fabric.sm()).mads.sent;
       if (sent0 === sent1) return { ...sample, smSent: sent1 };

@@ -91,6 +91,9 @@ static const struct {
 	{ "capture_stop", op_capture_stop },
 	{ "advance_time", op_advance_time },
 	{ "sm", op_sm },
+	{ "qos_set", op_qos_set },
+	{ "qos_get", op_qos_get },
+	{ "qos_stats", op_qos_stats },
 };
 
 /*

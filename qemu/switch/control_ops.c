@@ -20,6 +20,7 @@
  *   capture_start {path} / capture_stop
  *   advance_time {seconds}        move the switch clock (MAC aging) forward
  *   sm                            (ib) the subnet manager: LIDs, port states, groups, MADs
+ *   qos_set / qos_get / qos_stats (eth) priorities, drain, PFC, ECN: qos_ops.c
  */
 #include <stdlib.h>
 #include <string.h>
@@ -48,6 +49,8 @@ const char *const drop_names[DROP__COUNT] = {
 	[DROP_NO_SM] = "no_sm",
 	[DROP_UNKNOWN_GPU] = "unknown_gpu",
 	[DROP_QUEUE_FULL] = "queue_full",
+	[DROP_PFC_VIOLATION] = "pfc_violation",
+	[DROP_MAC_CONTROL] = "mac_control",
 };
 
 /*
@@ -153,6 +156,13 @@ bool op_stats(struct req *r)
 	jb_key(b, "refused");
 	jb_u64(b, sw->refused);
 	emit_counters(b, &t);
+	/*
+	 * Frames the switch made itself and captured outbound without
+	 * receiving them (the SM's are in the sm op): with rx_frames and the
+	 * capture's packets in one reply, a capture's accounting is exact.
+	 */
+	jb_key(b, "pfc_sent");
+	jb_u64(b, t.pfc_sent);
 	jb_key(b, "capture");
 	jb_obj(b);
 	jb_key(b, "active");
@@ -196,7 +206,7 @@ static void emit_ports(struct req *r)
 		jb_key(b, "state");
 		jb_str(b, state_name(p->state));
 		jb_key(b, "queue_len");
-		jb_u64(b, p->q_len);
+		jb_u64(b, p->qos.q_total);
 		/*
 		 * A down slot has no connection, so neither a gpu_id nor
 		 * counters of its own (docs/switch.md, "Ports": counters belong

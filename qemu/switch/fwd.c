@@ -291,7 +291,9 @@ void fwd_frame(struct sw *sw, unsigned int in, const uint8_t *data, size_t len)
 	}
 	switch (sw->mode) {
 	case MODE_ETH:
-		fwd_eth(sw, in, data, len);
+		/* MAC Control (PFC) is link-local: taken here, never forwarded. */
+		if (!qos_rx(sw, in, data, len))
+			fwd_eth(sw, in, data, len);
 		break;
 	case MODE_IB:
 		fwd_ib(sw, in, data, len);

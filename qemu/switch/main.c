@@ -192,9 +192,8 @@ static int setup(struct sw *sw, long exit_with)
 		return -1;
 	for (unsigned int i = 0; i <= sw->max_ports; i++) {
 		sw->ports[i].fd = -1;
-		sw->ports[i].q = calloc(sw->queue_depth, sizeof(*sw->ports[i].q));
 		sw->ports[i].pend = calloc(SW_BATCH, sizeof(*sw->ports[i].pend));
-		if (!sw->ports[i].q || !sw->ports[i].pend)
+		if (!sw->ports[i].pend)
 			return -1;
 	}
 	sw->epfd = epoll_create1(EPOLL_CLOEXEC);
@@ -249,7 +248,7 @@ static int setup(struct sw *sw, long exit_with)
 	 * The subnet manager starts last, when ports, tables and sockets exist
 	 * for it to use; uptime counts from here.
 	 */
-	if (!sm_init(sw))
+	if (!qos_init(sw) || !sm_init(sw))
 		return -1;
 	sw->started_ns = sw_now(sw);
 	return 0;
@@ -325,6 +324,9 @@ static void dispatch(struct sw *sw, const struct epoll_event *ev)
 	case EV_TIMER:
 		sm_timer(sw);
 		break;
+	case EV_QOS_TIMER:
+		qos_timer(sw);
+		break;
 	}
 }
 
@@ -343,13 +345,12 @@ static void teardown(struct sw *sw)
 		port_close(sw, id, "switch stopping");
 	ctl_close_all(sw);
 	sm_fini(sw);
+	qos_fini(sw);
 	unlink(sw->socket_path);
 	unlink(sw->control_path);
 	/* Free the rest so a sanitizer build exits clean. */
-	for (unsigned int id = 0; id <= sw->max_ports; id++) {
-		free(sw->ports[id].q);
+	for (unsigned int id = 0; id <= sw->max_ports; id++)
 		free(sw->ports[id].pend);
-	}
 	for (unsigned int i = 0; i < IB_MCAST_COUNT; i++)
 		free(sw->mcast[i]);
 	free(sw->mcast);
@@ -401,6 +402,7 @@ int main(int argc, char **argv)
 		.sm_lid_start = SM_DEFAULT_LID,
 		.sm_sweep_ms = SM_DEFAULT_SWEEP_MS,
 		.subnet_prefix = SM_DEFAULT_PREFIX,
+		.qos_tfd = -1,
 	};
 	const char *mode = NULL;
 	unsigned long v, exit_with = 0;
@@ -525,9 +527,12 @@ int main(int argc, char **argv)
 		 * event but the timer for a second, not epoll_wait() timing out.
 		 */
 		for (int i = 0; i < n; i++) {
-			busy |= EV_TYPE(evs[i].data.u64) != EV_TIMER;
+			unsigned int type = EV_TYPE(evs[i].data.u64);
+
+			busy |= type != EV_TIMER && type != EV_QOS_TIMER;
 			dispatch(&sw, &evs[i]);
 		}
+		qos_arm(&sw);
 		if (busy) {
 			last_busy = sw_mono_ns();
 		} else if (sw_mono_ns() - last_busy >= 1000000000ull) {

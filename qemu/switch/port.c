@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * Ports: accepting device connections into slots, reading frames, and the
- * bounded per-port egress queue that keeps one slow reader from blocking the
- * rest of the fabric.
+ * Ports: accepting device connections into slots, reading frames, and sending
+ * them: straight to the socket when nothing holds a port back, else through
+ * its bounded egress queues (qos.c), which keep one slow reader from blocking
+ * the rest of the fabric.
  */
 #include <errno.h>
 #include <poll.h>
@@ -62,6 +63,7 @@ static void counters_add(struct counters *to, const struct counters *from)
 	to->tx_bytes += from->tx_bytes;
 	for (int i = 0; i < DROP__COUNT; i++)
 		to->drops[i] += from->drops[i];
+	to->pfc_sent += from->pfc_sent;
 }
 
 /*
@@ -110,7 +112,7 @@ int port_accept(struct sw *sw)
 		p->generation++;
 		p->want_out = false;
 		p->has_gpu = false;
-		p->q_head = p->q_len = 0;
+		qos_port_up(sw, id);
 		port_epoll(sw, id, EPOLL_CTL_ADD);
 		sw->connections++;
 		if (cap_active(&sw->cap))
@@ -141,11 +143,7 @@ void port_close(struct sw *sw, unsigned int id, const char *why)
 	/* FREE here; port_link_down() turns it into DOWN right after. */
 	p->state = PORT_FREE;
 	p->pend_n = 0;
-	while (p->q_len) {
-		free(p->q[p->q_head]);
-		p->q_head = (p->q_head + 1) % sw->queue_depth;
-		p->q_len--;
-	}
+	qos_port_gone(sw, id);
 	/* stats totals outlive the connection; its own counters do not */
 	counters_add(r, &p->c);
 	fwd_port_gone(sw, id);
@@ -182,36 +180,25 @@ static bool send_would_block(int err)
 }
 
 /*
- * Keep a copy of a frame the socket would not take; EPOLLOUT is armed only
- * while the queue holds something, so an idle port costs no wakeups.
+ * EPOLLOUT is armed only while a full socket holds frames back, so an idle
+ * port, or one waiting for its drain rate or a pause, costs no wakeups.
  */
-static void enqueue(struct sw *sw, unsigned int id, const uint8_t *data, size_t len)
+void port_want_out(struct sw *sw, unsigned int id, bool on)
 {
 	struct port *p = &sw->ports[id];
-	struct qframe *f;
 
-	if (p->q_len >= sw->queue_depth) {
-		p->c.drops[DROP_QUEUE_FULL]++;
+	if (p->want_out == on)
 		return;
-	}
-	/*
-	 * One allocation per queued frame, freed when it is sent or the port
-	 * closes.  Out of memory counts as queue_full: for the device it is the
-	 * same thing, a frame not delivered for lack of room.
-	 */
-	f = malloc(sizeof(*f) + len);
-	if (!f) {
-		p->c.drops[DROP_QUEUE_FULL]++;
-		return;
-	}
-	f->len = (uint32_t)len;
-	memcpy(f->data, data, len);
-	p->q[(p->q_head + p->q_len) % sw->queue_depth] = f;
-	p->q_len++;
-	if (!p->want_out) {
-		p->want_out = true;
-		port_epoll(sw, id, EPOLL_CTL_MOD);
-	}
+	p->want_out = on;
+	port_epoll(sw, id, EPOLL_CTL_MOD);
+}
+
+/* Queue behind what waits (qos.c) and send what may leave now. */
+static void enqueue(struct sw *sw, unsigned int id, const uint8_t *data, size_t len)
+{
+	qos_enqueue(sw, id, data, len);
+	if (!sw->ports[id].want_out)
+		qos_service(sw, id);
 }
 
 /*
@@ -237,7 +224,7 @@ static void port_flush(struct sw *sw, unsigned int id)
 	 * later one queues behind it.  A short sendmmsg means the socket
 	 * filled; the next call then returns EAGAIN and the rest is queued.
 	 */
-	while (!p->q_len && i < n) {
+	while (!qos_holds(sw, id) && i < n) {
 		int k;
 
 		memset(msgs, 0, sizeof(msgs[0]) * (n - i));
@@ -253,8 +240,11 @@ static void port_flush(struct sw *sw, unsigned int id)
 			return;
 		}
 		for (int j = 0; j < k; j++) {
+			const struct iovec *v = &p->pend[i + (unsigned int)j];
+
 			p->c.tx_frames++;
-			p->c.tx_bytes += p->pend[i + (unsigned int)j].iov_len;
+			p->c.tx_bytes += v->iov_len;
+			qos_count_tx(sw, id, v->iov_base, v->iov_len);
 		}
 		i += (unsigned int)k;
 	}
@@ -290,7 +280,7 @@ void port_output(struct sw *sw, unsigned int id, const uint8_t *data, size_t len
 	 * Inside a read batch the frame still lies in sw->rxbuf: collect a
 	 * pointer and send the port's frames together with one sendmmsg.
 	 */
-	if (sw->batching) {
+	if (sw->batching && !qos_holds(sw, id)) {
 		if (!p->touched) {
 			p->touched = true;
 			sw->touched[sw->n_touched++] = id;
@@ -311,12 +301,13 @@ void port_output(struct sw *sw, unsigned int id, const uint8_t *data, size_t len
 	 * Outside a batch: try the socket unless frames are already waiting,
 	 * which would be overtaken.
 	 */
-	if (!p->q_len) {
+	if (!qos_holds(sw, id)) {
 		ssize_t n = send(p->fd, data, len, MSG_DONTWAIT | MSG_NOSIGNAL);
 
 		if (n >= 0) {
 			p->c.tx_frames++;
 			p->c.tx_bytes += len;
+			qos_count_tx(sw, id, data, len);
 			return;
 		}
 		if (!send_would_block(errno)) {
@@ -332,43 +323,24 @@ void port_output_now(struct sw *sw, unsigned int id, const uint8_t *data, size_t
 	struct port *p = &sw->ports[id];
 	bool batching = sw->batching;
 
+	unsigned int in = sw->cur_in;
+
 	if (p->state != PORT_UP)
 		return;
 	if (batching && p->pend_n)
 		port_flush(sw, id);
 	sw->batching = false;
+	sw->cur_in = 0;		/* the switch made it */
 	port_output(sw, id, data, len);
+	sw->cur_in = in;
 	sw->batching = batching;
 }
 
-/* EPOLLOUT: drain the queue in order until the socket is full again. */
+/* EPOLLOUT: the socket has room again; the scheduler decides what goes. */
 void port_writable(struct sw *sw, unsigned int id)
 {
-	struct port *p = &sw->ports[id];
-
-	while (p->state == PORT_UP && p->q_len) {
-		struct qframe *f = p->q[p->q_head];
-		ssize_t n = send(p->fd, f->data, f->len, MSG_DONTWAIT | MSG_NOSIGNAL);
-
-		if (n < 0) {
-			if (!send_would_block(errno))
-				port_close(sw, id, strerror(errno));
-			return;
-		}
-		p->c.tx_frames++;
-		p->c.tx_bytes += f->len;
-		free(f);
-		p->q_head = (p->q_head + 1) % sw->queue_depth;
-		p->q_len--;
-	}
-	/*
-	 * Drained: disarm EPOLLOUT.  A partial drain returned above with it
-	 * still armed.
-	 */
-	if (p->state == PORT_UP && p->want_out) {
-		p->want_out = false;
-		port_epoll(sw, id, EPOLL_CTL_MOD);
-	}
+	sw->ports[id].want_out = true;	/* still armed until qos_service() says */
+	qos_service(sw, id);
 }
 
 /*
@@ -384,6 +356,7 @@ void port_ingress(struct sw *sw, unsigned int id, const uint8_t *data, size_t le
 
 	p->c.rx_frames++;
 	p->c.rx_bytes += orig_len;
+	sw->cur_in = id;
 	if (cap_active(&sw->cap))
 		cap_packet(&sw->cap, id, sw_realtime(), data, (uint32_t)len, (uint32_t)orig_len,
 			   CAP_INBOUND);

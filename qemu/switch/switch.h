@@ -18,6 +18,7 @@
 
 #include "capture.h"
 #include "fdb.h"
+#include "qos.h"
 #include "util.h"
 
 /*
@@ -82,6 +83,8 @@ enum drop_reason {
 	DROP_NO_SM,		/* ib: frame for the switch itself, no SM yet */
 	DROP_UNKNOWN_GPU,	/* link: destination gpu_id not learned */
 	DROP_QUEUE_FULL,	/* egress queue full (counted on the egress port) */
+	DROP_PFC_VIOLATION,	/* sent into a full PFC queue (counted on the ingress port) */
+	DROP_MAC_CONTROL,	/* eth: MAC Control (0x8808) other than PFC: link-local */
 	DROP__COUNT
 };
 
@@ -94,6 +97,7 @@ struct counters {
 	uint64_t rx_frames, rx_bytes;
 	uint64_t tx_frames, tx_bytes;
 	uint64_t drops[DROP__COUNT];
+	uint64_t pfc_sent;	/* PFC frames the switch made for this port (in tx too) */
 };
 
 enum port_state {
@@ -108,6 +112,7 @@ enum port_state {
  */
 struct qframe {
 	uint32_t len;
+	uint16_t in;		/* ingress port, 0 when the switch made it */
 	uint8_t data[];
 };
 
@@ -116,8 +121,7 @@ struct port {
 	int fd;			/* -1 unless PORT_UP */
 	uint64_t generation;	/* bumped on every new connection */
 	struct counters c;
-	struct qframe **q;	/* ring of queue_depth frames waiting for EPOLLOUT */
-	unsigned int q_head, q_len;
+	struct qos_port qos;	/* egress queues, QoS config and counters (qos.h) */
 	bool want_out;		/* EPOLLOUT armed */
 	bool has_gpu;		/* link: gpu_id learned */
 	uint32_t gpu_id;
@@ -154,6 +158,15 @@ struct sw {
 	struct fdb gpus;		/* link: gpu_id -> port */
 	uint16_t *lft;			/* ib: LID -> port, LFT_NONE when unset */
 	uint8_t **mcast;		/* ib: MLID index -> port bitmap, NULL when empty */
+
+	/* eth QoS (qos.c): switch-wide settings, the timer, the frame's ingress */
+	uint8_t dscp_map[QOS_DSCPS];
+	unsigned int pfc_quanta;
+	unsigned int link_mbps;		/* PFC quanta are 512 bit times at it */
+	uint64_t ecn_seed, ecn_rng;
+	int qos_tfd;
+	bool qos_dirty;
+	unsigned int cur_in;		/* ingress port of the frame being forwarded */
 
 	struct capture cap;
 	struct counters retired;	/* counters of connections that ended */
@@ -199,6 +212,8 @@ void port_link_down(struct sw *sw, unsigned int id);
 /* Counters of every connection, past and present. */
 void sw_totals(const struct sw *sw, struct counters *out);
 void port_writable(struct sw *sw, unsigned int id);
+/* Arm or disarm EPOLLOUT (a full socket holds queued frames back). */
+void port_want_out(struct sw *sw, unsigned int id, bool on);
 void port_close(struct sw *sw, unsigned int id, const char *why);
 /* Queue or send one frame out of port @id; counts tx or queue_full. */
 void port_output(struct sw *sw, unsigned int id, const uint8_t *data, size_t len);
@@ -231,7 +246,7 @@ void ctl_close_all(struct sw *sw);
  * to the next device that takes the same slot), the index below.
  */
 enum ev_type { EV_LISTEN = 1, EV_CTL_LISTEN, EV_CTL, EV_PORT, EV_SIGNAL, EV_PARENT,
-	       EV_TIMER };
+	       EV_TIMER, EV_QOS_TIMER };
 #define EV_TAG(type, gen, idx)	(((uint64_t)(type) << 56) | (((uint64_t)(gen) & 0xffffff) << 32) | \
 				 (uint64_t)(idx))
 #define EV_TYPE(tag)		((unsigned int)((tag) >> 56))

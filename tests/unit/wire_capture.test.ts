@@ -88,6 +88,23 @@ Deno.test("ib mode: MADs the SM sent while capturing count as recorded, no more,
   ]);
 });
 
+Deno.test("eth mode: PFC frames the switch sent while capturing count as recorded", () => {
+  // 980 frames received, 20 XOFF/XON frames sent by the switch: 1000 recorded
+  const eth = seg({
+    start: { rxFrames: 5000, packets: 2, pfcSent: 4 },
+    end: { rxFrames: 5980, packets: 1002, pfcSent: 24 },
+  });
+  assert.deepEqual(segmentProblems(eth, "rdma", file()), []);
+  const lost = seg({
+    start: { rxFrames: 5000, packets: 2, pfcSent: 4 },
+    end: { rxFrames: 5980, packets: 1001, pfcSent: 24 },
+  });
+  assert.deepEqual(segmentProblems(lost, "rdma", file()), [
+    "pingpong: the switch received 980 frames and it sent 20 PFC frames while the capture ran, " +
+    "the capture recorded 999",
+  ]);
+});
+
 Deno.test("missing counter samples fail the segment", () => {
   const p = segmentProblems(seg({ end: undefined }), "rdma", file());
   assert.deepEqual(p, ["pingpong: the switch's counters were not sampled at start and stop"]);
