@@ -207,26 +207,32 @@ static enum hrtimer_restart cnuas_ib_cc_pace_fn(struct hrtimer *t)
 	return HRTIMER_NORESTART;
 }
 
-/* A new QP: unlimited, nothing sent. */
-void cnuas_ib_cc_init(struct cnuas_ib_qp *qp)
+/* Unlimited, the NP's interval forgotten. */
+static void cnuas_ib_cc_clear(struct cnuas_ib_cc *cc)
 {
-	spin_lock_init(&qp->cc.lock);
-	hrtimer_init(&qp->cc.pace_timer, CLOCK_MONOTONIC, HRTIMER_MODE_REL_SOFT);
-	qp->cc.pace_timer.function = cnuas_ib_cc_pace_fn;
-	cnuas_ib_cc_reset(qp);
-}
-
-/* Back to RESET (or a new QP): unlimited, the NP's interval forgotten. */
-void cnuas_ib_cc_reset(struct cnuas_ib_qp *qp)
-{
-	struct cnuas_ib_cc *cc = &qp->cc;
-
-	spin_lock(&cc->lock);
 	WRITE_ONCE(cc->limited, false);
 	cc->rate = CNUAS_CC_LINE_RATE;
 	cc->target = CNUAS_CC_LINE_RATE;
 	cc->alpha = CNUAS_CC_ONE;
 	cc->cnp_sent = false;
+}
+
+/* A new QP (not yet visible to the receive path: no lock needed). */
+void cnuas_ib_cc_init(struct cnuas_ib_qp *qp)
+{
+	spin_lock_init(&qp->cc.lock);
+	hrtimer_init(&qp->cc.pace_timer, CLOCK_MONOTONIC, HRTIMER_MODE_REL_SOFT);
+	qp->cc.pace_timer.function = cnuas_ib_cc_pace_fn;
+	cnuas_ib_cc_clear(&qp->cc);
+}
+
+/* Back to RESET: qp->lock held, bottom halves off (cc->lock is softirq's too). */
+void cnuas_ib_cc_reset(struct cnuas_ib_qp *qp)
+{
+	struct cnuas_ib_cc *cc = &qp->cc;
+
+	spin_lock(&cc->lock);
+	cnuas_ib_cc_clear(cc);
 	spin_unlock(&cc->lock);
 	hrtimer_try_to_cancel(&cc->pace_timer);
 }
