@@ -33,7 +33,9 @@
  *   report history [--from H] [--last N]  the last N runs per row; flaky rows flagged
  *   report diff A B [--history H] [--markdown]  status changes, measurement deltas judged
  *                               against H's noise (A, B: report dirs or run ids in H)
- *   wirecheck FILE.pcapng...    run captures (from a row, or from real hardware)
+ *   wirecheck FILE.pcapng...    run captures (from a row, or from real hardware);
+ *                               --cnp-gap-us N: CNPs to one QP at least N µs apart;
+ *                               --cnp-after-ce: a CE mark (in the capture) before each CNP
  *       [--path-mtu N]          through the RDMA wire oracle; writes FILE.violations.json
  *   repin                       re-pin sources to what the mirror serves
  *   clean [--cache]             remove reports (and the cache)
@@ -224,14 +226,30 @@ async function denoTests(config: Config): Promise<{ passed: number; failed: numb
  * (its first file named, the rest found beside it). Returns 1 when any
  * capture has a violation.
  */
-async function wirecheck(files: string[], pathMtu: string | undefined): Promise<number> {
+async function wirecheck(
+  files: string[],
+  pathMtu: string | undefined,
+  cnpGapUs: string | undefined,
+  cnpAfterCe = false,
+): Promise<number> {
   if (files.length === 0) {
-    throw new UsageError("usage: wirecheck <capture.pcapng>... [--path-mtu 256..4096]");
+    throw new UsageError(
+      "usage: wirecheck <capture.pcapng>... [--path-mtu 256..4096] [--cnp-gap-us N] [--cnp-after-ce]",
+    );
   }
   const mtu = pathMtu === undefined ? undefined : Number(pathMtu);
   if (mtu !== undefined && ![256, 512, 1024, 2048, 4096].includes(mtu)) {
     throw new UsageError(`--path-mtu takes 256, 512, 1024, 2048 or 4096, not ${pathMtu}`);
   }
+  const gap = cnpGapUs === undefined ? 0 : Number(cnpGapUs);
+  if (!Number.isFinite(gap) || gap < 0 || gap > 1_000_000) {
+    throw new UsageError(`--cnp-gap-us takes 0..1000000 microseconds, not ${cnpGapUs}`);
+  }
+  const opts = {
+    ...(mtu === undefined ? {} : { pathMtu: mtu }),
+    cnpMinIntervalNs: gap * 1000,
+    requireCeBeforeCnp: cnpAfterCe,
+  };
   let dirty = 0;
   const done = new Set<string>();
   for (const f of files) {
@@ -240,14 +258,16 @@ async function wirecheck(files: string[], pathMtu: string | undefined): Promise<
     try {
       const series = await rolledOverFiles(f);
       series.forEach((s) => done.add(s));
-      r = await checkPcapngFiles(series, mtu === undefined ? {} : { pathMtu: mtu });
+      r = await checkPcapngFiles(series, opts);
     } catch (e) {
       throw new UsageError(`${f}: ${(e as Error).message}`);
     }
     const more = r.files.length > 1 ? ` (and ${r.files.length - 1} rolled-over files)` : "";
     console.log(
       `${f}${more}: ${r.framesChecked} frames (${r.rdmaFrames} RDMA), ${r.violationCount} violations` +
-        (r.violationCount ? ` ${JSON.stringify(r.byRule)}` : "") + ` — ${r.reportPath}`,
+        (r.violationCount ? ` ${JSON.stringify(r.byRule)}` : "") +
+        `; ECN: ${r.ecn.ect0} ECT(0), ${r.ecn.ce} CE, ${r.ecn.notEct} Not-ECT; ${r.cnps} CNPs` +
+        ` — ${r.reportPath}`,
     );
     for (const v of r.violations.slice(0, 5)) {
       console.log(`  frame ${v.frameIndex} ${v.rule}: ${v.flow}: ${v.message}`);
@@ -277,6 +297,8 @@ async function main(argv: string[]): Promise<number> {
       cache: { type: "boolean" },
       fresh: { type: "boolean" },
       "path-mtu": { type: "string" },
+      "cnp-gap-us": { type: "string" },
+      "cnp-after-ce": { type: "boolean" },
       "without-host-package": { type: "string", multiple: true },
       "loss-seed": { type: "string" },
       "no-snapshot": { type: "boolean" },
@@ -395,7 +417,12 @@ async function main(argv: string[]): Promise<number> {
       return 0;
     }
     case "wirecheck":
-      return await wirecheck(rest, values["path-mtu"] as string | undefined);
+      return await wirecheck(
+        rest,
+        values["path-mtu"] as string | undefined,
+        values["cnp-gap-us"] as string | undefined,
+        values["cnp-after-ce"] === true,
+      );
     case "repin": {
       const changes = await repin(config);
       console.log(changes.length ? changes.join("\n") : "pins already match the mirror");

@@ -19,6 +19,7 @@
  *                      receive dispatch
  *   cnuas_ib_mcast.c   multicast groups and delivery to their QPs
  *   cnuas_ib_icrc.c    the invariant CRC
+ *   cnuas_ib_cc.c      RoCEv2 congestion control: ECN, CNPs, DCQCN
  *   cnuas_ib_opcode.c  the opcode table (cnuas_ib_hdr.h: header layouts)
  *
  * Concurrency: everything a QP's transport does (sending, receiving,
@@ -32,6 +33,7 @@
 #define CNUAS_IB_H
 
 #include <linux/auxiliary_bus.h>
+#include <linux/hrtimer.h>
 #include <linux/in6.h>
 #include <linux/iosys-map.h>
 #include <linux/netdevice.h>
@@ -129,6 +131,11 @@ enum cnuas_ib_stat {
 	CNUAS_STAT_RCVD_VCRC_ERR,
 	CNUAS_STAT_TX_PORT_NOT_ACTIVE,
 	CNUAS_STAT_SENT_KERNEL_PKTS,	/* of sent_pkts, kernel QPs' */
+	/* RoCEv2 congestion control, mlx5's names (cnuas_ib_cc.c) */
+	CNUAS_STAT_NP_ECN_MARKED,
+	CNUAS_STAT_NP_CNP_SENT,
+	CNUAS_STAT_RP_CNP_HANDLED,
+	CNUAS_STAT_RP_CNP_IGNORED,
 	CNUAS_STAT_NUM,
 };
 
@@ -519,6 +526,44 @@ struct cnuas_ib_rd_gen {
 	u32 total;
 };
 
+/**
+ * struct cnuas_ib_cc - a QP's congestion control state (cnuas_ib_cc.c)
+ * @lock: protects the reaction point's fields (taken by the engine and by
+ *	  the receive path, both with bottom halves off)
+ * @limited: the QP is paced (its rate is below line rate); read without
+ *	     @lock on the fast path
+ * @rate, @target: DCQCN's current and target rates Rc, Rt in Mb/s
+ * @alpha: DCQCN's congestion estimate in 1/1024 units
+ * @t_stage, @bc_stage: increase events of the timer and the byte counter
+ *			since the last cut
+ * @bytes: bytes sent since the byte counter's last event
+ * @tokens: the pacing bucket in bytes (negative: in debt)
+ * @refill_ns, @cut_ns, @alpha_ns, @timer_ns: when the bucket was last
+ *	filled, the rate last cut, alpha last updated, the increase timer
+ *	last fired (ktime_get_ns())
+ * @pace_timer: kicks the engine when the bucket is out of debt
+ * @cnp_sent, @cnp_ns: notification point: when this QP last sent a CNP
+ *		       (under qp->lock)
+ */
+struct cnuas_ib_cc {
+	spinlock_t lock;	/* see above */
+	bool limited;
+	u32 rate;
+	u32 target;
+	u32 alpha;
+	u32 t_stage;
+	u32 bc_stage;
+	u64 bytes;
+	s64 tokens;
+	u64 refill_ns;
+	u64 cut_ns;
+	u64 alpha_ns;
+	u64 timer_ns;
+	struct hrtimer pace_timer;
+	bool cnp_sent;
+	u64 cnp_ns;
+};
+
 /* Frames kept for retransmission: skb->cb holds this. */
 struct cnuas_txcb {
 	u32 psn;		/* PSN of the frame */
@@ -644,6 +689,8 @@ struct cnuas_ib_qp {
 
 	bool tx_blocked;		/* on dev->txwait */
 	struct list_head txwait;
+
+	struct cnuas_ib_cc cc;		/* congestion control */
 };
 
 static inline struct cnuas_ib_qp *to_cqp(struct ib_qp *qp)
@@ -820,6 +867,17 @@ bool cnuas_ib_mcast_has_members(struct cnuas_ib_dev *dev,
 				const union ib_gid *mgid);
 void cnuas_ib_mcast_qp_gone(struct cnuas_ib_dev *dev, u32 qpn);
 void cnuas_ib_mcast_cleanup(struct cnuas_ib_dev *dev);
+
+/* cnuas_ib_cc.c: ECN, notification point, reaction point (DCQCN) */
+u8 cnuas_ib_tos(u8 tclass, u8 opcode);
+bool cnuas_ib_pkt_ce(const struct sk_buff *skb);
+void cnuas_ib_cc_init(struct cnuas_ib_qp *qp);
+void cnuas_ib_cc_reset(struct cnuas_ib_qp *qp);
+void cnuas_ib_cc_destroy(struct cnuas_ib_qp *qp);
+bool cnuas_ib_cc_may_send(struct cnuas_ib_qp *qp);
+void cnuas_ib_cc_sent(struct cnuas_ib_qp *qp, u32 len);
+void cnuas_ib_rx_cnp(struct cnuas_ib_dev *dev, struct sk_buff *skb);
+void cnuas_ib_np_ce(struct cnuas_ib_qp *qp, struct sk_buff *skb);
 
 /* cnuas_ib_icrc.c */
 u32 cnuas_ib_icrc(const struct sk_buff *skb, unsigned int net_off,

@@ -49,8 +49,19 @@
 #define CNUAS_BTH_PAD_SHIFT	4
 #define CNUAS_BTH_PAD_MASK	0x30
 #define CNUAS_BTH_TVER_MASK	0x0f
+/* BTH word 1: resv8a (FECN, BECN) above the destination QP */
+#define CNUAS_BTH_FECN		0x80000000U
+#define CNUAS_BTH_BECN		0x40000000U
 /* BTH word 2 */
 #define CNUAS_BTH_ACKREQ	0x80000000U
+
+/*
+ * RoCEv2 congestion notification packet (IBA annex A17.9.3): BTH opcode
+ * 0x81 (transport base IB_OPCODE_CNP), BECN set, then 16 reserved bytes
+ * and the ICRC.
+ */
+#define CNUAS_OPCODE_CNP	(IB_OPCODE_CNP | 0x01)
+#define CNUAS_CNP_PAYLOAD_BYTES	16
 
 /* AETH syndrome: top three bits say what it is */
 #define CNUAS_AETH_TYPE_MASK	0xe0
@@ -129,6 +140,7 @@ enum cnuas_op_mask {
 	CNUAS_OP_RC		= BIT(17),
 	CNUAS_OP_UD		= BIT(18),
 	CNUAS_OP_VALID		= BIT(19),
+	CNUAS_OP_CNP		= BIT(20),	/* RoCEv2 CNP (annex A17) */
 };
 
 /* Extension headers, in the order they follow the BTH. */
@@ -183,7 +195,8 @@ struct cnuas_pkt {
 	u8 se:1;
 	u8 grh:1;		/* native IB: a GRH at @net_off */
 	u8 sl:4;		/* native IB: LRH.SL */
-	u8 vl;			/* native IB: LRH.VL */
+	u8 vl:4;		/* native IB: LRH.VL */
+	u8 ce:1;		/* RoCEv2: the IP ECN field was CE */
 	u16 slid;		/* native IB: LRH.SLID */
 	u16 dlid;		/* native IB: LRH.DLID */
 };

@@ -267,7 +267,7 @@ struct sk_buff *cnuas_ib_frame_alloc(struct cnuas_ib_qp *qp,
 		skb->protocol = htons(ETH_P_IP);
 		ip->version = 4;
 		ip->ihl = 5;
-		ip->tos = av->tclass;
+		ip->tos = cnuas_ib_tos(av->tclass, opcode);
 		ip->tot_len = htons(ip_len + l4_len);
 		ip->id = 0;
 		ip->frag_off = htons(IP_DF);
@@ -282,7 +282,8 @@ struct sk_buff *cnuas_ib_frame_alloc(struct cnuas_ib_qp *qp,
 
 		eth->h_proto = htons(ETH_P_IPV6);
 		skb->protocol = htons(ETH_P_IPV6);
-		ip6_flow_hdr(ip6, av->tclass, htonl(av->flow_label));
+		ip6_flow_hdr(ip6, cnuas_ib_tos(av->tclass, opcode),
+			     htonl(av->flow_label));
 		ip6->payload_len = htons(l4_len);
 		ip6->nexthdr = IPPROTO_UDP;
 		ip6->hop_limit = av->hop_limit;
@@ -806,7 +807,18 @@ void cnuas_ib_rx(void *ctx, struct sk_buff *skb)
 			cnuas_stat_inc(dev, CNUAS_STAT_RCVD_ICRC_ERR);
 			goto free;
 		}
+		if (cnuas_ib_pkt_ce(skb)) {
+			cnuas_stat_inc(dev, CNUAS_STAT_NP_ECN_MARKED);
+			pkt->ce = 1;
+		}
+		if (pkt->mask & CNUAS_OP_CNP) {
+			cnuas_ib_rx_cnp(dev, skb);
+			return;
+		}
 	}
+	/* native IB has no CNP of this kind (its CC is another protocol) */
+	if (pkt->mask & CNUAS_OP_CNP)
+		goto drop;
 
 	if (pkt->qpn == CNUAS_IB_MCAST_QPN) {
 		cnuas_ib_rx_mcast(dev, skb);

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (GPL-2.0 OR MIT)
 /*
- * cnuas_ib: the opcode table.  One row per opcode we speak (RC and UD);
+ * cnuas_ib: the opcode table.  One row per opcode we speak (RC, UD, CNP);
  * every other row is zero, which the receive path treats as "not ours".
  * Header offsets are derived from the mask once at module load, so the
  * table below only says what each opcode carries.
@@ -57,6 +57,8 @@ struct cnuas_opcode_info cnuas_ib_opcode[256] __ro_after_init = {
 	OP(IB_OPCODE_UD_SEND_ONLY, UD_REQ | P_SEND | CNUAS_OP_ONLY | CNUAS_OP_DETH),
 	OP(IB_OPCODE_UD_SEND_ONLY_WITH_IMMEDIATE,
 	   UD_REQ | P_SEND | CNUAS_OP_ONLY | CNUAS_OP_DETH | CNUAS_OP_IMMDT),
+	/* RoCEv2 CNP: 16 reserved bytes after the BTH, counted as payload */
+	OP(CNUAS_OPCODE_CNP, CNUAS_OP_VALID | CNUAS_OP_CNP | CNUAS_OP_PAYLOAD),
 };
 
 static const struct {

@@ -353,6 +353,8 @@ static void cnuas_ib_qp_engine(struct cnuas_ib_qp *qp)
 		}
 
 		while (budget > 0 && (skb = skb_dequeue(&qp->resp_q))) {
+			if (cnuas_pkt(skb)->ce)
+				cnuas_ib_np_ce(qp, skb);
 			cnuas_ib_completer(qp, skb);
 			budget--;
 			more = true;
@@ -368,6 +370,8 @@ static void cnuas_ib_qp_engine(struct cnuas_ib_qp *qp)
 		while (budget > 0 && !qp->resp.rd.active &&
 		       !READ_ONCE(qp->tx_blocked) &&
 		       (skb = skb_dequeue(&qp->req_q))) {
+			if (cnuas_pkt(skb)->ce)
+				cnuas_ib_np_ce(qp, skb);
 			cnuas_ib_responder(qp, skb);
 			budget--;
 			more = true;
@@ -618,6 +622,7 @@ int cnuas_ib_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	skb_queue_head_init(&qp->resp_q);
 	timer_setup(&qp->retx_timer, cnuas_ib_retx_timer_fn, 0);
 	timer_setup(&qp->rnr_timer, cnuas_ib_rnr_timer_fn, 0);
+	cnuas_ib_cc_init(qp);
 
 	err = cnuas_ib_qp_alloc_queues(qp, init, ring);
 	if (err)
@@ -680,6 +685,7 @@ int cnuas_ib_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	synchronize_rcu();
 	timer_shutdown_sync(&qp->retx_timer);
 	timer_shutdown_sync(&qp->rnr_timer);
+	cnuas_ib_cc_destroy(qp);
 	cnuas_ib_txwait_del(qp);
 	cancel_work_sync(&qp->work);
 
@@ -719,6 +725,7 @@ static void cnuas_ib_qp_reset(struct cnuas_ib_qp *qp)
 	skb_queue_purge(&qp->resp_q);
 	del_timer(&qp->retx_timer);
 	del_timer(&qp->rnr_timer);
+	cnuas_ib_cc_reset(qp);
 }
 
 static int cnuas_ib_modify_check(struct cnuas_ib_qp *qp,

@@ -4,7 +4,8 @@
  * segmentation at the path MTU, PSN assignment, AckReq, the retransmit
  * store (every RC request frame is kept until its work request
  * completes, and a rewind resends the kept frames from a PSN on), and the
- * retransmit and RNR timers.  Runs in the QP's engine with qp->lock held.
+ * retransmit and RNR timers.  A QP that a CNP slowed down sends at its
+ * DCQCN rate (cnuas_ib_cc.c).  Runs in the QP's engine with qp->lock held.
  */
 #include <rdma/ib_addr.h>
 
@@ -79,6 +80,11 @@ static bool cnuas_ib_req_resend(struct cnuas_ib_qp *qp)
 		if (cnuas_psn_cmp(cb->end_psn, qp->req.rewind_psn) < 0 ||
 		    cnuas_psn_cmp(cb->end_psn, qp->req.una) < 0)
 			continue;
+		/* a paced QP resends at its rate too */
+		if (!cnuas_ib_cc_may_send(qp)) {
+			qp->req.rewind_psn = cb->psn;
+			return false;
+		}
 		/*
 		 * A read whose first responses arrived: ask only for the rest,
 		 * from the first missing PSN on, not the whole read again.
@@ -88,6 +94,8 @@ static bool cnuas_ib_req_resend(struct cnuas_ib_qp *qp)
 			clone = cnuas_ib_read_tail(qp, skb);
 		else
 			clone = skb_clone(skb, GFP_ATOMIC);
+		if (clone)
+			cnuas_ib_cc_sent(qp, clone->len);
 		if (!clone || cnuas_ib_xmit(qp, clone) == -ENOBUFS) {
 			qp->req.rewind_psn = cb->psn;
 			return false;
@@ -115,6 +123,7 @@ static int cnuas_ib_req_send(struct cnuas_ib_qp *qp, struct sk_buff *skb,
 		cnuas_ib_retx_arm(qp);
 	if (qp->req.rewind)
 		return -ENOBUFS;
+	cnuas_ib_cc_sent(qp, skb->len);
 	clone = skb_clone(skb, GFP_ATOMIC);
 	if (!clone || cnuas_ib_xmit(qp, clone) == -ENOBUFS) {
 		cnuas_ib_req_rewind(qp, psn);
@@ -357,6 +366,7 @@ static int cnuas_ib_req_ud(struct cnuas_ib_qp *qp, struct cnuas_ib_swqe *wqe)
 	cnuas_ib_fill_bth(bth, wqe->remote_qpn, qp->req.psn, false,
 			  wqe->send_flags & IB_SEND_SOLICITED);
 	cnuas_ib_frame_finish(qp, skb);
+	cnuas_ib_cc_sent(qp, skb->len);
 	err = cnuas_ib_xmit(qp, skb);
 	if (err)
 		return err;
@@ -433,6 +443,8 @@ bool cnuas_ib_requester(struct cnuas_ib_qp *qp, int *budget)
 		wqe = cnuas_swqe(qp, qp->sq_req);
 
 		if (!cnuas_qp_is_rc(qp)) {
+			if (!cnuas_ib_cc_may_send(qp))
+				break;
 			err = cnuas_ib_req_ud(qp, wqe);
 			if (err == -ENOMEM)
 				cnuas_ib_qp_kick(qp);
@@ -454,6 +466,9 @@ bool cnuas_ib_requester(struct cnuas_ib_qp *qp, int *budget)
 			break;
 		if (cnuas_psn_cmp(qp->req.psn, qp->req.una) >=
 		    CNUAS_IB_WINDOW)
+			break;
+		/* DCQCN pacing: a QP below line rate waits for its tokens */
+		if (!cnuas_ib_cc_may_send(qp))
 			break;
 
 		if (wqe->opcode == IB_WR_RDMA_READ ||

@@ -265,6 +265,10 @@ static const struct rdma_stat_desc cnuas_ib_stat_desc[CNUAS_STAT_NUM] = {
 	[CNUAS_STAT_RCVD_VCRC_ERR] = { .name = "rcvd_vcrc_err" },
 	[CNUAS_STAT_TX_PORT_NOT_ACTIVE] = { .name = "tx_port_not_active" },
 	[CNUAS_STAT_SENT_KERNEL_PKTS] = { .name = "sent_kernel_pkts" },
+	[CNUAS_STAT_NP_ECN_MARKED] = { .name = "np_ecn_marked_roce_packets" },
+	[CNUAS_STAT_NP_CNP_SENT] = { .name = "np_cnp_sent" },
+	[CNUAS_STAT_RP_CNP_HANDLED] = { .name = "rp_cnp_handled" },
+	[CNUAS_STAT_RP_CNP_IGNORED] = { .name = "rp_cnp_ignored" },
 };
 
 static struct rdma_hw_stats *cnuas_ib_alloc_port_stats(struct ib_device *ibdev,

@@ -3,7 +3,7 @@
  * and hold it for interactive work — the developer SSHes in, loads modules,
  * runs tools — until SIGINT/SIGTERM, then tear it down like a row would.
  */
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import type { Config } from "../config.ts";
 import { UsageError } from "../errors.ts";
 import { progress } from "../progress.ts";
@@ -44,7 +44,15 @@ export async function holdLab(config: Config, opts: HoldOptions): Promise<void> 
       `${g.name}: ssh -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -i ${key} -p ${g.sshPort} root@127.0.0.1`,
     );
   }
-  if (setup.fabric) console.log(`fabric control socket: ${setup.fabric.socketPath}`);
+  if (setup.fabric) {
+    // the switch keeps its control socket beside the data socket (fabric/switch.ts)
+    const data = setup.fabric.socketPath;
+    console.log(
+      `fabric data socket (devices): ${data}; control socket (JSON lines, docs/switch.md): ${
+        join(dirname(data), "control.sock")
+      }`,
+    );
+  }
   console.log(
     `logs in ${dir}; modules in /opt/cnuas/modules (not loaded), libcnuasdev installed. ` +
       "Ctrl-C tears down.",

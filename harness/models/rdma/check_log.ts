@@ -28,7 +28,8 @@ export type RuleId =
   | "mad-pairing"
   | "smp-semantics"
   | "sa-semantics"
-  | "pma-semantics";
+  | "pma-semantics"
+  | "cnp";
 
 /** One broken rule. */
 export interface Violation {

@@ -31,6 +31,10 @@
  *   `mad-pairing`, `smp-semantics`, `sa-semantics`, `pma-semantics`); requests
  *   left unanswered are counted in `unanswered`, not reported.
  *
+ * - RoCEv2 congestion notification (annex A17): every RoCEv2 frame is counted
+ *   by its IP ECN codepoint, and CNPs are judged (`check_cnp.ts`, rule `cnp`:
+ *   format, addressed to a QP of the conversation, after a CE mark, rate).
+ *
  * Non-RDMA frames (ARP, TCP, plain UDP, raw IB) are counted, not judged.
  *
  * This module is the checker's public face and routes each frame; the rules
@@ -44,11 +48,13 @@ import {
   checkPayloadMtu,
   checkRdmaFrame,
   endpoints,
+  frameFlow,
   qpHex,
   VALID_MTUS,
 } from "./check_frame.ts";
 import { type FlowContext, FlowIndex, RequestFlow } from "./check_flow.ts";
 import { type RuleId, type Violation, ViolationLog } from "./check_log.ts";
+import { CnpChecker, type CnpCheckOptions, type EcnCensus } from "./check_cnp.ts";
 import { CopyFilter } from "./check_copies.ts";
 import { checkMulticast } from "./check_multicast.ts";
 import { QpServiceIndex } from "./check_service.ts";
@@ -65,8 +71,8 @@ export type { CaptureFrame } from "./frame.ts";
 /** Rule names and the violation record. */
 export type { RuleId, Violation } from "./check_log.ts";
 
-/** Knobs of the checker. */
-export interface CheckOptions {
+/** Knobs of the checker (the CNP rule's included). */
+export interface CheckOptions extends CnpCheckOptions {
   /**
    * Path MTU in bytes (256, 512, 1024, 2048 or 4096). When absent it is
    * inferred per flow from the first FIRST/MIDDLE packet (which must carry
@@ -123,11 +129,17 @@ export interface CheckResult {
    * (no request of their class seen yet): a count, not judged.
    */
   unpairedAtStart: number;
+  /** RoCEv2 frames by IP ECN codepoint (CE: marked by a switch). */
+  ecn: EcnCensus;
+  /** Congestion notification packets (opcode 0x81) seen. */
+  cnps: number;
 }
 
 /** Streaming checker: `push` every frame in capture order, then `finish`. */
 export class CaptureChecker {
-  private readonly opts: Required<Omit<CheckOptions, "pathMtu">> & { pathMtu: number };
+  private readonly opts:
+    & Required<Omit<CheckOptions, "pathMtu" | keyof CnpCheckOptions>>
+    & { pathMtu: number };
   private readonly log: ViolationLog;
   private readonly copies = new CopyFilter();
   private readonly pairing: ResponsePairing;
@@ -139,6 +151,7 @@ export class CaptureChecker {
   private readonly flows = new FlowIndex();
   private readonly services: QpServiceIndex;
   private readonly mads: MadChecker;
+  private readonly cnp: CnpChecker;
   private unanswered = 0;
   private readonly flowList: RequestFlow[] = [];
   private readonly flowsByPair = new Map<string, RequestFlow[]>();
@@ -165,6 +178,7 @@ export class CaptureChecker {
     this.log = new ViolationLog(this.opts.maxViolations);
     this.services = new QpServiceIndex(this.log);
     this.mads = new MadChecker(this.log);
+    this.cnp = new CnpChecker(this.log, opts);
     const pairing = new ResponsePairing(this.log, this.flowsByPair);
     this.pairing = pairing;
     this.flowContext = {
@@ -191,9 +205,20 @@ export class CaptureChecker {
     }
     this.rdmaFrames++;
     checkRdmaFrame(this.log, p, index);
+    if (p.bth && p.op) {
+      this.endpointIds(p);
+      this.cnp.onPacket(
+        frame.data,
+        p,
+        index,
+        this.srcId,
+        this.dstId,
+        () => frameFlow(p),
+        frame.timestampNs,
+      );
+    }
     if (p.bth && p.op && p.op.transport !== "CNP") {
       checkMulticast(this.log, p, p.op, index);
-      this.endpointIds(p);
       this.services.onPacket(p, p.op, index, this.srcId, this.dstId);
       this.mads.onPacket(frame.data, p, index);
       this.checkFlows(p, p.op, index);
@@ -209,6 +234,7 @@ export class CaptureChecker {
         this.pairing.finishFlow(f);
       }
       this.unanswered = this.mads.finish();
+      this.cnp.finish();
     }
     return {
       framesChecked: this.framesChecked,
@@ -223,6 +249,8 @@ export class CaptureChecker {
       madResponses: this.mads.responses,
       unanswered: this.unanswered,
       unpairedAtStart: this.mads.unpairedAtStart,
+      ecn: { ...this.cnp.ecn },
+      cnps: this.cnp.cnps,
     };
   }
 

@@ -216,6 +216,14 @@ export {
 } from "./sa.ts";
 /** MAD pairing and management semantics. */
 export { MadChecker, madStatusProblems } from "./check_mad.ts";
+export {
+  CNP_RESERVED_BYTES,
+  CnpChecker,
+  type CnpCheckOptions,
+  ECN_CE,
+  type EcnCensus,
+  ecnOf,
+} from "./check_cnp.ts";
 /** Multicast addressing: the multicast QP, multicast IPs, GIDs and LIDs, and their group MACs. */
 export {
   ipv4MulticastMac,
