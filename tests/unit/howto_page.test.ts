@@ -1,5 +1,8 @@
 import assert from "node:assert/strict";
+import { join } from "node:path";
+import { REPO_ROOT } from "../../harness/config.ts";
 import { matchOutput } from "../../harness/howto/expect.ts";
+import { howtoPages } from "../../harness/howto/run.ts";
 import { HowtoPageError, parsePage, parsePageItems } from "../../harness/howto/page.ts";
 
 const PAGE = [
@@ -107,4 +110,14 @@ Deno.test("howto page: save= blocks are written where they say, in page order", 
     () => parsePageItems("p.md", "```c save=g1:/a.c\nx\n```\n```text expect\nx\n```"),
     /must follow/,
   );
+});
+
+Deno.test("docs/howto: the index links every page, and every page's marking parses", async () => {
+  const dir = join(REPO_ROOT, "docs", "howto");
+  const pages = await howtoPages(dir);
+  assert.ok(pages.length >= 6, pages.join(", "));
+  for (const p of pages) {
+    const items = parsePageItems(p, await Deno.readTextFile(join(dir, p)));
+    assert.ok(items.some((i) => i.kind === "run"), `${p} runs nothing`);
+  }
 });
