@@ -6,7 +6,7 @@
 import { HilError } from "../errors.ts";
 import { readLines } from "../exec.ts";
 import { DROP_REASONS, type DropReason } from "../models/switch.ts";
-import type { EcnMode } from "../models/switch_qos.ts";
+import type { EcnMode, PrioConfig } from "../models/switch_qos.ts";
 
 /** The mode a cnuas-switch fabric runs in. */
 export type FabricMode = "eth" | "ib" | "link";
@@ -155,22 +155,10 @@ export interface SmStatus {
   mads: SmMadCounters;
 }
 
-/** One egress queue's thresholds (`qos_get`), in frames queued. */
-export interface QosPrioConfig {
+/** One egress queue's thresholds (`qos_get`): the model's {@link PrioConfig} and its priority. */
+export interface QosPrioConfig extends PrioConfig {
   /** Priority 0..7. */
   prio: number;
-  /** A PFC queue above this many frames pauses its senders. */
-  xoff: number;
-  /** At or below this many it resumes them. */
-  xon: number;
-  /** ECN marking mode. */
-  ecn: EcnMode;
-  /** step: mark when this many frames are found queued; red: the ramp's start. */
-  ecnMin: number;
-  /** red: every ECT packet is marked from here on. */
-  ecnMax: number;
-  /** red: marking probability in percent just below `ecnMax`. */
-  ecnProb: number;
 }
 
 /** One port's QoS configuration (`qos_get`). */
