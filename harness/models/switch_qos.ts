@@ -14,6 +14,7 @@
  * q.enqueue(3, frame, 1); // { outcome: "queued", pfc: [], ... }
  * ```
  */
+import { ipv4ChecksumValid, ipv4HeaderChecksum } from "./rdma/ip.ts";
 
 /** Priorities (traffic classes) per port. */
 export const PRIOS = 8;
@@ -112,11 +113,7 @@ export function encodePfc(prio: number, quanta: number, src: Uint8Array = SWITCH
 /** The IPv4 header checksum of the frame is right (false when there is no IPv4 header). */
 export function ipv4ChecksumOk(f: Uint8Array): boolean {
   const ip = ipv4Offset(f);
-  if (!ip) return false;
-  let sum = 0;
-  for (let i = 0; i < (f[ip] & 0xf) * 4; i += 2) sum += be16(f, ip + i);
-  while (sum > 0xffff) sum = (sum & 0xffff) + (sum >>> 16);
-  return sum === 0xffff;
+  return ip ? ipv4ChecksumValid(f, ip) : false;
 }
 
 /**
@@ -131,11 +128,7 @@ export function ecnMark(f: Uint8Array): Uint8Array | null {
   if (ecn === 0 || ecn === 3) return null;
   const out = f.slice();
   out[ip + 1] |= 3;
-  out[ip + 10] = out[ip + 11] = 0;
-  let sum = 0;
-  for (let i = 0; i < (out[ip] & 0xf) * 4; i += 2) sum += be16(out, ip + i);
-  while (sum > 0xffff) sum = (sum & 0xffff) + (sum >>> 16);
-  const c = ~sum & 0xffff;
+  const c = ipv4HeaderChecksum(out, ip);
   out[ip + 10] = c >> 8;
   out[ip + 11] = c & 0xff;
   return out;

@@ -5,6 +5,7 @@
  * daemon saw frames from different ports is the order the test sent them),
  * and telling PFC frames from data.
  */
+import { ipv4HeaderChecksum } from "../../harness/models/rdma/ip.ts";
 import { decodePfc, type PfcFrame } from "../../harness/models/switch_qos.ts";
 import { type Rig, TrafficMismatch } from "./traffic.ts";
 
@@ -37,10 +38,7 @@ export function ipFrame(
   const ip = 14, total = f.length - ip;
   f.set([0x45, (dscp << 2) | ecn, total >> 8, total & 0xff, 0, 0, 0x40, 0, 64, 17, 0, 0], ip);
   f.set([10, 0, 0, src, 10, 0, 0, dst], ip + 12);
-  let sum = 0;
-  for (let i = 0; i < 20; i += 2) sum += (f[ip + i] << 8) | f[ip + i + 1];
-  while (sum > 0xffff) sum = (sum & 0xffff) + (sum >>> 16);
-  const c = ~sum & 0xffff;
+  const c = ipv4HeaderChecksum(f, ip);
   f[ip + 10] = c >> 8;
   f[ip + 11] = c & 0xff;
   f.set([0x12, 0xb7, 0x12, 0xb7], ip + 20); // UDP 4791 → 4791, as RoCEv2
