@@ -16,7 +16,7 @@ import { RowFailure } from "../matrix/row.ts";
 import { GUEST_PATHS } from "../vm/types.ts";
 import type { Guest } from "../vm/types.ts";
 import { loadCnuasNet } from "./cnuas_net.ts";
-import { shq } from "./shell.ts";
+import { collectBackground, inBackground, shq } from "./shell.ts";
 
 /** Module name of the RDMA driver. */
 export const CNUAS_IB = "cnuas_ib";
@@ -354,16 +354,6 @@ export interface PairResult {
   clientOut: string;
 }
 
-/**
- * Shell that starts `cmd` in the background, killed after `timeoutSec`; its
- * output goes to `<tag>.out` and, once it ends, its exit status to
- * `<tag>.rc` (what {@link collect} waits for).
- */
-function inBackground(tag: string, cmd: string, timeoutSec: number): string {
-  return `rm -f ${tag}.*; (timeout ${timeoutSec} sh -c ${shq(cmd)} >${tag}.out 2>&1; ` +
-    `echo $? >${tag}.rc) >/dev/null 2>&1 &`;
-}
-
 /** Start `server` in the background on `sg` and wait until it listens (see {@link runPair}). */
 async function startServer(
   sg: Guest,
@@ -389,20 +379,6 @@ function pairTag(port: ServerReady): string {
   return port ? String(port) : "nolisten";
 }
 
-/** Wait (up to `timeoutSec`) for a background command's exit; its output and status. */
-async function collect(
-  g: Guest,
-  tag: string,
-  timeoutSec: number,
-): Promise<{ code: number; out: string }> {
-  const r = await g.run(
-    `for i in $(seq ${timeoutSec * 10}); do [ -f ${tag}.rc ] && break; sleep 0.1; done; ` +
-      `cat ${tag}.out; exit $(cat ${tag}.rc 2>/dev/null || echo 124)`,
-    { timeoutSec: timeoutSec + 30 },
-  );
-  return { code: r.code, out: r.stdout };
-}
-
 /**
  * Run `server` in the background on `sg`, wait until it listens on TCP
  * `port` (port 0: a server that does not listen on TCP, e.g. rdma_cm's;
@@ -415,7 +391,7 @@ export async function runPair(...args: PairArgs): Promise<PairResult> {
   const c = await cg.run(`timeout ${timeoutSec} sh -c ${shq(client)} 2>&1`, {
     timeoutSec: timeoutSec + 30,
   });
-  const s = await collect(sg, tag, timeoutSec);
+  const s = await collectBackground(sg, tag, timeoutSec);
   return { serverCode: s.code, serverOut: s.out, clientCode: c.code, clientOut: c.stdout };
 }
 
@@ -443,8 +419,8 @@ export async function startPair(...args: PairArgs): Promise<RunningPair> {
   return {
     running: async () => ({ server: await alive(sg, stag), client: await alive(cg, ctag) }),
     wait: async () => {
-      const c = await collect(cg, ctag, timeoutSec);
-      const s = await collect(sg, stag, timeoutSec);
+      const c = await collectBackground(cg, ctag, timeoutSec);
+      const s = await collectBackground(sg, stag, timeoutSec);
       return { serverCode: s.code, serverOut: s.out, clientCode: c.code, clientOut: c.out };
     },
   };

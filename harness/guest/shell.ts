@@ -16,7 +16,9 @@
 import { RowFailure } from "../matrix/row.ts";
 import type { Guest } from "../vm/types.ts";
 
-export { shq } from "../exec.ts";
+import { shq } from "../exec.ts";
+
+export { shq };
 
 /** Options of {@link sh}. */
 export interface ShOptions {
@@ -43,4 +45,28 @@ export async function sh(g: Guest, cmd: string, opts: ShOptions = {}): Promise<s
     throw new Err(`${g.name}: '${cmd}' exited ${r.code}: ${r.stderr.trim().slice(-400)}`);
   }
   return r.stdout;
+}
+
+/**
+ * Shell that starts `cmd` in the background, killed after `timeoutSec`; its
+ * output goes to `<tag>.out` and, once it ends, its exit status to
+ * `<tag>.rc` (what {@link collectBackground} waits for).
+ */
+export function inBackground(tag: string, cmd: string, timeoutSec: number): string {
+  return `rm -f ${tag}.*; (timeout ${timeoutSec} sh -c ${shq(cmd)} >${tag}.out 2>&1; ` +
+    `echo $? >${tag}.rc) >/dev/null 2>&1 &`;
+}
+
+/** Wait (up to `timeoutSec`) for a background command's exit; its output and status. */
+export async function collectBackground(
+  g: Guest,
+  tag: string,
+  timeoutSec: number,
+): Promise<{ code: number; out: string }> {
+  const r = await g.run(
+    `for i in $(seq ${timeoutSec * 10}); do [ -f ${tag}.rc ] && break; sleep 0.1; done; ` +
+      `cat ${tag}.out; exit $(cat ${tag}.rc 2>/dev/null || echo 124)`,
+    { timeoutSec: timeoutSec + 30 },
+  );
+  return { code: r.code, out: r.stdout };
 }

@@ -6,7 +6,7 @@
  * fails the row with the page line, the expected line and what came instead.
  */
 import { type RowContext, RowFailure } from "../matrix/row.ts";
-import { shq } from "../guest/shell.ts";
+import { collectBackground, inBackground, shq } from "../guest/shell.ts";
 import type { Guest } from "../vm/types.ts";
 import { join } from "node:path";
 import { UserError } from "../errors.ts";
@@ -56,20 +56,17 @@ async function collect(ctx: RowContext, page: string, p: Pending): Promise<void>
   await ctx.step(
     `${page}:${p.block.line} (${p.guest.name}, background) ends as shown`,
     async () => {
-      const r = await p.guest.run(
-        `for i in $(seq ${BACKGROUND_GRACE_SEC * 10}); do [ -f ${p.tag}.rc ] && break; ` +
-          `sleep 0.1; done; cat ${p.tag}.out; exit $(cat ${p.tag}.rc 2>/dev/null || echo 124)`,
-        { timeoutSec: BACKGROUND_GRACE_SEC + 30 },
-      );
-      ctx.log(r.stdout);
-      judge(page, p.block, r.code, r.stdout);
+      const r = await collectBackground(p.guest, p.tag, BACKGROUND_GRACE_SEC);
+      ctx.log(r.out);
+      judge(page, p.block, r.code, r.out);
     },
   );
 }
 
 /**
  * Run every runnable block of the page `text` (shown as `page` in steps and
- * errors) in `guests`, by name, in page order.
+ * errors) in `guests`, by name, in page order, and write its `save=` blocks
+ * where they say; returns the number of items carried out.
  */
 export async function runPage(
   ctx: RowContext,
@@ -100,11 +97,9 @@ export async function runPage(
       const ready = b.listen === undefined ? "" : `\nfor i in $(seq 300); do ` +
         `ss -ltn | grep -q ":${b.listen} " && exit 0; [ -f ${tag}.rc ] && exit 0; sleep 0.1; done; exit 1`;
       await ctx.step(name, async () => {
-        const r = await g.run(
-          `rm -f ${tag}.*; (timeout ${b.timeoutSec} ${bashCommand(b.script)} >${tag}.out 2>&1; ` +
-            `echo $? >${tag}.rc) >/dev/null 2>&1 &${ready}`,
-          { timeoutSec: 60 },
-        );
+        const r = await g.run(`${inBackground(tag, bashCommand(b.script), b.timeoutSec)}${ready}`, {
+          timeoutSec: 60,
+        });
         if (r.code !== 0) throw new RowFailure(`${page}:${b.line}: nothing listens on ${b.listen}`);
       });
       pending.push({ block: b, guest: g, tag });
