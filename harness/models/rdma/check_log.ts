@@ -29,7 +29,8 @@ export type RuleId =
   | "smp-semantics"
   | "sa-semantics"
   | "pma-semantics"
-  | "cnp";
+  | "cnp"
+  | "pfc";
 
 /** One broken rule. */
 export interface Violation {

@@ -35,7 +35,10 @@
  *   by its IP ECN codepoint, and CNPs are judged (`check_cnp.ts`, rule `cnp`:
  *   format, addressed to a QP of the conversation, after a CE mark, rate).
  *
- * Non-RDMA frames (ARP, TCP, plain UDP, raw IB) are counted, not judged.
+ * - PFC (IEEE 802.1Qbb MAC Control frames): judged and counted per priority
+ *   (`check_pfc.ts`, rule `pfc`).
+ *
+ * Other non-RDMA frames (ARP, TCP, plain UDP, raw IB) are counted, not judged.
  *
  * This module is the checker's public face and routes each frame; the rules
  * live in `check_frame.ts` (per frame), `check_multicast.ts` (multicast),
@@ -56,12 +59,13 @@ import { type FlowContext, FlowIndex, RequestFlow } from "./check_flow.ts";
 import { type RuleId, type Violation, ViolationLog } from "./check_log.ts";
 import { CnpChecker, type CnpCheckOptions, type EcnCensus } from "./check_cnp.ts";
 import { CopyFilter } from "./check_copies.ts";
+import { checkMacControl, emptyPfcCensus, type PfcCensus } from "./check_pfc.ts";
 import { checkMulticast } from "./check_multicast.ts";
 import { QpServiceIndex } from "./check_service.ts";
 import { checkDeth } from "./check_ud.ts";
 import { MadChecker } from "./check_mad.ts";
 import { ResponsePairing } from "./check_response.ts";
-import { type CaptureFrame, decodeFrame, type Packet } from "./frame.ts";
+import { type CaptureFrame, decodeFrame, LINKTYPE_ETHERNET, type Packet } from "./frame.ts";
 import { ipv6ToString } from "./ip.ts";
 import { MULTICAST_QPN } from "./multicast.ts";
 import type { OpcodeInfo } from "./opcodes.ts";
@@ -133,6 +137,8 @@ export interface CheckResult {
   ecn: EcnCensus;
   /** Congestion notification packets (opcode 0x81) seen. */
   cnps: number;
+  /** PFC frames per priority, XOFF and XON. */
+  pfc: PfcCensus;
 }
 
 /** Streaming checker: `push` every frame in capture order, then `finish`. */
@@ -152,6 +158,7 @@ export class CaptureChecker {
   private readonly services: QpServiceIndex;
   private readonly mads: MadChecker;
   private readonly cnp: CnpChecker;
+  private readonly pfc = emptyPfcCensus();
   private unanswered = 0;
   private readonly flowList: RequestFlow[] = [];
   private readonly flowsByPair = new Map<string, RequestFlow[]>();
@@ -193,6 +200,16 @@ export class CaptureChecker {
   push(frame: CaptureFrame): void {
     if (this.finished) throw new Error("CaptureChecker: push after finish; create a new checker");
     const index = this.framesChecked++;
+    // MAC Control is never forwarded, so no capture holds two copies of one;
+    // identical PFC frames (the same XOFF to two ports at once, a refresh)
+    // are each a frame of their own and counted before the copy filter
+    if (
+      frame.linkType === LINKTYPE_ETHERNET &&
+      checkMacControl(this.log, this.pfc, frame.data, index)
+    ) {
+      this.otherFrames++;
+      return;
+    }
     if (this.opts.dedupeCopies && this.copies.isCopy(frame)) {
       this.duplicateCopies++;
       return;
@@ -251,6 +268,7 @@ export class CaptureChecker {
       unpairedAtStart: this.mads.unpairedAtStart,
       ecn: { ...this.cnp.ecn },
       cnps: this.cnp.cnps,
+      pfc: { ...this.pfc, xoff: [...this.pfc.xoff], xon: [...this.pfc.xon] },
     };
   }
 

@@ -224,6 +224,18 @@ export {
   type EcnCensus,
   ecnOf,
 } from "./check_cnp.ts";
+/** PFC (802.1Qbb MAC Control) frames: decoding, the `pfc` rule and its census. */
+export {
+  checkMacControl,
+  decodePfc,
+  emptyPfcCensus,
+  ETHERTYPE_MAC_CONTROL,
+  MAC_CONTROL_DST,
+  OPCODE_PFC,
+  PFC_FRAME_LEN,
+  type PfcCensus,
+  type PfcFrame,
+} from "./check_pfc.ts";
 /** Multicast addressing: the multicast QP, multicast IPs, GIDs and LIDs, and their group MACs. */
 export {
   ipv4MulticastMac,
