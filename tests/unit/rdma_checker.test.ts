@@ -755,3 +755,48 @@ Deno.test("once the responder answers past its NAKed PSN, the requester need not
   ack(p + 3);
   assert.deepEqual(r.checkCapture(conv.frames).violations, []);
 });
+
+Deno.test("an ACK covering the rest of a go-back lets the requester go on past it", () => {
+  const conv = new r.RcConversation({ pmtu: 256 });
+  const p = conv.nextPsns("a", 8);
+  const send = (psn: number) =>
+    conv.emit("a", {
+      bth: { opcode: r.OP.RC_SEND_ONLY, destQp: 0, psn },
+      payload: new Uint8Array(8),
+    });
+  const ack = (psn: number) =>
+    conv.emit("b", {
+      bth: { opcode: r.OP.RC_ACKNOWLEDGE, destQp: 0, psn },
+      aeth: { syndrome: 0x1f, msn: 1 },
+    });
+  for (let i = 0; i < 6; i++) send(p + i);
+  send(p + 1); // timer: going back from the oldest unacknowledged
+  send(p + 2);
+  ack(p + 5); // the first sends all arrived; their ACK was late
+  send(p + 6); // on after the acknowledged PSN, not p + 3
+  ack(p + 6);
+  assert.deepEqual(r.checkCapture(conv.frames).violations, []);
+});
+
+Deno.test("a jump past unacknowledged requests, or past anything sent, is still a skip", () => {
+  const conv = new r.RcConversation({ pmtu: 256 });
+  const p = conv.nextPsns("a", 12);
+  const send = (psn: number) =>
+    conv.emit("a", {
+      bth: { opcode: r.OP.RC_SEND_ONLY, destQp: 0, psn },
+      payload: new Uint8Array(8),
+    });
+  const ack = (psn: number) =>
+    conv.emit("b", {
+      bth: { opcode: r.OP.RC_ACKNOWLEDGE, destQp: 0, psn },
+      aeth: { syndrome: 0x1f, msn: 1 },
+    });
+  for (let i = 0; i < 6; i++) send(p + i);
+  send(p + 1);
+  ack(p + 3); // only up to p + 3
+  send(p + 6); // p + 4 and p + 5 are owed: skipped
+  send(p + 9); // never sent p + 7 and p + 8
+  ack(p + 9);
+  const v = r.checkCapture(conv.frames).violations.filter((x) => x.rule === "psn-order");
+  assert.equal(v.length, 2, JSON.stringify(v));
+});

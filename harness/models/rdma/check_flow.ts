@@ -111,7 +111,7 @@ export class RequestFlow {
       const d = psnDiff(psn, this.expectedPsn);
       if (d !== 0 && idle && Math.abs(d) >= this.ctx.newConnectionPsnJump) {
         this.reset(); // a new QP took this number: its PSNs start anywhere
-      } else if (d > 0) {
+      } else if (d > 0 && !this.skipAcknowledged(psn)) {
         this.ctx.log.report(
           index,
           this.name,
@@ -196,6 +196,21 @@ export class RequestFlow {
         `the ${this.msgOp} message begun at frame ${this.msgFrame} never ends (no LAST)`,
       );
     }
+  }
+
+  /**
+   * A requester going back over what it sent before (a timeout, a NAK) may
+   * stop going back once an ACK covers the rest: it then goes on after the
+   * last acknowledged PSN (IBA 9.7.5.1.2: an ACK acknowledges every request
+   * up to its PSN). A jump forward is legal when it reaches no further than
+   * one past the newest request ever sent and nothing before it is still
+   * owed an answer (a request sent before a NAK, discarded by the responder,
+   * is still owed: skipping it loses it).
+   */
+  private skipAcknowledged(psn: number): boolean {
+    if (this.lastReqPsn < 0 || psnDiff(psn, psnAdd(this.lastReqPsn, 1)) > 0) return false;
+    const h = this.head();
+    return h === undefined || psnDiff(h.psnStart, psn) >= 0;
   }
 
   // ---- the outstanding queue ------------------------------------------------------------------
