@@ -273,18 +273,25 @@ export class WireCapture {
     }
   }
 
-  /** Check every stopped segment not checked yet, each in its own step. */
-  async check(): Promise<void> {
+  /**
+   * Check every stopped segment not checked yet, each in its own step;
+   * returns the oracle's summary of each, in order (a row reads its
+   * censuses: ECN marks, CNPs, PFC frames per priority).
+   */
+  async check(): Promise<PcapngCheckSummary[]> {
     if (this.#active) await this.stop();
+    const out: PcapngCheckSummary[] = [];
     for (const seg of this.#pending.splice(0)) {
-      await this.#ctx.step(
+      const file = await this.#ctx.step(
         `${seg.name}: the capture passes the RDMA wire oracle`,
         () => this.#checkOne(seg),
       );
+      if (file) out.push(file);
     }
+    return out;
   }
 
-  async #checkOne(seg: SegmentRecord): Promise<void> {
+  async #checkOne(seg: SegmentRecord): Promise<PcapngCheckSummary | undefined> {
     const ctx = this.#ctx;
     let file: PcapngCheckSummary | undefined;
     let readError: string | undefined;
@@ -313,6 +320,9 @@ export class WireCapture {
       ctx.measure(`oracle.${seg.name}.framesChecked`, file.framesChecked, "frames");
       ctx.measure(`oracle.${seg.name}.rdmaFrames`, file.rdmaFrames, "frames");
       ctx.measure(`oracle.${seg.name}.violations`, file.violationCount, "violations");
+      if (file.pfc.frames || file.pfc.otherMacControl) {
+        ctx.measure(`oracle.${seg.name}.pfcFrames`, file.pfc.frames, "frames");
+      }
       const total = oracleTotals.get(ctx) ?? { frames: 0, violations: 0 };
       total.frames += file.framesChecked;
       total.violations += file.violationCount;
@@ -334,20 +344,23 @@ export class WireCapture {
       for (const p of paths) await Deno.remove(p);
     }
     ctx.expect(problems.length === 0, problems.join("; "));
+    return file;
   }
 }
 
 /**
  * Run `fn` with the switch capturing every frame into `<name>.pcapng`, then
- * check that segment (see {@link WireCapture}). When `fn` throws, the
- * capture is stopped, kept, and the error goes on unchanged.
+ * check that segment (see {@link WireCapture}); returns the oracle's summary
+ * (undefined when the file could not be read: the check has failed then).
+ * When `fn` throws, the capture is stopped, kept, and the error goes on
+ * unchanged.
  */
 export async function captured(
   ctx: RowContext,
   name: string,
   fn: () => Promise<void>,
   opts: WireCaptureOptions = { kind: "rdma" },
-): Promise<void> {
+): Promise<PcapngCheckSummary | undefined> {
   const cap = new WireCapture(ctx, opts);
   await cap.start(name);
   try {
@@ -355,5 +368,5 @@ export async function captured(
   } finally {
     await cap.stop();
   }
-  await cap.check();
+  return (await cap.check())[0];
 }
