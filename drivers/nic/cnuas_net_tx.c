@@ -71,6 +71,16 @@ module_param_cb(pfc_link_mbps, &cnuas_pfc_link_mbps_ops, &pfc_link_mbps,
 MODULE_PARM_DESC(pfc_link_mbps,
 		 "speed in Mb/s PFC quanta are counted at, 1..100000 (default 100000, the port's)");
 
+/*
+ * Test only: count received PFC frames but never pause on them, as a
+ * misconfigured host would, so a switch's pfc_violation accounting can be
+ * shown to catch such a host (docs/devices.md, "cnuas_net: DCB").
+ */
+static bool pfc_ignore;
+module_param(pfc_ignore, bool, 0644);
+MODULE_PARM_DESC(pfc_ignore,
+		 "Test only: count received PFC frames but do not pause (default 0)");
+
 /* quanta x 512 bit times at pfc_link_mbps, in nanoseconds */
 static u64 cnuas_pfc_quanta_ns(unsigned int quanta)
 {
@@ -556,6 +566,9 @@ void cnuas_pfc_rx(struct cnuas_net *net, u16 cev, const u8 *quanta)
 	u8 wake_tcs, held;
 	ktime_t now;
 	u16 q;
+
+	if (READ_ONCE(pfc_ignore))
+		return;
 
 	spin_lock_irqsave(&net->tx_lock, flags);
 	cev &= net->pfc_en;

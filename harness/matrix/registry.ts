@@ -21,6 +21,7 @@ export const ROW_IDS = [
   "roce-e2e",
   "roce-verbs",
   "roce-loopback",
+  "lossless",
   "ib-forwarding",
   "ib-e2e",
   "qtest-gpu",
