@@ -13,6 +13,7 @@ import type { Measurement, RowResult } from "../report/schema.ts";
 import { benchCnuasdev } from "./cnuasdev.ts";
 import { benchGpu } from "./gpu.ts";
 import { benchIbPerf } from "./ib_perf.ts";
+import { benchIncast } from "./incast.ts";
 import { benchNet } from "./net.ts";
 import { runBenchRow } from "./one_row.ts";
 import { benchRdmaChecker } from "./rdma.ts";
@@ -121,6 +122,7 @@ const BENCHES: Bench[] = [
   { name: "benchRdmaPoll", run: benchRdmaPoll },
   { name: "benchRdmaPost", run: benchRdmaPost },
   { name: "benchIbPerf", run: benchIbPerf },
+  { name: "benchIncast", run: benchIncast },
 ];
 
 /** Every bench's name, as `bench --only` takes it. */

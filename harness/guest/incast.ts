@@ -29,8 +29,9 @@ import {
 export const ROCE_PRIO = 3;
 /** The DSCP ibv_rc_pingpong's frames carry (it sets no traffic class). */
 export const ROCE_DSCP = 0;
-/** The DSCP of the TCP flow beside the incast, and the switch priority it maps to (DSCP / 8). */
+/** The DSCP of the TCP flow beside the incast. */
 export const TCP_DSCP = 8;
+/** The switch priority TCP_DSCP maps to (the default map: DSCP / 8). */
 export const TCP_PRIO = 1;
 /**
  * Nominal link speed PFC quanta count at, on the switch (`link_mbps`) and
@@ -49,7 +50,7 @@ export const DRAIN_MBPS = 10;
  * 33 ms of both senders at full rate — what a sender may put on the wire
  * between the switch's XOFF and its driver reading it; ECN marks from 16.
  */
-export const RoCE_QUEUE = { xoff: 32, xon: 16, ecnMin: 16, ecnMax: 32 } as const;
+export const ROCE_QUEUE = { xoff: 32, xon: 16, ecnMin: 16, ecnMax: 32 } as const;
 
 /**
  * DCQCN reaction-point timers for this fabric (cnuas_ib module parameters):
@@ -186,7 +187,7 @@ export async function configureIncast(ctx: RowContext, w: IncastWorld): Promise<
   await f.qosSet({
     linkMbps: PFC_LINK_MBPS,
     dscp: [{ dscp: ROCE_DSCP, prio: ROCE_PRIO }],
-    prios: [{ prio: ROCE_PRIO, xoff: RoCE_QUEUE.xoff, xon: RoCE_QUEUE.xon }],
+    prios: [{ prio: ROCE_PRIO, xoff: ROCE_QUEUE.xoff, xon: ROCE_QUEUE.xon }],
   });
 }
 
@@ -229,8 +230,8 @@ async function applyMode(ctx: RowContext, w: IncastWorld, mode: IncastMode): Pro
     prios: [{
       prio: ROCE_PRIO,
       ecn: mode.ecn ? "step" : "off",
-      ecnMin: RoCE_QUEUE.ecnMin,
-      ecnMax: RoCE_QUEUE.ecnMax,
+      ecnMin: ROCE_QUEUE.ecnMin,
+      ecnMax: ROCE_QUEUE.ecnMax,
     }],
   });
   await f.qosSet({ port: w.ports[0], drainMbps: DRAIN_MBPS });

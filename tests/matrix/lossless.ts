@@ -28,11 +28,10 @@ const VOLUME: Record<"quick" | "deep", IncastVolume> = {
 
 /**
  * Fairness bound of the ECN segment: the slower sender's pingpong rate is
- * at least this fraction of the faster one's (docs/devices.md, "The
- * lossless row": the flows start a second or two apart under TCG, and
- * DCQCN converges in tens of CNPs, so no tighter bound holds run to run).
+ * at least half the faster one's (docs/devices.md, "The lossless row";
+ * measured 0.95–0.97: both start at one instant and cut on the same marks).
  */
-export const ECN_FAIRNESS_MIN = 0.33;
+export const ECN_FAIRNESS_MIN = 0.5;
 
 /** The segments, in order. */
 const MODES: IncastMode[] = [
