@@ -730,19 +730,26 @@ Deno.test("in-flight requests the responder discarded after its NAK owe nothing 
   assert.match(res.violations[0].message, new RegExp(`atomic at PSN ${p + 2} is never answered`));
 });
 
+/** SEND_ONLY requests from a to QP 0 of b, and b's ACKs, at the PSNs given. */
+function sendAndAck(conv: r.RcConversation) {
+  return {
+    send: (psn: number) =>
+      conv.emit("a", {
+        bth: { opcode: r.OP.RC_SEND_ONLY, destQp: 0, psn },
+        payload: new Uint8Array(8),
+      }),
+    ack: (psn: number) =>
+      conv.emit("b", {
+        bth: { opcode: r.OP.RC_ACKNOWLEDGE, destQp: 0, psn },
+        aeth: { syndrome: 0x1f, msn: 1 },
+      }),
+  };
+}
+
 Deno.test("once the responder answers past its NAKed PSN, the requester need not go back to it", () => {
   const conv = new r.RcConversation({ pmtu: 256 });
   const p = conv.nextPsns("a", 4);
-  const send = (psn: number) =>
-    conv.emit("a", {
-      bth: { opcode: r.OP.RC_SEND_ONLY, destQp: 0, psn },
-      payload: new Uint8Array(8),
-    });
-  const ack = (psn: number) =>
-    conv.emit("b", {
-      bth: { opcode: r.OP.RC_ACKNOWLEDGE, destQp: 0, psn },
-      aeth: { syndrome: 0x1f, msn: 1 },
-    });
+  const { send, ack } = sendAndAck(conv);
   send(p);
   send(p + 1); // lost at the responder
   send(p + 2);
@@ -759,16 +766,7 @@ Deno.test("once the responder answers past its NAKed PSN, the requester need not
 Deno.test("an ACK covering the rest of a go-back lets the requester go on past it", () => {
   const conv = new r.RcConversation({ pmtu: 256 });
   const p = conv.nextPsns("a", 8);
-  const send = (psn: number) =>
-    conv.emit("a", {
-      bth: { opcode: r.OP.RC_SEND_ONLY, destQp: 0, psn },
-      payload: new Uint8Array(8),
-    });
-  const ack = (psn: number) =>
-    conv.emit("b", {
-      bth: { opcode: r.OP.RC_ACKNOWLEDGE, destQp: 0, psn },
-      aeth: { syndrome: 0x1f, msn: 1 },
-    });
+  const { send, ack } = sendAndAck(conv);
   for (let i = 0; i < 6; i++) send(p + i);
   send(p + 1); // timer: going back from the oldest unacknowledged
   send(p + 2);
@@ -781,16 +779,7 @@ Deno.test("an ACK covering the rest of a go-back lets the requester go on past i
 Deno.test("a jump past unacknowledged requests, or past anything sent, is still a skip", () => {
   const conv = new r.RcConversation({ pmtu: 256 });
   const p = conv.nextPsns("a", 12);
-  const send = (psn: number) =>
-    conv.emit("a", {
-      bth: { opcode: r.OP.RC_SEND_ONLY, destQp: 0, psn },
-      payload: new Uint8Array(8),
-    });
-  const ack = (psn: number) =>
-    conv.emit("b", {
-      bth: { opcode: r.OP.RC_ACKNOWLEDGE, destQp: 0, psn },
-      aeth: { syndrome: 0x1f, msn: 1 },
-    });
+  const { send, ack } = sendAndAck(conv);
   for (let i = 0; i < 6; i++) send(p + i);
   send(p + 1);
   ack(p + 3); // only up to p + 3
