@@ -41,14 +41,16 @@ export const TCP_PRIO = 1;
  */
 export const PFC_LINK_MBPS = 1000;
 /** Each host's transmit shaper (`tx_rate_mbps`): what the senders offer. */
-export const SENDER_MBPS = 30;
-/** Drain rate of the receiver's switch port: a third of one sender. */
-export const DRAIN_MBPS = 10;
+export const SENDER_MBPS = 20;
+/** Drain rate of the receiver's switch port: under a third of one sender. */
+export const DRAIN_MBPS = 6;
 /**
  * Thresholds of the RoCE queue in frames (the queue holds 256, the
  * switch's `--queue-depth`): XOFF above 32 leaves 224 frames of headroom,
- * 33 ms of both senders at full rate — what a sender may put on the wire
- * between the switch's XOFF and its driver reading it; ECN marks from 16.
+ * 49 ms of both senders at full rate — what a sender may put on the wire
+ * between the switch's XOFF and its driver reading it (at 30 Mb/s, 33 ms,
+ * a loaded host's guest once took longer: 6 frames of pfc_violation); ECN
+ * marks from 16.
  */
 export const ROCE_QUEUE = { xoff: 32, xon: 16, ecnMin: 16, ecnMax: 32 } as const;
 

@@ -18,12 +18,12 @@ const IPS = ["10.77.0.1", "10.77.0.2", "10.77.0.3"];
 
 /**
  * Each flow's volume: 512 KiB messages (512 frames at path MTU 1024, twice
- * the switch's 256-frame queue and the QP's 256-packet window), 6 per flow
- * at the quick depth, 16 at the deep one.
+ * the switch's 256-frame queue and the QP's 256-packet window), 4 per flow
+ * at the quick depth, 12 at the deep one.
  */
 const VOLUME: Record<"quick" | "deep", IncastVolume> = {
-  quick: { size: 524288, iters: 6 },
-  deep: { size: 524288, iters: 16 },
+  quick: { size: 524288, iters: 4 },
+  deep: { size: 524288, iters: 12 },
 };
 
 /**
