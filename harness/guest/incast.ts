@@ -41,13 +41,18 @@ export const TCP_PRIO = 1;
  */
 export const PFC_LINK_MBPS = 1000;
 /** Each host's transmit shaper (`tx_rate_mbps`): what the senders offer. */
-export const SENDER_MBPS = 20;
-/** Drain rate of the receiver's switch port: under a third of one sender. */
-export const DRAIN_MBPS = 6;
+export const SENDER_MBPS = 16;
+/**
+ * Drain rate of the receiver's switch port: half of one sender. A full
+ * queue (256 frames) then drains in 285 ms: at 6 Mb/s (380 ms) a resend
+ * could wait behind it for most of the seven ACK timeouts (7 × 67 ms)
+ * `ibv_rc_pingpong`'s QPs allow without control.
+ */
+export const DRAIN_MBPS = 8;
 /**
  * Thresholds of the RoCE queue in frames (the queue holds 256, the
  * switch's `--queue-depth`): XOFF above 32 leaves 224 frames of headroom,
- * 49 ms of both senders at full rate — what a sender may put on the wire
+ * 62 ms of both senders at full rate — what a sender may put on the wire
  * between the switch's XOFF and its driver reading it (at 30 Mb/s, 33 ms,
  * a loaded host's guest once took longer: 6 frames of pfc_violation); ECN
  * marks from 16.
