@@ -324,8 +324,9 @@ export async function runIncast(
   const hw0 = await Promise.all(w.nodes.map((n) => hwCounters(n)));
   const flags = `-s ${vol.size} -n ${vol.iters} -m 1024 --chk`;
   const flowSenders = senders.flatMap((s, i) => Array(mode.flows?.[i] ?? 1).fill(s) as RoceNode[]);
+  const port = (i: number) => 18515 + i;
   const what = (i: number) =>
-    `${flowSenders[i].g.name} → ${rx.g.name}: ibv_rc_pingpong -p ${18515 + i} ${flags}`;
+    `${flowSenders[i].g.name} → ${rx.g.name}: ibv_rc_pingpong -p ${port(i)} ${flags}`;
   const tcpBytes = 4 << 20;
   const tcpRx = "/tmp/incast-tcp-rx", tcpTx = "/tmp/incast-tcp-tx";
   const timeout = 300;
@@ -350,7 +351,6 @@ export async function runIncast(
   // waits for one start instant, so the flows overlap from their first
   // message (started one after the other, a short flow can be over before
   // the next one's ssh round trips are done, and nothing congests).
-  const port = (i: number) => 18515 + i;
   const args = (n: RoceNode, i: number) =>
     `ibv_rc_pingpong -d ${n.dev.ibdev}${addrFlag(n, "-g")} -p ${port(i)} ${flags}`;
   const srvTag = (i: number) => `/tmp/incast-srv.${port(i)}`;
