@@ -789,3 +789,20 @@ Deno.test("a jump past unacknowledged requests, or past anything sent, is still 
   const v = r.checkCapture(conv.frames).violations.filter((x) => x.rule === "psn-order");
   assert.equal(v.length, 2, JSON.stringify(v));
 });
+
+Deno.test("a resend cut short mid-message by an ACK may start the next message", () => {
+  const conv = new r.RcConversation({ pmtu: 256 });
+  const p = conv.nextPsns("a", 4);
+  const send = (op: number, psn: number) =>
+    conv.emit("a", { bth: { opcode: op, destQp: 0, psn }, payload: new Uint8Array(256) });
+  const { ack } = sendAndAck(conv);
+  send(r.OP.RC_SEND_FIRST, p);
+  send(r.OP.RC_SEND_MIDDLE, p + 1);
+  send(r.OP.RC_SEND_LAST, p + 2);
+  send(r.OP.RC_SEND_MIDDLE, p + 1); // timer: going back, from the middle of the message
+  ack(p + 2); // the whole message had arrived
+  send(r.OP.RC_SEND_FIRST, p + 3); // the next message, the resend abandoned
+  send(r.OP.RC_SEND_LAST, p + 4);
+  ack(p + 4);
+  assert.deepEqual(r.checkCapture(conv.frames).violations, []);
+});

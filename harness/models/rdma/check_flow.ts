@@ -102,6 +102,9 @@ export class RequestFlow {
     const idle = this.msgOp === null && this.qHead === this.queue.length &&
       this.readResp === null && this.pendingRead === null;
     let retransmission = false;
+    // Went on after an ACK that covered the rest of a go-back: a resumption
+    // at whatever packet this is, as a retransmission is.
+    let resumed = false;
 
     // PSN order.
     if (this.pendingRead !== null && this.pmtu > 0) this.sizePendingRead(); // MTU learned meanwhile
@@ -111,7 +114,9 @@ export class RequestFlow {
       const d = psnDiff(psn, this.expectedPsn);
       if (d !== 0 && idle && Math.abs(d) >= this.ctx.newConnectionPsnJump) {
         this.reset(); // a new QP took this number: its PSNs start anywhere
-      } else if (d > 0 && !this.skipAcknowledged(psn)) {
+      } else if (d > 0 && this.skipAcknowledged(psn)) {
+        resumed = true;
+      } else if (d > 0) {
         this.ctx.log.report(
           index,
           this.name,
@@ -148,7 +153,7 @@ export class RequestFlow {
     this.lastFrame = index;
 
     // Opcode sequence.
-    this.checkSequence(p, op, retransmission, index);
+    this.checkSequence(p, op, retransmission || resumed, index);
     checkPayloadMtu(this.ctx.log, p, op, this.pmtu, index, this.name, this);
 
     // Next expected PSN, and what stays outstanding until answered.
