@@ -1158,13 +1158,13 @@ static void raw_create(struct fctx *f, int fd)
 	err = raw_write(fd, cmd, &c, req, resp, mangle);
 	if (err)
 		return;
-	if (type != T_CQ)
+	if (type != T_CQ && type != T_PD)
 		MUST_FAIL(!live_as(f, pdh, T_PD), "raw create %s on PD handle %u (not a PD) succeeded",
 			  type_names[type], pdh);
 	o = raw_created(f, type, w, respbuf, type_names[type]);
 	if (!o)
 		return;
-	if (type != T_CQ)
+	if (type != T_CQ && type != T_PD)
 		o->pd = pdh;
 	if (type == T_CQ) {
 		struct cnuas_ib_create_cq_resp *d = (void *)((char *)resp_ptr(w, respbuf) +
@@ -2011,6 +2011,8 @@ static void fork_phase(struct fctx *f, int rounds)
 		if (pid < 0)
 			DIE("fork: %s", strerror(errno));
 		if (pid == 0) {
+			long inherited = atomic_load(&violations);
+
 			seed_rng(&rng_state, child_seed);
 			for (j = 0; j < 60; j++) {
 				switch (below(4)) {
@@ -2022,7 +2024,7 @@ static void fork_phase(struct fctx *f, int rounds)
 			}
 			if (chance(50))
 				ibv_close_device(ctx);
-			_exit(atomic_load(&violations) ? 1 : 0);
+			_exit(atomic_load(&violations) != inherited ? 1 : 0);
 		}
 		for (j = 0; j < 60; j++) {
 			switch (below(4)) {
