@@ -132,11 +132,17 @@ static const char *const kind_names[K_KINDS] = {
 };
 
 static atomic_long calls[K_KINDS];
+static atomic_long oks[K_KINDS];	/* calls of the kind that succeeded */
 static atomic_long violations;
 
 static void count(enum kind k)
 {
 	atomic_fetch_add(&calls[k], 1);
+}
+
+static void ok(enum kind k)
+{
+	atomic_fetch_add(&oks[k], 1);
 }
 
 static long total_calls(void)
@@ -247,6 +253,7 @@ struct fctx {
 	int gid_index;		/* a GID of port 1 that is set, or -1 */
 	union ibv_gid gid;
 	struct ibv_device_attr attr;
+	char name[64];		/* the device's */
 };
 
 static struct fctx main_ctx;
@@ -317,6 +324,23 @@ static struct obj *pick(struct fctx *f, int type, int raw)
 		if (f->o[i].type == type && (raw < 0 || f->o[i].raw == raw))
 			cand[n++] = &f->o[i];
 	return n ? cand[below(n)] : NULL;
+}
+
+static int count_type(struct fctx *f, int type)
+{
+	int i, n = 0;
+
+	for (i = 0; i < f->n; i++)
+		n += f->o[i].type == type;
+	return n;
+}
+
+/* At most this many of each type live in one context: others fuzz too. */
+static const int type_cap[T_TYPES] = { 8, 16, 16, 24, 8, 8 };
+
+static int full(struct fctx *f, int type)
+{
+	return count_type(f, type) >= type_cap[type] || f->n > MAX_OBJ - 8;
 }
 
 /*
@@ -421,7 +445,7 @@ static void do_pd(struct fctx *f)
 	struct ibv_pd *pd;
 
 	count(K_PD);
-	if (o && chance(50)) {
+	if (o && (chance(50) || full(f, T_PD))) {
 		int busy = users(f, o), err = ibv_dealloc_pd(o->v);
 
 		MUST_FAIL(busy && !err, "dealloc_pd of a PD with %d users succeeded", busy);
@@ -429,11 +453,13 @@ static void do_pd(struct fctx *f)
 			del_obj(f, o);
 		return;
 	}
-	if (f->n > MAX_OBJ - 8)
+	if (full(f, T_PD))
 		return;
 	pd = ibv_alloc_pd(f->ctx);
-	if (pd)
+	if (pd) {
+		ok(K_PD);
 		add_obj(f, T_PD, pd->handle, 0, pd);
+	}
 }
 
 /* A CQ size: 0, 1, max, max + 1, huge, negative or random. */
@@ -458,7 +484,7 @@ static void do_cq(struct fctx *f)
 	int cqe;
 
 	count(K_CQ);
-	if (o && chance(50)) {
+	if (o && (chance(50) || full(f, T_CQ))) {
 		int busy = users(f, o), err = ibv_destroy_cq(o->v);
 
 		MUST_FAIL(busy && !err, "destroy_cq of a CQ with %d QPs succeeded", busy);
@@ -466,14 +492,16 @@ static void do_cq(struct fctx *f)
 			del_obj(f, o);
 		return;
 	}
-	if (f->n > MAX_OBJ - 8)
+	if (full(f, T_CQ))
 		return;
 	cqe = cq_size(f);
 	cq = ibv_create_cq(f->ctx, cqe, NULL, NULL, chance(90) ? 0 : (int)below(4) - 1);
 	MUST_FAIL(cq && cqe > f->attr.max_cqe, "create_cq with %d > max_cqe %d entries succeeded",
 		  cqe, f->attr.max_cqe);
-	if (cq)
+	if (cq) {
+		ok(K_CQ);
 		add_obj(f, T_CQ, cq->handle, 0, cq);
+	}
 }
 
 enum mr_where { M_BUF, M_NULL, M_RO, M_NONE, M_KERNEL, M_WRAP, M_PAST, M_WHERE };
@@ -488,12 +516,12 @@ static void do_mr(struct fctx *f)
 	int must_fail = 0;
 
 	count(K_MR);
-	if (o && chance(45)) {
+	if (o && (chance(45) || full(f, T_MR))) {
 		if (!ibv_dereg_mr(o->v))
 			del_obj(f, o);
 		return;
 	}
-	if (!pd || f->n > MAX_OBJ - 8)
+	if (!pd || full(f, T_MR))
 		return;
 	switch (below(6)) {
 	case 0: len = 0; break;
@@ -554,6 +582,7 @@ static void do_mr(struct fctx *f)
 	MUST_FAIL(mr && must_fail, "reg_mr(0x%" PRIx64 ", %" PRIu64 ", access 0x%x) succeeded",
 		  addr, len, access);
 	if (mr) {
+		ok(K_MR);
 		o = add_obj(f, T_MR, mr->handle, 0, mr);
 		o->pd = pd->handle;
 		o->lkey = mr->lkey;
@@ -569,7 +598,7 @@ static void do_srq(struct fctx *f)
 	int too_big;
 
 	count(K_SRQ);
-	if (o && chance(45)) {
+	if (o && (chance(45) || full(f, T_SRQ))) {
 		int busy = users(f, o), err = ibv_destroy_srq(o->v);
 
 		MUST_FAIL(busy && !err, "destroy_srq of an SRQ with %d QPs succeeded", busy);
@@ -577,7 +606,7 @@ static void do_srq(struct fctx *f)
 			del_obj(f, o);
 		return;
 	}
-	if (!pd || f->n > MAX_OBJ - 8)
+	if (!pd || full(f, T_SRQ))
 		return;
 	switch (below(4)) {
 	case 0: ia.attr.max_wr = below(3); break;
@@ -594,6 +623,7 @@ static void do_srq(struct fctx *f)
 	MUST_FAIL(srq && too_big, "create_srq(max_wr %u, max_sge %u) past the device's succeeded",
 		  ia.attr.max_wr, ia.attr.max_sge);
 	if (srq) {
+		ok(K_SRQ);
 		o = add_obj(f, T_SRQ, srq->handle, 0, srq);
 		o->pd = pd->handle;
 	}
@@ -622,12 +652,12 @@ static void do_ah(struct fctx *f)
 	struct ibv_ah *ah;
 
 	count(K_AH);
-	if (o && chance(45)) {
+	if (o && (chance(45) || full(f, T_AH))) {
 		if (!ibv_destroy_ah(o->v))
 			del_obj(f, o);
 		return;
 	}
-	if (!pd || f->n > MAX_OBJ - 8)
+	if (!pd || full(f, T_AH))
 		return;
 	aa.port_num = chance(80) ? 1 : (uint8_t)below(256);
 	aa.is_global = chance(85);
@@ -643,6 +673,7 @@ static void do_ah(struct fctx *f)
 	ah = ibv_create_ah(pd->v, &aa);
 	MUST_FAIL(ah && aa.port_num != 1, "create_ah on port %u succeeded", aa.port_num);
 	if (ah) {
+		ok(K_AH);
 		o = add_obj(f, T_AH, ah->handle, 0, ah);
 		o->pd = pd->handle;
 	}
@@ -673,12 +704,12 @@ static void do_qp(struct fctx *f)
 	int too_big;
 
 	count(K_QP);
-	if (o && chance(45)) {
+	if (o && (chance(45) || full(f, T_QP))) {
 		if (!ibv_destroy_qp(o->v))
 			del_obj(f, o);
 		return;
 	}
-	if (!pd || !scq || !rcq || f->n > MAX_OBJ - 8)
+	if (!pd || !scq || !rcq || full(f, T_QP))
 		return;
 	if (chance(25))
 		srq = pick(f, T_SRQ, 0);
@@ -708,6 +739,7 @@ static void do_qp(struct fctx *f)
 		  "create_qp(send wr %u, sge %u, inline %u) past the device's succeeded",
 		  ia.cap.max_send_wr, ia.cap.max_send_sge, ia.cap.max_inline_data);
 	if (qp) {
+		ok(K_QP);
 		o = add_obj(f, T_QP, qp->handle, 0, qp);
 		o->pd = pd->handle;
 		o->scq = scq->handle;
@@ -776,6 +808,8 @@ static void do_modify_qp(struct fctx *f)
 	if (chance(85))
 		mask &= ~IBV_QP_CUR_STATE;
 	err = ibv_modify_qp(o->v, &a, mask);
+	if (!err)
+		ok(K_MODIFY_QP);
 	if (!err && (mask & IBV_QP_STATE) && a.qp_state > IBV_QPS_ERR)
 		violation("modify_qp to state %u succeeded", a.qp_state);
 	if (!err && (mask & IBV_QP_CUR_STATE) && a.cur_qp_state > IBV_QPS_ERR)
@@ -812,7 +846,8 @@ static void do_connect(struct fctx *f)
 		if (ibv_modify_qp(o->v, &a, IBV_QP_STATE))
 			return;
 		a.qp_state = IBV_QPS_RTS;
-		ibv_modify_qp(o->v, &a, IBV_QP_STATE | IBV_QP_SQ_PSN);
+		if (!ibv_modify_qp(o->v, &a, IBV_QP_STATE | IBV_QP_SQ_PSN))
+			ok(K_CONNECT);
 		return;
 	}
 	a.qp_state = IBV_QPS_INIT;
@@ -844,8 +879,9 @@ static void do_connect(struct fctx *f)
 	a.retry_cnt = 1;
 	a.rnr_retry = 1;
 	a.max_rd_atomic = 4;
-	ibv_modify_qp(o->v, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-		      IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
+	if (!ibv_modify_qp(o->v, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+			   IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC))
+		ok(K_CONNECT);
 }
 
 static void do_query(struct fctx *f)
@@ -971,6 +1007,8 @@ static void do_post_send(struct fctx *f)
 		(void)inl_big;
 	}
 	err = ibv_post_send(o->v, wr, &bad);
+	if (!err)
+		ok(K_POST_SEND);
 	MUST_FAIL(!err && too_many, "post_send with more than %d SGEs succeeded",
 		  f->attr.max_sge);
 }
@@ -995,10 +1033,8 @@ static void do_post_recv(struct fctx *f)
 		random_sges(f, sge[i], wr[i].num_sge);
 		wr[i].sg_list = sge[i];
 	}
-	if (srq)
-		ibv_post_srq_recv(o->v, wr, &bad);
-	else
-		ibv_post_recv(o->v, wr, &bad);
+	if (srq ? !ibv_post_srq_recv(o->v, wr, &bad) : !ibv_post_recv(o->v, wr, &bad))
+		ok(srq ? K_POST_SRQ_RECV : K_POST_RECV);
 }
 
 static void do_poll(struct fctx *f)
@@ -1009,10 +1045,15 @@ static void do_poll(struct fctx *f)
 	if (!o)
 		return;
 	count(K_POLL);
-	if (chance(20))
-		ibv_req_notify_cq(o->v, chance(50));
-	else
-		ibv_poll_cq(o->v, 8, wc);
+	if (chance(20)) {
+		if (!ibv_req_notify_cq(o->v, chance(50)))
+			ok(K_POLL);
+	} else {
+		int n = ibv_poll_cq(o->v, 8, wc);
+
+		if (n > 0)
+			atomic_fetch_add(&oks[K_POLL], n);	/* completions */
+	}
 }
 
 /* ---- raw commands ---- */
@@ -1056,7 +1097,7 @@ static void raw_create(struct fctx *f, int fd)
 	size_t req, resp;
 	struct obj *o;
 
-	if (f->n > MAX_OBJ - 4)
+	if (full(f, type))
 		return;
 	count(K_RAW_CREATE);
 	memset(respbuf, 0, sizeof(respbuf));
@@ -1158,6 +1199,7 @@ static void raw_create(struct fctx *f, int fd)
 	err = raw_write(fd, cmd, &c, req, resp, mangle);
 	if (err)
 		return;
+	ok(K_RAW_CREATE);
 	if (type != T_CQ && type != T_PD)
 		MUST_FAIL(!live_as(f, pdh, T_PD), "raw create %s on PD handle %u (not a PD) succeeded",
 			  type_names[type], pdh);
@@ -1294,6 +1336,7 @@ static void raw_destroy(struct fctx *f, int fd)
 		del_obj(f, o);	/* destroyed, only the response failed */
 	if (err)
 		return;
+	ok(K_RAW_DESTROY);
 	if (!live_as(f, h, type)) {
 		violation("raw destroy of %s handle %u (not one) succeeded", type_names[type], h);
 		return;
@@ -1494,6 +1537,8 @@ static void raw_use(struct fctx *f, int fd)
 	}
 	err = raw_write(fd, cmd, &c, req, resp, mangle);
 	if (!err)
+		ok(K_RAW_USE);
+	if (!err)
 		MUST_FAIL(!live_as(f, h, type), "raw command %u on %s handle %u (not one) succeeded",
 			  cmd, type_names[type], h);
 }
@@ -1640,6 +1685,7 @@ static void do_mmap(struct fctx *f)
 	p = mmap(NULL, len, prot, flags, f->ctx->cmd_fd, (off_t)off);
 	if (p == MAP_FAILED)
 		return;
+	ok(K_MMAP);
 	if ((prot & PROT_WRITE) && len >= sizeof(struct cnuas_ib_cq_ring_hdr) && chance(50)) {
 		/* scribble on whatever indices the ring has */
 		volatile uint32_t *w = p;
@@ -1939,7 +1985,7 @@ static void race_destroy(struct race *r, int what)
  */
 static void race_phase(struct fctx *f, int rounds)
 {
-	struct ibv_context *ctx = open_device_by_name(ibv_get_device_name(f->ctx->device));
+	struct ibv_context *ctx = open_device_by_name(f->name);
 	struct race r = { .f = f, .fd = ctx->cmd_fd };
 	pthread_t t[3];
 	int i, k;
@@ -1990,7 +2036,7 @@ static void fork_phase(struct fctx *f, int rounds)
 	int i;
 
 	for (i = 0; i < rounds; i++) {
-		struct ibv_context *ctx = open_device_by_name(ibv_get_device_name(f->ctx->device));
+		struct ibv_context *ctx = open_device_by_name(f->name);
 		struct fctx *fk = calloc(1, sizeof(*fk));
 		uint64_t child_seed = rnd();
 		int status, j;
@@ -1999,6 +2045,7 @@ static void fork_phase(struct fctx *f, int rounds)
 		if (!fk)
 			DIE("calloc");
 		fk->ctx = ctx;
+		memcpy(fk->name, f->name, sizeof(fk->name));
 		fk->attr = f->attr;
 		fk->gid_index = f->gid_index;
 		fk->gid = f->gid;
@@ -2116,13 +2163,14 @@ int main(int argc, char **argv)
 	printf("seed %" PRIu64 "\n", seed);
 	map_memory();
 	f->ctx = open_device_by_name(argv[1]);
+	snprintf(f->name, sizeof(f->name), "%s", ibv_get_device_name(f->ctx->device));
 	if (ibv_query_device(f->ctx, &f->attr))
 		DIE("query_device: %s", strerror(errno));
 	find_gid(f);
 	printf("gid_index %d\n", f->gid_index);
 
-	/* the main sequence: 90% of the calls */
-	for (i = 0; total_calls() < want * 9 / 10; i++) {
+	/* the main sequence: the calls asked for, the same for the same seed */
+	for (i = 0; total_calls() < want; i++) {
 		int fd = f->ctx->cmd_fd;
 
 		switch (below(40)) {
@@ -2148,23 +2196,19 @@ int main(int argc, char **argv)
 		}
 	}
 	printf("main_sequence_calls %ld\n", total_calls());
-
-	race_phase(f, 6);
-	fork_phase(f, 4);
-	/* fill up to the calls asked for */
-	while (total_calls() < want) {
-		switch (below(3)) {
-		case 0: raw_use(f, f->ctx->cmd_fd); break;
-		case 1: raw_create(f, f->ctx->cmd_fd); break;
-		default: raw_destroy(f, f->ctx->cmd_fd); break;
-		}
-	}
+	/* the device's objects are shared: free ours for the phases that follow */
 	cleanup(f);
 	ibv_close_device(f->ctx);
+	f->ctx = NULL;
+	/* they open contexts of their own; f lends them the device's attributes */
+	race_phase(f, 6);
+	fork_phase(f, 4);
 
 	printf("calls_total %ld\n", total_calls());
 	for (i = 0; i < K_KINDS; i++)
 		printf("calls_%s %ld\n", kind_names[i], atomic_load(&calls[i]));
+	for (i = 0; i < K_KINDS; i++)
+		printf("ok_%s %ld\n", kind_names[i], atomic_load(&oks[i]));
 	printf("violations %ld\n", atomic_load(&violations));
 	printf("%s\n", atomic_load(&violations) ? "FAIL" : "PASS");
 	return atomic_load(&violations) ? 1 : 0;
