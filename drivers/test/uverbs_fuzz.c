@@ -238,6 +238,7 @@ struct obj {
 	void *v;		/* the libibverbs object otherwise */
 	uint32_t pd, scq, rcq, srq;	/* handles it holds (~0U: none) */
 	uint32_t qpn, lkey, rkey, max_sge;
+	uint64_t addr, len;	/* an MR's range */
 	int qp_type;
 	int pinned;		/* something may still hold it (mcast attach) */
 	uint64_t mmap_off, mmap_len;	/* its ring, when it has one */
@@ -322,6 +323,18 @@ static struct obj *pick(struct fctx *f, int type, int raw)
 
 	for (i = 0; i < f->n; i++)
 		if (f->o[i].type == type && (raw < 0 || f->o[i].raw == raw))
+			cand[n++] = &f->o[i];
+	return n ? cand[below(n)] : NULL;
+}
+
+/* A random live object of @type on PD @pd, or NULL. */
+static struct obj *pick_on(struct fctx *f, int type, uint32_t pd)
+{
+	struct obj *cand[MAX_OBJ];
+	int i, n = 0;
+
+	for (i = 0; i < f->n; i++)
+		if (f->o[i].type == type && f->o[i].pd == pd)
 			cand[n++] = &f->o[i];
 	return n ? cand[below(n)] : NULL;
 }
@@ -457,8 +470,27 @@ static void do_pd(struct fctx *f)
 		return;
 	pd = ibv_alloc_pd(f->ctx);
 	if (pd) {
+		struct ibv_mr *mr;
+
 		ok(K_PD);
 		add_obj(f, T_PD, pd->handle, 0, pd);
+		/* most PDs get an MR over all of buf: the valid posts use it */
+		if (chance(70) && !full(f, T_MR)) {
+			count(K_MR);
+			mr = ibv_reg_mr(pd, buf, BUF_PAGES * PAGE, IBV_ACCESS_LOCAL_WRITE |
+					IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+					IBV_ACCESS_REMOTE_ATOMIC);
+			if (mr) {
+				struct obj *o = add_obj(f, T_MR, mr->handle, 0, mr);
+
+				ok(K_MR);
+				o->pd = pd->handle;
+				o->lkey = mr->lkey;
+				o->rkey = mr->rkey;
+				o->addr = (uintptr_t)buf;
+				o->len = BUF_PAGES * PAGE;
+			}
+		}
 	}
 }
 
@@ -587,6 +619,8 @@ static void do_mr(struct fctx *f)
 		o->pd = pd->handle;
 		o->lkey = mr->lkey;
 		o->rkey = mr->rkey;
+		o->addr = addr;
+		o->len = len;
 	}
 }
 
@@ -790,6 +824,101 @@ static void random_qp_attr(struct fctx *f, struct ibv_qp_attr *a, uint32_t own_q
 	a->ah_attr.grh.hop_limit = 64;
 }
 
+/*
+ * The next step of @o's way to RTS from @cur (or to ERR/RESET), with the
+ * right mask, and at times one field made invalid: a port other than 1, a
+ * P_Key index past the table, a path MTU that is no MTU must be refused.
+ */
+static void sane_modify(struct fctx *f, struct obj *o, int cur)
+{
+	struct ibv_qp_attr a = {};
+	int mask = IBV_QP_STATE, must_fail = 0, err;
+	struct obj *peer = pick(f, T_QP, -1);
+
+	switch (cur) {
+	case IBV_QPS_RESET:
+		a.qp_state = IBV_QPS_INIT;
+		a.port_num = 1;
+		mask |= IBV_QP_PKEY_INDEX | IBV_QP_PORT;
+		if (o->qp_type == IBV_QPT_UD) {
+			a.qkey = 0x11111111;
+			mask |= IBV_QP_QKEY;
+		} else {
+			a.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+					    IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+			mask |= IBV_QP_ACCESS_FLAGS;
+		}
+		break;
+	case IBV_QPS_INIT:
+		a.qp_state = IBV_QPS_RTR;
+		if (o->qp_type == IBV_QPT_UD || f->gid_index < 0)
+			break;
+		a.path_mtu = IBV_MTU_1024;
+		a.dest_qp_num = peer && chance(70) ? peer->qpn : o->qpn;
+		a.max_dest_rd_atomic = below(17);
+		a.min_rnr_timer = below(32);
+		a.ah_attr.is_global = 1;
+		a.ah_attr.port_num = 1;
+		a.ah_attr.grh.dgid = f->gid;
+		a.ah_attr.grh.sgid_index = f->gid_index;
+		a.ah_attr.grh.hop_limit = 64;
+		mask |= IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
+		if (o->qp_type == IBV_QPT_RC)
+			mask |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+		break;
+	case IBV_QPS_RTR:
+		a.qp_state = IBV_QPS_RTS;
+		a.sq_psn = (uint32_t)rnd() & 0xffffff;
+		mask |= IBV_QP_SQ_PSN;
+		if (o->qp_type == IBV_QPT_RC) {
+			a.timeout = below(32);
+			a.retry_cnt = below(8);
+			a.rnr_retry = below(8);
+			a.max_rd_atomic = below(17);
+			mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+				IBV_QP_MAX_QP_RD_ATOMIC;
+		}
+		break;
+	default:
+		a.qp_state = chance(50) ? IBV_QPS_ERR : IBV_QPS_RESET;
+		break;
+	}
+	switch (below(8)) {
+	case 0:
+		if (mask & IBV_QP_PORT) {
+			a.port_num = chance(50) ? 0 : 2 + below(254);
+			must_fail = 1;
+		}
+		break;
+	case 1:
+		if (mask & IBV_QP_PKEY_INDEX) {
+			a.pkey_index = 1 + below(0xffff);
+			must_fail = 1;
+		}
+		break;
+	case 2:
+		if (mask & IBV_QP_PATH_MTU) {
+			a.path_mtu = chance(50) ? 0 : 6 + below(250);
+			must_fail = 1;
+		}
+		break;
+	case 3:
+		a.dest_qp_num = 0x1000000U | (uint32_t)rnd();	/* past 24 bits */
+		break;
+	case 4:
+		a.ah_attr.grh.sgid_index = (uint8_t)rnd();
+		break;
+	default:
+		break;
+	}
+	err = ibv_modify_qp(o->v, &a, mask);
+	if (!err)
+		ok(K_MODIFY_QP);
+	MUST_FAIL(!err && must_fail,
+		  "modify_qp %d -> %d with port %u, pkey index %u, path MTU %u succeeded",
+		  cur, a.qp_state, a.port_num, a.pkey_index, a.path_mtu);
+}
+
 static void do_modify_qp(struct fctx *f)
 {
 	struct obj *o = pick(f, T_QP, 0);
@@ -801,6 +930,10 @@ static void do_modify_qp(struct fctx *f)
 	count(K_MODIFY_QP);
 	cur = current_state(o->v);
 	count(K_QUERY);
+	if (cur >= 0 && chance(60)) {
+		sane_modify(f, o, cur);
+		return;
+	}
 	random_qp_attr(f, &a, o->qpn);
 	mask = chance(60) ? (int)(rnd() & 0x1fffff) : (int)(rnd() & 0x7fffffff);
 	if (chance(80))
@@ -950,6 +1083,63 @@ static void random_sges(struct fctx *f, struct ibv_sge *sge, int n)
 	}
 }
 
+/*
+ * Make @wr (and nothing after it) a request the QP can carry, with its
+ * buffers in an MR of the QP's PD, the remote side in an MR's range or a
+ * little past it, and the key the MR's or another's.
+ */
+static void valid_send(struct fctx *f, struct obj *qp, struct ibv_send_wr *wr,
+		       struct ibv_sge *sge, struct obj *ah)
+{
+	static const enum ibv_wr_opcode rc_ops[] = {
+		IBV_WR_SEND, IBV_WR_SEND_WITH_IMM, IBV_WR_RDMA_WRITE,
+		IBV_WR_RDMA_WRITE_WITH_IMM, IBV_WR_RDMA_READ,
+		IBV_WR_ATOMIC_CMP_AND_SWP, IBV_WR_ATOMIC_FETCH_AND_ADD,
+	};
+	struct obj *mr = pick_on(f, T_MR, qp->pd), *rmr = pick(f, T_MR, -1);
+	struct obj *ah_pd = pick_on(f, T_AH, qp->pd);
+	uint64_t len;
+
+	if (!mr || !mr->len)
+		return;
+	wr->next = NULL;
+	wr->num_sge = 1;
+	wr->sg_list = sge;
+	wr->send_flags = IBV_SEND_SIGNALED;
+	wr->opcode = qp->qp_type == IBV_QPT_RC ? rc_ops[below(7)] :
+		     (chance(50) ? IBV_WR_SEND : IBV_WR_SEND_WITH_IMM);
+	len = 1 + below(qp->qp_type == IBV_QPT_RC ? 8192 : 1024);
+	if (len > mr->len)
+		len = mr->len;
+	if (wr->opcode == IBV_WR_ATOMIC_CMP_AND_SWP || wr->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD)
+		len = 8;
+	sge->addr = mr->addr + (mr->len > len ? below(mr->len - len + 1) & ~7ULL : 0);
+	sge->length = len + (chance(10) ? below(64) : 0);	/* past the MR at times */
+	sge->lkey = mr->lkey;
+	if (rmr && rmr->len) {
+		uint64_t ra = rmr->addr + (rmr->len > len ? below(rmr->len - len + 1) : 0);
+
+		if (chance(15))
+			ra = rmr->addr + rmr->len - below(16);	/* runs off the end */
+		if (chance(5))
+			ra = rmr->addr - 1 - below(64);		/* starts before it */
+		wr->wr.rdma.remote_addr = ra;
+		wr->wr.rdma.rkey = rmr->rkey;
+		if (wr->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
+		    wr->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD) {
+			wr->wr.atomic.remote_addr = chance(90) ? ra & ~7ULL : ra;
+			wr->wr.atomic.rkey = rmr->rkey;
+			wr->wr.atomic.compare_add = rnd();
+			wr->wr.atomic.swap = rnd();
+		}
+	}
+	if (qp->qp_type == IBV_QPT_UD) {
+		wr->wr.ud.ah = (ah_pd ? ah_pd : ah)->v;
+		wr->wr.ud.remote_qpn = qp->qpn;
+		wr->wr.ud.remote_qkey = 0x11111111;
+	}
+}
+
 static void do_post_send(struct fctx *f)
 {
 	static const enum ibv_wr_opcode ops[] = {
@@ -1006,6 +1196,8 @@ static void do_post_send(struct fctx *f)
 			inl_big = 1;
 		(void)inl_big;
 	}
+	if (chance(50))
+		valid_send(f, o, &wr[0], sge[0], ah);
 	err = ibv_post_send(o->v, wr, &bad);
 	if (!err)
 		ok(K_POST_SEND);
@@ -1032,6 +1224,16 @@ static void do_post_recv(struct fctx *f)
 		wr[i].num_sge = chance(80) ? (int)below(4) : (int)below(20);
 		random_sges(f, sge[i], wr[i].num_sge);
 		wr[i].sg_list = sge[i];
+		if (chance(50)) {
+			struct obj *mr = pick_on(f, T_MR, o->pd);
+
+			if (mr && mr->len) {
+				wr[i].num_sge = 1;
+				sge[i][0].addr = mr->addr;
+				sge[i][0].length = mr->len < 8192 ? mr->len : 8192;
+				sge[i][0].lkey = mr->lkey;
+			}
+		}
 	}
 	if (srq ? !ibv_post_srq_recv(o->v, wr, &bad) : !ibv_post_recv(o->v, wr, &bad))
 		ok(srq ? K_POST_SRQ_RECV : K_POST_RECV);
@@ -1233,9 +1435,12 @@ static void raw_create(struct fctx *f, int fd)
 	}
 	if (type == T_MR) {
 		struct ib_uverbs_reg_mr_resp *mr = resp_ptr(w, respbuf);
+		struct ib_uverbs_reg_mr *rq = (void *)&c.u;
 
 		o->lkey = mr->lkey;
 		o->rkey = mr->rkey;
+		o->addr = rq->hca_va;
+		o->len = rq->length;
 	}
 }
 
