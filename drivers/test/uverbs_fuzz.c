@@ -1098,6 +1098,9 @@ static int valid_send(struct fctx *f, struct obj *qp, struct ibv_send_wr *wr,
 	};
 	struct obj *mr = pick_on(f, T_MR, qp->pd), *rmr = pick(f, T_MR, -1);
 	struct obj *ah_pd = pick_on(f, T_AH, qp->pd);
+
+	if (ah_pd && ah_pd->raw)
+		ah_pd = NULL;	/* libibverbs wants its own AH object */
 	uint64_t len;
 
 	if (!mr || !mr->len)
