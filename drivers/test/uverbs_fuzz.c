@@ -958,12 +958,11 @@ static void do_modify_qp(struct fctx *f)
  * Connect an RC QP to itself (or a UD QP to RTS) with valid attributes, so
  * the posts that follow run through the transport.
  */
-static void do_connect(struct fctx *f)
+static void connect_qp(struct fctx *f, struct obj *o)
 {
-	struct obj *o = pick(f, T_QP, 0);
 	struct ibv_qp_attr a = {};
 
-	if (!o || f->gid_index < 0 || o->qp_type == IBV_QPT_UC)
+	if (f->gid_index < 0 || o->qp_type == IBV_QPT_UC)
 		return;
 	count(K_CONNECT);
 	a.qp_state = IBV_QPS_RESET;
@@ -1015,6 +1014,14 @@ static void do_connect(struct fctx *f)
 	if (!ibv_modify_qp(o->v, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
 			   IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC))
 		ok(K_CONNECT);
+}
+
+static void do_connect(struct fctx *f)
+{
+	struct obj *o = pick(f, T_QP, 0);
+
+	if (o)
+		connect_qp(f, o);
 }
 
 static void do_query(struct fctx *f)
@@ -1159,6 +1166,10 @@ static void do_post_send(struct fctx *f)
 
 	if (!o || (o->qp_type == IBV_QPT_UD && !ah))
 		return;
+	if (chance(30) && current_state(o->v) != IBV_QPS_RTS) {
+		count(K_QUERY);
+		connect_qp(f, o);
+	}
 	count(K_POST_SEND);
 	memset(wr, 0, sizeof(wr));
 	for (i = 0; i < nwr; i++) {
