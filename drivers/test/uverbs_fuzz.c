@@ -1151,6 +1151,9 @@ static int valid_send(struct fctx *f, struct obj *qp, struct ibv_send_wr *wr,
 	return 1;
 }
 
+/* How the valid-looking sends ended, by errno (0: posted). */
+static long valid_send_err[128];
+
 static void do_post_send(struct fctx *f)
 {
 	static const enum ibv_wr_opcode ops[] = {
@@ -1162,7 +1165,7 @@ static void do_post_send(struct fctx *f)
 	struct obj *o = pick(f, T_QP, 0), *ah = pick(f, T_AH, 0), *mr;
 	struct ibv_send_wr wr[4], *bad;
 	struct ibv_sge sge[4][20];
-	int nwr = 1 + below(4), i, err, too_many = 0, inl_big = 0;
+	int nwr = 1 + below(4), i, err, too_many = 0, inl_big = 0, valid = 0;
 
 	if (!o || (o->qp_type == IBV_QPT_UD && !ah))
 		return;
@@ -1211,9 +1214,13 @@ static void do_post_send(struct fctx *f)
 			inl_big = 1;
 		(void)inl_big;
 	}
-	if (chance(50) && valid_send(f, o, &wr[0], sge[0], ah))
+	if (chance(50) && valid_send(f, o, &wr[0], sge[0], ah)) {
 		too_many = 0;	/* the chain is that one request now */
+		valid = 1;
+	}
 	err = ibv_post_send(o->v, wr, &bad);
+	if (valid)
+		valid_send_err[err > 0 && err < 128 ? err : 0]++;
 	if (!err)
 		ok(K_POST_SEND);
 	MUST_FAIL(!err && too_many, "post_send with more than %d SGEs succeeded",
@@ -2429,6 +2436,10 @@ int main(int argc, char **argv)
 		printf("calls_%s %ld\n", kind_names[i], atomic_load(&calls[i]));
 	for (i = 0; i < K_KINDS; i++)
 		printf("ok_%s %ld\n", kind_names[i], atomic_load(&oks[i]));
+	for (i = 0; i < 128; i++)
+		if (valid_send_err[i])
+			printf("valid_send_%s %ld\n", i ? strerrorname_np(i) : "posted",
+			       valid_send_err[i]);
 	printf("violations %ld\n", atomic_load(&violations));
 	printf("%s\n", atomic_load(&violations) ? "FAIL" : "PASS");
 	return atomic_load(&violations) ? 1 : 0;
