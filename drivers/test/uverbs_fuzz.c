@@ -452,6 +452,28 @@ static void garbage(struct raw_cmd *c)
 
 /* ---- verbs: PD, CQ, MR, SRQ, AH ---- */
 
+/* An MR over all of buf with every access, on @pd; NULL when refused. */
+static struct obj *home_mr(struct fctx *f, struct ibv_pd *pd)
+{
+	struct ibv_mr *mr;
+	struct obj *o;
+
+	count(K_MR);
+	mr = ibv_reg_mr(pd, buf, BUF_PAGES * PAGE, IBV_ACCESS_LOCAL_WRITE |
+			IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+			IBV_ACCESS_REMOTE_ATOMIC);
+	if (!mr)
+		return NULL;
+	ok(K_MR);
+	o = add_obj(f, T_MR, mr->handle, 0, mr);
+	o->pd = pd->handle;
+	o->lkey = mr->lkey;
+	o->rkey = mr->rkey;
+	o->addr = (uintptr_t)buf;
+	o->len = BUF_PAGES * PAGE;
+	return o;
+}
+
 static void do_pd(struct fctx *f)
 {
 	struct obj *o = pick(f, T_PD, 0);
@@ -470,27 +492,11 @@ static void do_pd(struct fctx *f)
 		return;
 	pd = ibv_alloc_pd(f->ctx);
 	if (pd) {
-		struct ibv_mr *mr;
-
-		ok(K_PD);
+			ok(K_PD);
 		add_obj(f, T_PD, pd->handle, 0, pd);
 		/* most PDs get an MR over all of buf: the valid posts use it */
-		if (chance(70) && !full(f, T_MR)) {
-			count(K_MR);
-			mr = ibv_reg_mr(pd, buf, BUF_PAGES * PAGE, IBV_ACCESS_LOCAL_WRITE |
-					IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-					IBV_ACCESS_REMOTE_ATOMIC);
-			if (mr) {
-				struct obj *o = add_obj(f, T_MR, mr->handle, 0, mr);
-
-				ok(K_MR);
-				o->pd = pd->handle;
-				o->lkey = mr->lkey;
-				o->rkey = mr->rkey;
-				o->addr = (uintptr_t)buf;
-				o->len = BUF_PAGES * PAGE;
-			}
-		}
+		if (chance(70) && !full(f, T_MR))
+			home_mr(f, pd);
 	}
 }
 
@@ -1108,8 +1114,32 @@ static int valid_send(struct fctx *f, struct obj *qp, struct ibv_send_wr *wr,
 
 	if (ah_pd && ah_pd->raw)
 		ah_pd = NULL;	/* libibverbs wants its own AH object */
+	if (!ah_pd && qp->qp_type == IBV_QPT_UD && f->gid_index >= 0 && f->n < MAX_OBJ - 8) {
+		/* an AH to our own GID on the QP's PD */
+		struct obj *pd = find(f, qp->pd);
+		struct ibv_ah_attr aa = {
+			.is_global = 1, .port_num = 1,
+			.grh = { .dgid = f->gid, .sgid_index = f->gid_index, .hop_limit = 64 },
+		};
+		struct ibv_ah *a;
+
+		count(K_AH);
+		a = pd && !pd->raw ? ibv_create_ah(pd->v, &aa) : NULL;
+		if (a) {
+			ok(K_AH);
+			ah_pd = add_obj(f, T_AH, a->handle, 0, a);
+			ah_pd->pd = qp->pd;
+		}
+	}
 	uint64_t len;
 
+	if (!mr && f->n < MAX_OBJ - 8) {
+		struct obj *pd = find(f, qp->pd);
+
+		if (pd && !pd->raw)
+			mr = home_mr(f, pd->v);
+		rmr = rmr ? rmr : mr;
+	}
 	if (!mr || !mr->len)
 		return 0;
 	wr->next = NULL;
