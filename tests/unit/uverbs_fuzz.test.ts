@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { parseUverbsFuzz, UverbsFuzzOutputError } from "../../harness/guest/uverbs_fuzz.ts";
 import { resourceCounts } from "../matrix/verbs_limits.ts";
+import { limitShortfall } from "../matrix/fuzz.ts";
 
 const PASSING = [
   "seed 42",
@@ -56,4 +57,16 @@ Deno.test("resourceCounts counts a device's objects, every owner's or the kernel
     srq: 1,
   });
   assert.equal(resourceCounts(out, "cnuas_ib0", ["pd", "srq"], "kernel").pd, 1);
+});
+
+Deno.test("limitShortfall: how far short of each object limit verbs_limits stopped", () => {
+  const out = [
+    "max_pd: 64 ok (1 held by the kernel), 65th ENOMEM, after free ok",
+    "max_mr: 125 ok (1 held by the kernel), 126th ENOMEM (want ok, limit 256)",
+    "max_cqe: 4096 ok, 4097 EINVAL",
+    "FAIL",
+  ].join("\n");
+  // max_mr 131 short; the last line "FAIL" is the second difference, counted 1
+  assert.equal(limitShortfall(out, 2), 132);
+  assert.equal(limitShortfall("max_pd: 64 ok (1 held by the kernel)\nPASS", 0), 0);
 });
