@@ -59,6 +59,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/udmabuf.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -116,7 +118,7 @@ enum kind {
 	K_PD, K_CQ, K_QP, K_MR, K_SRQ, K_AH, K_MODIFY_QP, K_QUERY, K_POST_SEND,
 	K_POST_RECV, K_POST_SRQ_RECV, K_POLL, K_CONNECT, K_RAW_CREATE,
 	K_RAW_DESTROY, K_RAW_USE, K_RAW_SIZE, K_RAW_GARBAGE, K_RAW_CONTEXT,
-	K_MMAP, K_RACE, K_FORK, K_KINDS
+	K_MMAP, K_RACE, K_FORK, K_DMABUF_MR, K_KINDS
 };
 
 static const char *const kind_names[K_KINDS] = {
@@ -129,6 +131,7 @@ static const char *const kind_names[K_KINDS] = {
 	[K_RAW_USE] = "raw_use", [K_RAW_SIZE] = "raw_size",
 	[K_RAW_GARBAGE] = "raw_garbage", [K_RAW_CONTEXT] = "raw_context",
 	[K_MMAP] = "mmap", [K_RACE] = "race", [K_FORK] = "fork",
+	[K_DMABUF_MR] = "dmabuf_mr",
 };
 
 static atomic_long calls[K_KINDS];
@@ -628,6 +631,84 @@ static void do_mr(struct fctx *f)
 		o->addr = addr;
 		o->len = len;
 	}
+}
+
+/* A real DMA-BUF (udmabuf over a memfd) of DMABUF_SIZE bytes, or -1. */
+#define DMABUF_SIZE	(16 * PAGE)
+static int dmabuf_fd = -1;
+static int memfd = -1;
+
+static void make_dmabuf(void)
+{
+	struct udmabuf_create c = { .flags = UDMABUF_FLAGS_CLOEXEC, .size = DMABUF_SIZE };
+	int ufd = open("/dev/udmabuf", O_RDWR | O_CLOEXEC);
+
+	memfd = memfd_create("uverbs_fuzz", MFD_ALLOW_SEALING | MFD_CLOEXEC);
+	if (memfd < 0 || ftruncate(memfd, DMABUF_SIZE) ||
+	    fcntl(memfd, F_ADD_SEALS, F_SEAL_SHRINK) || ufd < 0) {
+		if (ufd >= 0)
+			close(ufd);
+		return;
+	}
+	c.memfd = memfd;
+	dmabuf_fd = ioctl(ufd, UDMABUF_CREATE, &c);
+	close(ufd);
+}
+
+/*
+ * ibv_reg_dmabuf_mr: the real DMA-BUF with ranges in, at and past its end,
+ * and fds that are no DMA-BUF (memfd, the command fd, closed, -1).  Must
+ * fail: an fd that is no DMA-BUF, a range past the DMA-BUF's end.
+ */
+static void do_dmabuf_mr(struct fctx *f)
+{
+	struct obj *pd = pick(f, T_PD, 0), *o;
+	uint64_t off, len, end;
+	unsigned int access;
+	struct ibv_mr *mr;
+	int fd, must_fail;
+
+	if (!pd || full(f, T_MR))
+		return;
+	count(K_DMABUF_MR);
+	switch (dmabuf_fd >= 0 ? below(8) : 4 + below(4)) {
+	case 0: case 1: case 2: case 3: fd = dmabuf_fd; break;
+	case 4: fd = memfd; break;
+	case 5: fd = f->ctx->cmd_fd; break;
+	case 6: fd = 1000 + below(1000); break;
+	default: fd = -1; break;
+	}
+	switch (below(6)) {
+	case 0: off = 0; break;
+	case 1: off = below(4) * PAGE; break;
+	case 2: off = below(DMABUF_SIZE); break;
+	case 3: off = DMABUF_SIZE - below(2); break;
+	case 4: off = rnd(); break;
+	default: off = UINT64_MAX - below(PAGE); break;
+	}
+	switch (below(6)) {
+	case 0: len = 0; break;
+	case 1: len = PAGE; break;
+	case 2: len = DMABUF_SIZE - off % DMABUF_SIZE; break;
+	case 3: len = DMABUF_SIZE + 1; break;
+	case 4: len = rnd(); break;
+	default: len = 1 + below(2 * PAGE); break;
+	}
+	access = chance(70) ? IBV_ACCESS_LOCAL_WRITE | below(8) : (unsigned int)rnd();
+	must_fail = fd != dmabuf_fd || __builtin_add_overflow(off, len, &end) ||
+		    end > DMABUF_SIZE;
+	mr = ibv_reg_dmabuf_mr(pd->v, off, len, chance(70) ? off : rnd(), fd, (int)access);
+	MUST_FAIL(mr && must_fail, "reg_dmabuf_mr(fd %d%s, offset %" PRIu64 ", length %" PRIu64
+		  ") succeeded", fd, fd == dmabuf_fd ? " (the DMA-BUF)" : "", off, len);
+	if (!mr)
+		return;
+	ok(K_DMABUF_MR);
+	o = add_obj(f, T_MR, mr->handle, 0, mr);
+	o->pd = pd->handle;
+	o->lkey = mr->lkey;
+	o->rkey = mr->rkey;
+	o->addr = mr->addr ? (uintptr_t)mr->addr : 0;
+	o->len = 0;	/* not buf's memory: no SGE of the valid sends points here */
 }
 
 static void do_srq(struct fctx *f)
@@ -2419,6 +2500,8 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	printf("seed %" PRIu64 "\n", seed);
 	map_memory();
+	make_dmabuf();
+	printf("dmabuf %s\n", dmabuf_fd >= 0 ? "udmabuf" : "none");
 	f->ctx = open_device_by_name(argv[1]);
 	snprintf(f->name, sizeof(f->name), "%s", ibv_get_device_name(f->ctx->device));
 	if (ibv_query_device(f->ctx, &f->attr))
@@ -2449,6 +2532,7 @@ int main(int argc, char **argv)
 		case 31: case 32: raw_size(f, fd); break;
 		case 33: case 34: raw_garbage(f, fd); break;
 		case 35: raw_context(f); break;
+		case 36: do_dmabuf_mr(f); break;
 		default: do_mmap(f); break;
 		}
 	}
