@@ -123,7 +123,7 @@ export const row: Row = {
       return b;
     });
     // a real DMA-BUF for ibv_reg_dmabuf_mr: udmabuf over a memfd (the fuzzer skips it without)
-    const udmabuf = await g.run("modprobe udmabuf && test -c /dev/udmabuf", { timeoutSec: 60 });
+    const udmabuf = await g.run("test -c /dev/udmabuf || modprobe udmabuf", { timeoutSec: 60 });
     ctx.log(`udmabuf: ${udmabuf.code === 0 ? "/dev/udmabuf" : `none (${udmabuf.stderr.trim()})`}`);
     const seed = fuzzSeed("CNUAS_HIL_FUZZ_SEED");
     ctx.measure("uverbsFuzz.seed", seed, "seed");
