@@ -1834,7 +1834,7 @@ static void raw_use(struct fctx *f, int fd)
 		break;
 	}
 	case 9: {
-		/* attach, and detach again if that worked */
+		/* attach, and at times detach again if that worked */
 		struct ib_uverbs_attach_mcast *r = (void *)&c.u;
 
 		type = T_QP;
@@ -1853,7 +1853,9 @@ static void raw_use(struct fctx *f, int fd)
 			struct obj *o = find(f, h);
 
 			MUST_FAIL(!live_as(f, h, T_QP), "raw attach_mcast on handle %u succeeded", h);
-			if (raw_write(fd, IB_USER_VERBS_CMD_DETACH_MCAST, &c, req, 0, 0) && o)
+			/* half stay attached: destroy refuses them, the close detaches */
+			if ((chance(50) || raw_write(fd, IB_USER_VERBS_CMD_DETACH_MCAST, &c, req, 0, 0)) &&
+			    o)
 				o->pinned = 1;
 		}
 		return;
@@ -2038,10 +2040,10 @@ static void do_mmap(struct fctx *f)
 struct race {
 	struct fctx *f;
 	int fd;
-	atomic_uint qp, scq, rcq, mr, ah, pd;	/* handles in play */
+	atomic_uint qp, scq, rcq, mr, ah, pd, rc;	/* handles in play */
 	atomic_ulong cq_off, cq_len;
 	atomic_int stop;
-	uint32_t qpn, lkey;
+	uint32_t qpn, lkey, rkey, rc_qpn;
 	uint64_t seed;
 };
 
@@ -2060,6 +2062,68 @@ static uint32_t u32_at(const void *resp, size_t off)
 
 	memcpy(&v, (const char *)resp + off, sizeof(v));
 	return v;
+}
+
+/* An RC QP on the round's CQs, connected to itself (RDMA into the round's MR). */
+static void race_rc_setup(struct race *r)
+{
+	uint64_t resp[32];
+	struct raw_cmd c;
+	struct ib_uverbs_create_qp *q = (void *)&c.u;
+	struct ib_uverbs_create_qp_resp *qr = (void *)resp;
+	struct ib_uverbs_modify_qp *m = (void *)&c.u;
+
+	memset(&c, 0, sizeof(c));
+	q->response = (uintptr_t)resp;
+	q->pd_handle = atomic_load(&r->pd);
+	q->send_cq_handle = atomic_load(&r->scq);
+	q->recv_cq_handle = atomic_load(&r->rcq);
+	q->max_send_wr = 64;
+	q->max_recv_wr = 64;
+	q->max_send_sge = 2;
+	q->max_recv_sge = 2;
+	q->qp_type = IBV_QPT_RC;
+	if (race_write(r->fd, IB_USER_VERBS_CMD_CREATE_QP, &c, sizeof(*q),
+		       sizeof(*qr) + offsetofend(struct cnuas_ib_create_qp_resp, max_inline)))
+		return;
+	atomic_store(&r->rc, qr->qp_handle);
+	r->rc_qpn = qr->qpn;
+
+	memset(&c, 0, sizeof(c));
+	m->qp_handle = atomic_load(&r->rc);
+	m->qp_state = IBV_QPS_INIT;
+	m->port_num = 1;
+	m->qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+			     IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+	m->attr_mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS;
+	race_write(r->fd, IB_USER_VERBS_CMD_MODIFY_QP, &c, sizeof(*m), 0);
+
+	memset(&c, 0, sizeof(c));
+	m->qp_handle = atomic_load(&r->rc);
+	m->qp_state = IBV_QPS_RTR;
+	m->path_mtu = IBV_MTU_1024;
+	m->dest_qp_num = r->rc_qpn;
+	m->max_dest_rd_atomic = 4;
+	m->min_rnr_timer = 1;
+	m->dest.is_global = 1;
+	m->dest.port_num = 1;
+	memcpy(m->dest.dgid, r->f->gid.raw, 16);
+	m->dest.sgid_index = r->f->gid_index;
+	m->dest.hop_limit = 64;
+	m->attr_mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+		       IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+	race_write(r->fd, IB_USER_VERBS_CMD_MODIFY_QP, &c, sizeof(*m), 0);
+
+	memset(&c, 0, sizeof(c));
+	m->qp_handle = atomic_load(&r->rc);
+	m->qp_state = IBV_QPS_RTS;
+	m->timeout = 1;
+	m->retry_cnt = 1;
+	m->rnr_retry = 1;
+	m->max_rd_atomic = 4;
+	m->attr_mask = IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+		       IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC;
+	race_write(r->fd, IB_USER_VERBS_CMD_MODIFY_QP, &c, sizeof(*m), 0);
 }
 
 /* Create the objects of one round: PD, 2 CQs, UD QP in RTS, MR, AH. */
@@ -2146,12 +2210,14 @@ static int race_setup(struct race *r)
 		m->length = BUF_PAGES * PAGE;
 		m->hca_va = m->start;
 		m->pd_handle = atomic_load(&r->pd);
-		m->access_flags = IBV_ACCESS_LOCAL_WRITE;
+		m->access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+				  IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
 		if (!race_write(r->fd, IB_USER_VERBS_CMD_REG_MR, &c, sizeof(*m),
 				sizeof(struct ib_uverbs_reg_mr_resp))) {
 			atomic_store(&r->mr, u32_at(resp, offsetof(struct ib_uverbs_reg_mr_resp,
 								   mr_handle)));
 			r->lkey = u32_at(resp, offsetof(struct ib_uverbs_reg_mr_resp, lkey));
+			r->rkey = u32_at(resp, offsetof(struct ib_uverbs_reg_mr_resp, rkey));
 		}
 	}
 	if (r->f->gid_index >= 0) {
@@ -2169,6 +2235,8 @@ static int race_setup(struct race *r)
 				sizeof(struct ib_uverbs_create_ah_resp)))
 			atomic_store(&r->ah, u32_at(resp, 0));
 	}
+	if (r->f->gid_index >= 0)
+		race_rc_setup(r);
 	return 0;
 }
 
@@ -2189,7 +2257,39 @@ static void *race_user(void *arg)
 
 		memset(&c, 0, 256);
 		count(K_RACE);
-		switch (pick % 4) {
+		switch (pick % 6) {
+		case 4:
+		case 5: {
+			static const uint32_t ops[4] = {
+				IB_UVERBS_WR_RDMA_WRITE, IB_UVERBS_WR_RDMA_READ,
+				IB_UVERBS_WR_ATOMIC_FETCH_AND_ADD, IB_UVERBS_WR_SEND,
+			};
+
+			ps->response = (uintptr_t)resp;
+			ps->qp_handle = atomic_load(&r->rc);
+			ps->wr_count = 1;
+			ps->sge_count = 1;
+			ps->wqe_size = sizeof(*wr);
+			wr->num_sge = 1;
+			wr->opcode = ops[(pick >> 3) % 4];
+			wr->send_flags = IBV_SEND_SIGNALED;
+			sge->addr = (uintptr_t)buf + 2 * PAGE;
+			sge->length = wr->opcode == IB_UVERBS_WR_ATOMIC_FETCH_AND_ADD ? 8 :
+				      64 + pick % 4096;
+			sge->lkey = r->lkey;
+			if (wr->opcode == IB_UVERBS_WR_ATOMIC_FETCH_AND_ADD) {
+				wr->wr.atomic.remote_addr = (uintptr_t)buf + 8 * (pick % 512);
+				wr->wr.atomic.rkey = r->rkey;
+				wr->wr.atomic.compare_add = 1;
+			} else {
+				wr->wr.rdma.remote_addr = (uintptr_t)buf + 8 * PAGE + pick % 4096;
+				wr->wr.rdma.rkey = r->rkey;
+			}
+			race_write(r->fd, IB_USER_VERBS_CMD_POST_SEND, &c,
+				   sizeof(*ps) + sizeof(*wr) + sizeof(*sge),
+				   sizeof(struct ib_uverbs_post_send_resp));
+			break;
+		}
 		case 0:
 			ps->response = (uintptr_t)resp;
 			ps->qp_handle = atomic_load(&r->qp);
@@ -2215,7 +2315,7 @@ static void *race_user(void *arg)
 			struct ib_uverbs_sge *rs = (void *)(rw + 1);
 
 			pr->response = (uintptr_t)resp;
-			pr->qp_handle = atomic_load(&r->qp);
+			pr->qp_handle = pick & 16 ? atomic_load(&r->rc) : atomic_load(&r->qp);
 			pr->wr_count = 1;
 			pr->sge_count = 1;
 			pr->wqe_size = sizeof(*rw);
@@ -2308,6 +2408,15 @@ static void race_destroy(struct race *r, int what)
 			   sizeof(struct ib_uverbs_destroy_cq_resp));
 		break;
 	}
+	case 6: {
+		struct ib_uverbs_destroy_qp *d = (void *)&c.u;
+
+		d->response = (uintptr_t)resp;
+		d->qp_handle = atomic_load(&r->rc);
+		race_write(r->fd, IB_USER_VERBS_CMD_DESTROY_QP, &c, sizeof(*d),
+			   sizeof(struct ib_uverbs_destroy_qp_resp));
+		break;
+	}
 	default:
 		((struct ib_uverbs_dealloc_pd *)&c.u)->pd_handle = atomic_load(&r->pd);
 		race_write(r->fd, IB_USER_VERBS_CMD_DEALLOC_PD, &c,
@@ -2329,25 +2438,26 @@ static void race_phase(struct fctx *f, int rounds)
 	int i, k;
 
 	for (i = 0; i < rounds; i++) {
-		uint8_t order[6] = { 0, 1, 2, 3, 4, 5 };
+		uint8_t order[7] = { 0, 1, 2, 3, 4, 5, 6 };
 
 		r.seed = rnd();
 		atomic_store(&r.stop, 0);
 		atomic_store(&r.cq_len, 0);
+		atomic_store(&r.rc, ~0U);
 		if (race_setup(&r))
 			continue;
 		pthread_create(&t[0], NULL, race_user, &r);
 		pthread_create(&t[1], NULL, race_user, &r);
 		pthread_create(&t[2], NULL, race_mapper, &r);
 		usleep(below(20000));
-		for (k = 5; k > 0; k--) {
+		for (k = 6; k > 0; k--) {
 			uint32_t j = below(k + 1);
 			uint8_t x = order[k];
 
 			order[k] = order[j];
 			order[j] = x;
 		}
-		for (k = 0; k < 6; k++) {
+		for (k = 0; k < 7; k++) {
 			race_destroy(&r, order[k]);
 			usleep(below(3000));
 		}
@@ -2355,8 +2465,8 @@ static void race_phase(struct fctx *f, int rounds)
 		for (k = 0; k < 3; k++)
 			pthread_join(t[k], NULL);
 		/* what failed as busy goes now: leaves first */
-		for (k = 0; k < 6; k++)
-			race_destroy(&r, k);
+		for (k = 0; k < 7; k++)
+			race_destroy(&r, "\0\1\2\6\3\4\5"[k]);
 	}
 	ibv_close_device(ctx);
 }
