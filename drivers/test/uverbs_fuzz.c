@@ -118,7 +118,7 @@ enum kind {
 	K_PD, K_CQ, K_QP, K_MR, K_SRQ, K_AH, K_MODIFY_QP, K_QUERY, K_POST_SEND,
 	K_POST_RECV, K_POST_SRQ_RECV, K_POLL, K_CONNECT, K_RAW_CREATE,
 	K_RAW_DESTROY, K_RAW_USE, K_RAW_SIZE, K_RAW_GARBAGE, K_RAW_CONTEXT,
-	K_MMAP, K_RACE, K_FORK, K_DMABUF_MR, K_KINDS
+	K_MMAP, K_RACE, K_FORK, K_DMABUF_MR, K_MCAST, K_KINDS
 };
 
 static const char *const kind_names[K_KINDS] = {
@@ -131,7 +131,7 @@ static const char *const kind_names[K_KINDS] = {
 	[K_RAW_USE] = "raw_use", [K_RAW_SIZE] = "raw_size",
 	[K_RAW_GARBAGE] = "raw_garbage", [K_RAW_CONTEXT] = "raw_context",
 	[K_MMAP] = "mmap", [K_RACE] = "race", [K_FORK] = "fork",
-	[K_DMABUF_MR] = "dmabuf_mr",
+	[K_DMABUF_MR] = "dmabuf_mr", [K_MCAST] = "mcast",
 };
 
 static atomic_long calls[K_KINDS];
@@ -1883,6 +1883,59 @@ static void raw_use(struct fctx *f, int fd)
 			  cmd, type_names[type], h);
 }
 
+/* ATTACH_MCAST / DETACH_MCAST of @gid, @mlid on QP @h: 0 or -errno. */
+static int mcast_cmd(int fd, uint32_t cmd, uint32_t h, const uint8_t *gid, uint16_t mlid)
+{
+	struct raw_cmd c;
+	struct ib_uverbs_attach_mcast *r = (void *)&c.u;
+
+	memset(&c, 0, 64);
+	memcpy(r->gid, gid, 16);
+	r->qp_handle = h;
+	r->mlid = mlid;
+	return raw_write(fd, cmd, &c, sizeof(*r), 0, 0);
+}
+
+/*
+ * One multicast group attached to a UD QP under two MLIDs (a RoCE port
+ * ignores the MLID; uverbs keeps the two attachments apart): every
+ * attachment that succeeded must detach, or the QP can never be destroyed
+ * (ib_core counts each attachment as a user of the QP).
+ */
+static void do_mcast_twice(struct fctx *f, int fd)
+{
+	struct obj *o = pick(f, T_QP, -1);
+	uint16_t mlid[3] = { 0xc000 + below(0x3ffe), 0, 0 };
+	int attached[3], i, n = 1 + below(3);
+	uint8_t gid[16];
+
+	if (!o || o->qp_type != IBV_QPT_UD || o->pinned)
+		return;
+	random_gid(f, gid);
+	gid[0] = 0xff;
+	gid[1] = 0x0e;
+	for (i = 1; i < 3; i++)
+		mlid[i] = mlid[i - 1] + 1 + below(16);
+	for (i = 0; i < n; i++) {
+		count(K_MCAST);
+		attached[i] = !mcast_cmd(fd, IB_USER_VERBS_CMD_ATTACH_MCAST, o->handle, gid, mlid[i]);
+	}
+	for (i = 0; i < n; i++) {
+		int err;
+
+		if (!attached[i])
+			continue;
+		ok(K_MCAST);
+		count(K_MCAST);
+		err = mcast_cmd(fd, IB_USER_VERBS_CMD_DETACH_MCAST, o->handle, gid, mlid[i]);
+		if (err) {
+			violation("detach_mcast of attachment %d of %d (MLID 0x%x) of QP %u: %s",
+				  i + 1, n, mlid[i], o->handle, strerror(-err));
+			o->pinned = 1;
+		}
+	}
+}
+
 /* Commands with right handles and wrong sizes: only have to return. */
 static void raw_size(struct fctx *f, int fd)
 {
@@ -2643,6 +2696,7 @@ int main(int argc, char **argv)
 		case 33: case 34: raw_garbage(f, fd); break;
 		case 35: raw_context(f); break;
 		case 36: do_dmabuf_mr(f); break;
+		case 37: do_mcast_twice(f, fd); break;
 		default: do_mmap(f); break;
 		}
 	}
