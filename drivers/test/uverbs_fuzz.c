@@ -66,7 +66,9 @@
 #include <unistd.h>
 
 #include <infiniband/verbs.h>
+#include <rdma/ib_user_ioctl_cmds.h>
 #include <rdma/ib_user_verbs.h>
+#include <rdma/rdma_user_ioctl_cmds.h>
 
 #include "cnuas_ib_abi.h"
 #include "verbs_util.h"
@@ -118,7 +120,7 @@ enum kind {
 	K_PD, K_CQ, K_QP, K_MR, K_SRQ, K_AH, K_MODIFY_QP, K_QUERY, K_POST_SEND,
 	K_POST_RECV, K_POST_SRQ_RECV, K_POLL, K_CONNECT, K_RAW_CREATE,
 	K_RAW_DESTROY, K_RAW_USE, K_RAW_SIZE, K_RAW_GARBAGE, K_RAW_CONTEXT,
-	K_MMAP, K_RACE, K_FORK, K_DMABUF_MR, K_MCAST, K_KINDS
+	K_MMAP, K_RACE, K_FORK, K_DMABUF_MR, K_MCAST, K_IOCTL, K_KINDS
 };
 
 static const char *const kind_names[K_KINDS] = {
@@ -131,7 +133,7 @@ static const char *const kind_names[K_KINDS] = {
 	[K_RAW_USE] = "raw_use", [K_RAW_SIZE] = "raw_size",
 	[K_RAW_GARBAGE] = "raw_garbage", [K_RAW_CONTEXT] = "raw_context",
 	[K_MMAP] = "mmap", [K_RACE] = "race", [K_FORK] = "fork",
-	[K_DMABUF_MR] = "dmabuf_mr", [K_MCAST] = "mcast",
+	[K_DMABUF_MR] = "dmabuf_mr", [K_MCAST] = "mcast", [K_IOCTL] = "ioctl",
 };
 
 static atomic_long calls[K_KINDS];
@@ -1936,6 +1938,108 @@ static void do_mcast_twice(struct fctx *f, int fd)
 	}
 }
 
+/*
+ * RDMA_VERBS_IOCTL: the destroy methods of each object type with a handle
+ * as raw_destroy() picks them (and a response pointer as pick_where()
+ * does), or garbage: random object and method ids, attributes, lengths,
+ * flags and header fields.  A destroy naming no live object of its type
+ * must fail.
+ */
+static void raw_ioctl(struct fctx *f, int fd)
+{
+	static const uint16_t objs[T_TYPES] = {
+		UVERBS_OBJECT_PD, UVERBS_OBJECT_CQ, UVERBS_OBJECT_QP, UVERBS_OBJECT_MR,
+		UVERBS_OBJECT_SRQ, UVERBS_OBJECT_AH,
+	};
+	static const uint16_t methods[T_TYPES] = {
+		UVERBS_METHOD_PD_DESTROY, UVERBS_METHOD_CQ_DESTROY, UVERBS_METHOD_QP_DESTROY,
+		UVERBS_METHOD_MR_DESTROY, UVERBS_METHOD_SRQ_DESTROY, UVERBS_METHOD_AH_DESTROY,
+	};
+	struct {
+		struct ib_uverbs_ioctl_hdr hdr;
+		struct ib_uverbs_attr attrs[8];
+	} req;
+	int type = below(T_TYPES), garbage_req = chance(40), other_method = 0, err, busy = 0;
+	enum resp_where w = pick_where();
+	struct obj *o = pick(f, type, 1);
+	unsigned int i;
+	uint32_t h;
+
+	count(K_IOCTL);
+	memset(&req, 0, sizeof(req));
+	if (o && chance(60)) {
+		h = o->handle;
+	} else {
+		h = pick_handle(f, type);
+		if (find(f, h) && !find(f, h)->raw)
+			h = ~h;		/* verbs-made objects go through verbs only */
+		o = find(f, h);
+		if (o && o->type != type)
+			o = NULL;
+	}
+	if (o)
+		busy = users(f, o) || o->pinned;
+	req.hdr.object_id = objs[type];
+	req.hdr.method_id = methods[type];
+	req.hdr.num_attrs = 1;
+	req.attrs[0].attr_id = 0;	/* UVERBS_ATTR_DESTROY_*_HANDLE */
+	req.attrs[0].data = h;
+	if (type == T_CQ || type == T_QP || type == T_SRQ) {
+		req.hdr.num_attrs = 2;
+		req.attrs[1].attr_id = 1;	/* UVERBS_ATTR_DESTROY_*_RESP */
+		req.attrs[1].len = type == T_CQ ? sizeof(struct ib_uverbs_destroy_cq_resp) :
+						  sizeof(struct ib_uverbs_destroy_qp_resp);
+		req.attrs[1].data = (uintptr_t)resp_ptr(w, respbuf);
+	}
+	if (garbage_req) {
+		/* the handle and response stay; extra attributes follow them */
+		unsigned int first = req.hdr.num_attrs;
+
+		req.hdr.num_attrs = first + below(9 - first);
+		switch (below(6)) {
+		case 0: req.hdr.object_id = (uint16_t)rnd(); other_method = 1; break;
+		case 1: req.hdr.method_id = (uint16_t)rnd(); other_method = 1; break;
+		case 2: req.hdr.num_attrs = below(9); break;
+		case 3: req.hdr.reserved1 = rnd(); break;
+		case 4: req.hdr.driver_id = (uint32_t)rnd(); break;
+		default: break;
+		}
+		for (i = first; i < 8; i++) {
+			req.attrs[i].attr_id = chance(70) ? below(8) : (uint16_t)rnd();
+			req.attrs[i].len = chance(50) ? below(64) : (uint16_t)rnd();
+			req.attrs[i].flags = chance(70) ? below(4) : (uint16_t)rnd();
+			req.attrs[i].attr_data.reserved = chance(80) ? 0 : (uint16_t)rnd();
+			req.attrs[i].data = chance(50) ? pick_handle(f, below(T_TYPES)) :
+				(chance(50) ? (uintptr_t)resp_ptr(pick_where(), respbuf) : rnd());
+		}
+	}
+	req.hdr.length = sizeof(req.hdr) + req.hdr.num_attrs * sizeof(req.attrs[0]);
+	if (garbage_req && chance(20))
+		req.hdr.length = (uint16_t)rnd();
+	err = ioctl(fd, RDMA_VERBS_IOCTL, &req) ? -errno : 0;
+	if (!err)
+		ok(K_IOCTL);
+	if (other_method) {
+		/* another method took it: what it did is not known */
+		if (!err)
+			f->untracked = 1;
+		return;
+	}
+	if (err && o && req.hdr.num_attrs == 2 && !resp_writable(w) && !raw_alive(fd, type, h))
+		del_obj(f, o);	/* destroyed, only the response failed */
+	if (err)
+		return;
+	if (!live_as(f, h, type)) {
+		violation("ioctl destroy of %s handle %u (not one) succeeded", type_names[type], h);
+		return;
+	}
+	if (!o)
+		return;
+	MUST_FAIL(busy && !o->pinned, "ioctl destroy of %s %u with users succeeded",
+		  type_names[type], h);
+	del_obj(f, o);
+}
+
 /* Commands with right handles and wrong sizes: only have to return. */
 static void raw_size(struct fctx *f, int fd)
 {
@@ -2562,11 +2666,13 @@ static void fork_phase(struct fctx *f, int rounds)
 			long inherited = atomic_load(&violations);
 
 			seed_rng(&rng_state, child_seed);
+			/* uverbs refuses our writes (another process's file): ioctl is taken */
 			for (j = 0; j < 60; j++) {
-				switch (below(4)) {
+				switch (below(5)) {
 				case 0: raw_create(fk, ctx->cmd_fd); break;
 				case 1: raw_destroy(fk, ctx->cmd_fd); break;
 				case 2: raw_use(fk, ctx->cmd_fd); break;
+				case 3: raw_ioctl(fk, ctx->cmd_fd); break;
 				default: do_mmap(fk); break;
 				}
 			}
@@ -2575,10 +2681,11 @@ static void fork_phase(struct fctx *f, int rounds)
 			_exit(atomic_load(&violations) != inherited ? 1 : 0);
 		}
 		for (j = 0; j < 60; j++) {
-			switch (below(4)) {
+			switch (below(5)) {
 			case 0: raw_create(fk, ctx->cmd_fd); break;
 			case 1: raw_destroy(fk, ctx->cmd_fd); break;
 			case 2: raw_use(fk, ctx->cmd_fd); break;
+			case 3: raw_ioctl(fk, ctx->cmd_fd); break;
 			default: do_mmap(fk); break;
 			}
 		}
@@ -2697,6 +2804,7 @@ int main(int argc, char **argv)
 		case 35: raw_context(f); break;
 		case 36: do_dmabuf_mr(f); break;
 		case 37: do_mcast_twice(f, fd); break;
+		case 38: raw_ioctl(f, fd); break;
 		default: do_mmap(f); break;
 		}
 	}
