@@ -1683,7 +1683,8 @@ static void raw_destroy(struct fctx *f, int fd)
 	}
 	if (!o)
 		return;		/* untracked */
-	MUST_FAIL(busy && !o->pinned, "raw destroy of %s %u with users succeeded",
+	/* untracked: another process may have destroyed the users */
+	MUST_FAIL(busy && !o->pinned && !f->untracked, "raw destroy of %s %u with users succeeded",
 		  type_names[type], h);
 	del_obj(f, o);
 }
@@ -2035,7 +2036,7 @@ static void raw_ioctl(struct fctx *f, int fd)
 	}
 	if (!o)
 		return;
-	MUST_FAIL(busy && !o->pinned, "ioctl destroy of %s %u with users succeeded",
+	MUST_FAIL(busy && !o->pinned && !f->untracked, "ioctl destroy of %s %u with users succeeded",
 		  type_names[type], h);
 	del_obj(f, o);
 }
