@@ -13,20 +13,25 @@
  *              query_*, post_send/post_recv/post_srq_recv with bad SGE
  *              counts, keys and lengths, RC QPs connected to themselves so
  *              RDMA WRITE/READ/atomics with random keys and addresses run
- *              through the responder
+ *              through the responder; ibv_reg_dmabuf_mr on a udmabuf and on
+ *              fds that are none; a multicast group attached under several
+ *              MLIDs
  *   raw        the same commands written straight to the context's
  *              command fd (the uverbs write ABI), past libibverbs' checks:
  *              stale handles (destroyed objects), garbage handles, handles
  *              of the wrong object type, in/out sizes too short, too long
  *              and 0, garbage driver data, response pointers that are
  *              NULL, unaligned, read-only, unmapped or in the kernel, and
- *              unknown command numbers; GET_CONTEXT on fresh fds
+ *              unknown command numbers; GET_CONTEXT on fresh fds; the
+ *              destroy methods of RDMA_VERBS_IOCTL with the same handles
+ *              and garbage header fields and attributes
  *   mmap       mmap of the command fd at random offsets and lengths, and
  *              of real rings with scribbles on their indices
  *   race       threads destroying a QP, its CQs, MR, AH and PD while
  *              others post to it, poll, modify and map its rings
  *   fork       children that use and destroy objects they inherited while
- *              the parent uses them too
+ *              the parent uses them too (uverbs refuses a child's write()
+ *              on the parent's file; its ioctls go through)
  *
  * What must hold (checked; anything else only has to return):
  *   - a call naming a handle that is not a live object of the right type in
@@ -41,7 +46,9 @@
  *   - invalid QP states, transitions from RESET other than to INIT/RESET/
  *     ERR, port numbers other than 1 are refused; ports other than 1 are
  *     refused by query_port and create_ah;
- *   - post_send with more SGEs than the device has is refused.
+ *   - post_send with more SGEs than the device has is refused;
+ *   - reg_dmabuf_mr of an fd that is no DMA-BUF, or past its end, fails;
+ *   - every multicast attach that succeeded can be detached.
  *
  * Prints "seed N", "calls_total N", one "calls_KIND N" per kind, then
  * "violations N" and PASS or FAIL.  Exits 0 on PASS, 1 when a check failed,
@@ -894,7 +901,8 @@ static void random_qp_attr(struct fctx *f, struct ibv_qp_attr *a, uint32_t own_q
 	a->qkey = chance(50) ? 0x11111111 : (uint32_t)rnd();
 	a->rq_psn = (uint32_t)rnd();
 	a->sq_psn = (uint32_t)rnd();
-	a->dest_qp_num = chance(50) ? own_qpn : (chance(50) ? (uint32_t)rnd() : 0xffffff + below(4));
+	a->dest_qp_num = chance(50) ? own_qpn :
+			 (chance(50) ? (uint32_t)rnd() : 0xffffff + below(4));
 	a->qp_access_flags = chance(70) ? below(16) : (unsigned int)rnd();
 	a->pkey_index = chance(80) ? 0 : (uint16_t)rnd();
 	a->port_num = chance(80) ? 1 : (uint8_t)rnd();
@@ -1298,7 +1306,8 @@ static void do_post_send(struct fctx *f)
 		random_sges(f, sge[i], wr[i].num_sge);
 		wr[i].sg_list = sge[i];
 		wr[i].opcode = chance(90) ? ops[below(9)] : (enum ibv_wr_opcode)below(64);
-		wr[i].send_flags = chance(80) ? (below(16) & ~IBV_SEND_INLINE) : (unsigned int)rnd();
+		wr[i].send_flags = chance(80) ? (below(16) & ~IBV_SEND_INLINE) :
+						(unsigned int)rnd();
 		if (chance(10))
 			wr[i].send_flags |= IBV_SEND_INLINE;
 		wr[i].imm_data = (uint32_t)rnd();
@@ -1538,7 +1547,8 @@ static void raw_create(struct fctx *f, int fd)
 		return;
 	ok(K_RAW_CREATE);
 	if (type != T_CQ && type != T_PD)
-		MUST_FAIL(!live_as(f, pdh, T_PD), "raw create %s on PD handle %u (not a PD) succeeded",
+		MUST_FAIL(!live_as(f, pdh, T_PD),
+			  "raw create %s on PD handle %u (not a PD) succeeded",
 			  type_names[type], pdh);
 	o = raw_created(f, type, w, respbuf, type_names[type]);
 	if (!o)
@@ -1562,7 +1572,8 @@ static void raw_create(struct fctx *f, int fd)
 		o->qpn = cr->qpn;
 		o->qp_type = r->qp_type;
 		o->max_sge = cr->max_send_sge;
-		if (r->qp_type == IBV_QPT_RC || r->qp_type == IBV_QPT_UC || r->qp_type == IBV_QPT_UD)
+		if (r->qp_type == IBV_QPT_RC || r->qp_type == IBV_QPT_UC ||
+		    r->qp_type == IBV_QPT_UD)
 			MUST_FAIL(!live_as(f, r->send_cq_handle, T_CQ) ||
 				  !live_as(f, r->recv_cq_handle, T_CQ),
 				  "raw create QP with CQ handles %u/%u (not CQs) succeeded",
@@ -1716,7 +1727,8 @@ static void raw_use(struct fctx *f, int fd)
 		r->pkey_index = chance(80) ? 0 : (uint16_t)rnd();
 		r->path_mtu = chance(80) ? 1 + below(5) : (uint8_t)rnd();
 		r->dest.is_global = chance(80);
-		r->dest.sgid_index = f->gid_index >= 0 && chance(80) ? f->gid_index : (uint8_t)rnd();
+		r->dest.sgid_index = f->gid_index >= 0 && chance(80) ? f->gid_index :
+								       (uint8_t)rnd();
 		random_gid(f, r->dest.dgid);
 		req = sizeof(*r);
 		break;
@@ -1749,7 +1761,8 @@ static void raw_use(struct fctx *f, int fd)
 		r->wr_count = chance(80) ? 1 + below(3) : (uint32_t)rnd();
 		nsge = chance(80) ? below(8) : (uint32_t)rnd();
 		r->sge_count = chance(80) ? nsge : (uint32_t)rnd();
-		r->wqe_size = chance(80) ? sizeof(*wr) : (uint32_t)(chance(50) ? below(256) : rnd());
+		r->wqe_size = chance(80) ? sizeof(*wr) :
+					   (uint32_t)(chance(50) ? below(256) : rnd());
 		for (i = 0; i < 3; i++) {
 			wr[i].num_sge = chance(80) ? nsge / 3 : (uint32_t)rnd();
 			wr[i].opcode = chance(80) ? below(12) : (uint32_t)rnd();
@@ -1855,10 +1868,11 @@ static void raw_use(struct fctx *f, int fd)
 		if (!err) {
 			struct obj *o = find(f, h);
 
-			MUST_FAIL(!live_as(f, h, T_QP), "raw attach_mcast on handle %u succeeded", h);
+			MUST_FAIL(!live_as(f, h, T_QP), "raw attach_mcast on handle %u succeeded",
+				  h);
 			/* half stay attached: destroy refuses them, the close detaches */
-			if ((chance(50) || raw_write(fd, IB_USER_VERBS_CMD_DETACH_MCAST, &c, req, 0, 0)) &&
-			    o)
+			if ((chance(50) ||
+			     raw_write(fd, IB_USER_VERBS_CMD_DETACH_MCAST, &c, req, 0, 0)) && o)
 				o->pinned = 1;
 		}
 		return;
@@ -1882,7 +1896,8 @@ static void raw_use(struct fctx *f, int fd)
 	if (!err)
 		ok(K_RAW_USE);
 	if (!err)
-		MUST_FAIL(!live_as(f, h, type), "raw command %u on %s handle %u (not one) succeeded",
+		MUST_FAIL(!live_as(f, h, type),
+			  "raw command %u on %s handle %u (not one) succeeded",
 			  cmd, type_names[type], h);
 }
 
@@ -1921,7 +1936,8 @@ static void do_mcast_twice(struct fctx *f, int fd)
 		mlid[i] = mlid[i - 1] + 1 + below(16);
 	for (i = 0; i < n; i++) {
 		count(K_MCAST);
-		attached[i] = !mcast_cmd(fd, IB_USER_VERBS_CMD_ATTACH_MCAST, o->handle, gid, mlid[i]);
+		attached[i] = !mcast_cmd(fd, IB_USER_VERBS_CMD_ATTACH_MCAST, o->handle, gid,
+					 mlid[i]);
 	}
 	for (i = 0; i < n; i++) {
 		int err;
@@ -2036,7 +2052,8 @@ static void raw_ioctl(struct fctx *f, int fd)
 	}
 	if (!o)
 		return;
-	MUST_FAIL(busy && !o->pinned && !f->untracked, "ioctl destroy of %s %u with users succeeded",
+	MUST_FAIL(busy && !o->pinned && !f->untracked,
+		  "ioctl destroy of %s %u with users succeeded",
 		  type_names[type], h);
 	del_obj(f, o);
 }
@@ -2073,7 +2090,8 @@ static void raw_size(struct fctx *f, int fd)
 		cmd = IB_USER_VERBS_CMD_QUERY_PORT;
 	err = raw_write(fd, cmd, &c, 8 * below(24), 4 * below(64), 1);
 	if (!err && cmd == IB_USER_VERBS_CMD_ATTACH_MCAST)
-		raw_write(fd, IB_USER_VERBS_CMD_DETACH_MCAST, &c, sizeof(struct ib_uverbs_attach_mcast),
+		raw_write(fd, IB_USER_VERBS_CMD_DETACH_MCAST, &c,
+			  sizeof(struct ib_uverbs_attach_mcast),
 			  0, 0);
 }
 
