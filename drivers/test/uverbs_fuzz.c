@@ -2828,6 +2828,8 @@ int main(int argc, char **argv)
 		}
 	}
 	printf("main_sequence_calls %ld\n", total_calls());
+	/* the same for two runs of one seed when the sequence was the same */
+	printf("main_sequence_rng %016" PRIx64 "\n", rng_state);
 	/* the device's objects are shared: free ours for the phases that follow */
 	cleanup(f);
 	ibv_close_device(f->ctx);
