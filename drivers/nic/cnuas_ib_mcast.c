@@ -13,7 +13,14 @@
  *
  * Limits (datasheet table 4.1): max_mcast_grp groups per device,
  * max_mcast_qp_attach QPs per group.  A QP attached twice to one group is
- * one attachment (IBTA 11.3.1: attach is idempotent), detaching a QP that
+ * one member, it gets one copy of each datagram (IBTA 11.3.1: attach is
+ * idempotent), but every attach that succeeded counts and the QP leaves the
+ * group with the detach that matches the last one: ib_core counts each
+ * successful attach as a user of the QP (qp->usecnt) until a detach
+ * succeeds for it, and uverbs keeps attachments with different MLIDs apart
+ * although a RoCE port ignores the MLID.  A detach that could not succeed
+ * for each would leave the QP impossible to destroy (the uverbs file's
+ * teardown then warns and leaks it, its CQs and PD).  Detaching a QP that
  * is not attached is -EINVAL.  Groups live in a list under mcast_lock and
  * are freed after RCU: the receive path walks them under rcu_read_lock().
  */
@@ -32,6 +39,8 @@
  * @nqp: entries in @qpn
  * @qpn: attached QP numbers (not QP pointers: a QP is looked up at delivery,
  *	 so a destroyed QP is never touched)
+ * @refs: for each entry of @qpn, the attaches that succeeded for it and
+ *	  were not detached yet (under mcast_lock only; delivery ignores it)
  * @rcu: freed after a grace period
  */
 struct cnuas_ib_mcg {
@@ -40,6 +49,7 @@ struct cnuas_ib_mcg {
 	u16 mlid;
 	u32 nqp;
 	u32 qpn[CNUAS_IB_MAX_MCAST_QP_ATTACH];
+	u32 refs[CNUAS_IB_MAX_MCAST_QP_ATTACH];
 	struct rcu_head rcu;
 };
 
@@ -74,6 +84,7 @@ static bool cnuas_ib_gid_is_mcast(const union ib_gid *gid)
  */
 static void cnuas_ib_mcg_del(struct cnuas_ib_mcg *g, u32 i)
 {
+	g->refs[i] = g->refs[g->nqp - 1];
 	WRITE_ONCE(g->qpn[i], g->qpn[g->nqp - 1]);
 	/* pairs with smp_load_acquire() in cnuas_ib_mcast_rx() */
 	smp_store_release(&g->nqp, g->nqp - 1);
@@ -109,13 +120,21 @@ int cnuas_ib_attach_mcast(struct ib_qp *ibqp, union ib_gid *mgid, u16 mlid)
 		list_add_tail_rcu(&g->node, &dev->mcast_groups);
 		dev->n_mcast_grp++;
 	}
-	for (i = 0; i < g->nqp; i++)
-		if (g->qpn[i] == qpn)
-			goto unlock;
+	for (i = 0; i < g->nqp; i++) {
+		if (g->qpn[i] != qpn)
+			continue;
+		/* a member already: one more attach to be detached */
+		if (g->refs[i] == U32_MAX)
+			err = -ENOMEM;
+		else
+			g->refs[i]++;
+		goto unlock;
+	}
 	if (g->nqp >= CNUAS_IB_MAX_MCAST_QP_ATTACH) {
 		err = -ENOMEM;
 		goto unlock;
 	}
+	g->refs[g->nqp] = 1;
 	WRITE_ONCE(g->qpn[g->nqp], qpn);
 	/* the entry before the count: cnuas_ib_mcast_rx() reads them so */
 	smp_store_release(&g->nqp, g->nqp + 1);
@@ -140,7 +159,9 @@ int cnuas_ib_detach_mcast(struct ib_qp *ibqp, union ib_gid *mgid, u16 mlid)
 	for (i = 0; i < g->nqp; i++) {
 		if (g->qpn[i] != qpn)
 			continue;
-		cnuas_ib_mcg_del(g, i);
+		/* the QP stays a member until its last attach is detached */
+		if (!--g->refs[i])
+			cnuas_ib_mcg_del(g, i);
 		err = 0;
 		break;
 	}

@@ -31,6 +31,7 @@ export const ROW_IDS = [
   "gpu-host",
   "cnuasdev",
   "peermem",
+  "fuzz",
   "docs",
 ] as const;
 

@@ -20,9 +20,42 @@ export interface Held {
 const HELD_KINDS = ["pd", "cq", "qp", "mr"] as const;
 const SEPARATOR = "==cnuas-held==";
 
-/** The command whose output {@link kernelHeld} reads: `rdma -j resource show` of each kind. */
-export function heldCommand(): string {
-  return HELD_KINDS.map((k) => `rdma -j resource show ${k}`).join(`; echo ${SEPARATOR}; `);
+/** A kind of object `rdma resource show` lists. */
+export type ResourceKind = "pd" | "cq" | "qp" | "mr" | "srq";
+
+/**
+ * The command whose output {@link kernelHeld} and {@link resourceCounts}
+ * read: `rdma -j resource show` of each kind (pd, cq, qp, mr by default).
+ */
+export function heldCommand(kinds: readonly ResourceKind[] = HELD_KINDS): string {
+  return kinds.map((k) => `rdma -j resource show ${k}`).join(`; echo ${SEPARATOR}; `);
+}
+
+/**
+ * How many objects of each kind `ibdev` has, from the output of
+ * {@link heldCommand} for the same `kinds`: the kernel's own (entries
+ * without a `pid`) with `owner` "kernel", everyone's with "all".
+ */
+export function resourceCounts(
+  out: string,
+  ibdev: string,
+  kinds: readonly ResourceKind[],
+  owner: "kernel" | "all",
+): Record<ResourceKind, number> {
+  const parts = out.split(`${SEPARATOR}\n`);
+  if (parts.length !== kinds.length) {
+    throw new RowFailure(
+      `rdma resource show: ${parts.length} parts, want ${kinds.length}: ${out}`,
+    );
+  }
+  const counts: Record<ResourceKind, number> = { pd: 0, cq: 0, qp: 0, mr: 0, srq: 0 };
+  for (const [i, k] of kinds.entries()) {
+    const entries = JSON.parse(parts[i]) as Record<string, unknown>[];
+    counts[k] = entries.filter((e) =>
+      e.ifname === ibdev && (owner === "all" || !("pid" in e))
+    ).length;
+  }
+  return counts;
 }
 
 /**
@@ -35,15 +68,7 @@ export function heldCommand(): string {
  * counts against max_mr but is not in ib_core's resource tracking.
  */
 export function kernelHeld(out: string, ibdev: string): Held {
-  const parts = out.split(`${SEPARATOR}\n`);
-  if (parts.length !== HELD_KINDS.length) {
-    throw new RowFailure(`rdma resource show: ${parts.length} parts, want 4: ${out}`);
-  }
-  const count = (i: number): number => {
-    const entries = JSON.parse(parts[i]) as Record<string, unknown>[];
-    return entries.filter((e) => e.ifname === ibdev && !("pid" in e)).length;
-  };
-  const [pd, cq, qp, mr] = HELD_KINDS.map((_, i) => count(i));
+  const { pd, cq, qp, mr } = resourceCounts(out, ibdev, HELD_KINDS, "kernel");
   return { pd, cq, qp, mr: mr + pd };
 }
 
@@ -116,7 +141,12 @@ export function checkLimits(out: string, held: Held): LimitsVerdict {
   return { differences, maxInline };
 }
 
-async function runProgram(
+/**
+ * Run the program against `ibdev`, told what the kernel holds; exit 0 or 1
+ * (a failed case, which {@link checkLimits} names) is returned, anything
+ * else fails the row.
+ */
+export async function runVerbsLimits(
   g: Guest,
   ibdev: string,
   held: Held,
@@ -147,7 +177,7 @@ export const row: Row = {
       return h;
     });
     await ctx.step("verbs_limits: each limit reached, one more refused", async () => {
-      const r = await runProgram(g, dev.ibdev, held);
+      const r = await runVerbsLimits(g, dev.ibdev, held);
       const v = checkLimits(r.stdout, held);
       if (v.maxInline !== undefined) ctx.measure("maxInline", v.maxInline, "bytes");
       ctx.expect(v.differences.length === 0, v.differences.join("; "));
