@@ -806,3 +806,29 @@ Deno.test("a resend cut short mid-message by an ACK may start the next message",
   ack(p + 4);
   assert.deepEqual(r.checkCapture(conv.frames).violations, []);
 });
+
+Deno.test("a resend an ACK cut short at the end of the capture is not a message without LAST", () => {
+  const conv = new r.RcConversation({ pmtu: 256 });
+  const p = conv.nextPsns("a", 3);
+  const send = (op: number, psn: number) =>
+    conv.emit("a", { bth: { opcode: op, destQp: 0, psn }, payload: new Uint8Array(256) });
+  const { ack } = sendAndAck(conv);
+  send(r.OP.RC_SEND_FIRST, p);
+  send(r.OP.RC_SEND_MIDDLE, p + 1);
+  send(r.OP.RC_SEND_LAST, p + 2);
+  send(r.OP.RC_SEND_FIRST, p); // timer: going back; the ACK below stops it
+  ack(p + 2);
+  assert.deepEqual(r.checkCapture(conv.frames).violations, []);
+});
+
+Deno.test("a first sending that never ends is still flagged at the end of the capture", () => {
+  const conv = new r.RcConversation({ pmtu: 256 });
+  const p = conv.nextPsns("a", 2);
+  conv.emit("a", {
+    bth: { opcode: r.OP.RC_SEND_FIRST, destQp: 0, psn: p },
+    payload: new Uint8Array(256),
+  });
+  sendAndAck(conv).ack(p);
+  const v = r.checkCapture(conv.frames).violations.map((x) => x.rule);
+  assert.ok(v.includes("opcode-sequence"), JSON.stringify(v));
+});

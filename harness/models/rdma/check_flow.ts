@@ -64,6 +64,13 @@ export class RequestFlow {
   pendingRead: Outstanding | null = null;
   msgOp: Operation | null = null;
   msgFrame = -1;
+  /**
+   * The open message is a resend (it began with a retransmitted packet): an
+   * ACK may cut it short at any packet, so at the end of the capture it is
+   * not missing its LAST (the first sending was judged whole; what the
+   * resend left unacknowledged, ack-coverage reports).
+   */
+  msgResent = false;
   writeLen = 0;
   writeBytes = 0;
   pmtu: number;
@@ -193,7 +200,7 @@ export class RequestFlow {
 
   /** End of capture: a message still open never ended. */
   finishMessage(): void {
-    if (this.msgOp !== null) {
+    if (this.msgOp !== null && !this.msgResent) {
       this.ctx.log.report(
         this.msgFrame,
         this.name,
@@ -362,6 +369,7 @@ export class RequestFlow {
     if (retrans) {
       // Go-back-N resumes at any packet of a message: take the state the packet implies.
       this.msgOp = msgOp !== null && (pos === "FIRST" || pos === "MIDDLE") ? msgOp : null;
+      this.msgResent = true;
       if (pos === "FIRST") this.startMessage(p);
       else this.writeLen = -1; // resumed mid-message: the bytes sent before are not known here
       this.msgFrame = index;
@@ -369,6 +377,7 @@ export class RequestFlow {
     }
     if (pos === "FIRST") {
       this.closeOpenMessage(op, index);
+      this.msgResent = false;
       this.msgOp = msgOp;
       this.msgFrame = index;
       this.startMessage(p);
