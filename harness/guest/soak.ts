@@ -56,7 +56,7 @@ export const SOAK_BOUNDS = {
   /** KiB of SUnreclaim a guest may gain. */
   sunreclaimKiB: 4096,
   /** KiB of MemAvailable a guest may lose. */
-  memAvailableKiB: 16384,
+  memAvailableKiB: 32768,
   /** KiB of VmRSS one switch process may gain. */
   switchRssKiB: 1024,
 };
