@@ -54,7 +54,9 @@ export const SOAK_RETRIES = 2;
  */
 export const SOAK_BOUNDS = {
   /** KiB of SUnreclaim a guest may gain. */
-  sunreclaimKiB: 4096,
+  sunreclaimKiB: 1024,
+  /** Bytes in use one slab cache of a guest may gain (kmalloc-512, skbuff_head_cache, ...). */
+  slabCacheBytes: 262144,
   /** KiB of MemAvailable a guest may lose. */
   memAvailableKiB: 32768,
   /** KiB of VmRSS one switch process may gain. */
@@ -396,6 +398,11 @@ export async function runSoak(
         d("SUnreclaim") <= SOAK_BOUNDS.sunreclaimKiB,
         `${n.g.name}: SUnreclaim grew by ${d("SUnreclaim")} KiB (bound ` +
           `${SOAK_BOUNDS.sunreclaimKiB}); grew most: ${JSON.stringify(grew)}`,
+      );
+      ctx.expect(
+        (grew[0]?.bytes ?? 0) <= SOAK_BOUNDS.slabCacheBytes,
+        `${n.g.name}: slab cache ${grew[0]?.name} grew by ${grew[0]?.bytes} bytes (bound ` +
+          `${SOAK_BOUNDS.slabCacheBytes} per cache); grew most: ${JSON.stringify(grew)}`,
       );
       ctx.expect(
         -d("MemAvailable") <= SOAK_BOUNDS.memAvailableKiB,
