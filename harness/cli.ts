@@ -23,6 +23,9 @@
  *   bench [--fresh] [--only NAME ...]  measurements into reports/bench/<id>/bench.json
  *                               (--fresh adds an empty-cache build + boot row; --only runs
  *                               just the benches named, e.g. benchRdmaPost)
+ *   soak --minutes N [--accel A]  RoCEv2 traffic between two guests for N minutes with 1% loss,
+ *                               cable pulls and switch restarts; every transfer checked, no
+ *                               memory growth (report in reports/soak/<run-id>/)
  *   report merge DIR... --out D merge shard reports
  *   report kcidb DIR [--out F|-] [--origin O] [--log-base-url U]
  *                               the run as KCIDB JSON (docs/kcidb.md), default DIR/kcidb.json
@@ -67,6 +70,7 @@ import { mergeReports } from "./report/merge.ts";
 import { reportKcidb } from "./report/kcidb_export.ts";
 import { HISTORY_SUBCOMMANDS, historyCommand } from "./report/command.ts";
 import { runBench } from "./bench/run.ts";
+import { minutesFrom, soakCommand } from "./bench/soak.ts";
 import { checkPcapngFiles, rolledOverFiles } from "./oracle/wire_check.ts";
 
 /** Every `report` subcommand, for its usage error. */
@@ -303,6 +307,7 @@ async function main(argv: string[]): Promise<number> {
       "loss-seed": { type: "string" },
       "no-snapshot": { type: "boolean" },
       depth: { type: "string" },
+      minutes: { type: "string" },
       guests: { type: "string" },
       fabric: { type: "string" },
       gpus: { type: "string" },
@@ -403,6 +408,13 @@ async function main(argv: string[]): Promise<number> {
       console.log(`bench written to ${path}`);
       return 0;
     }
+    case "soak": {
+      const minutes = minutesFrom(values.minutes as string | undefined);
+      const { result, dir } = await soakCommand(config, minutes);
+      console.log(`soak ${result.status}${result.reason ? `: ${result.reason}` : ""}`);
+      console.log(`report written to ${dir}`);
+      return result.status === "PASS" ? 0 : 1;
+    }
     case "report": {
       if (rest[0] === "kcidb") return await reportKcidb(rest.slice(1), values, config.repoRoot);
       const sub = HISTORY_SUBCOMMANDS.find((s) => s === rest[0]);
@@ -436,7 +448,7 @@ async function main(argv: string[]): Promise<number> {
     }
     default:
       throw new UsageError(
-        `unknown command ${cmd}; commands: setup build matrix test bench report wirecheck repin clean`,
+        `unknown command ${cmd}; commands: setup build matrix test bench soak report wirecheck repin clean`,
       );
   }
 }

@@ -20,6 +20,7 @@ import { benchRdmaChecker } from "./rdma.ts";
 import { benchRdmaPerf } from "./rdma_perf.ts";
 import { benchRdmaPoll } from "./rdma_poll.ts";
 import { benchRdmaPost } from "./rdma_post.ts";
+import { benchSoak } from "./soak.ts";
 import { benchSwitch } from "./switch.ts";
 import { benchVnic } from "./vnic.ts";
 
@@ -109,7 +110,7 @@ async function benchFresh(config: Config): Promise<Record<string, Measurement>> 
 
 /**
  * The benches after boot: device oracles, GPU and libcnuasdev, switch, RDMA
- * checker, NIC and RDMA figures.
+ * checker, NIC and RDMA figures, a short soak.
  */
 const BENCHES: Bench[] = [
   { name: "benchVnic", run: benchVnic },
@@ -123,6 +124,7 @@ const BENCHES: Bench[] = [
   { name: "benchRdmaPost", run: benchRdmaPost },
   { name: "benchIbPerf", run: benchIbPerf },
   { name: "benchIncast", run: benchIncast },
+  { name: "benchSoak", run: benchSoak },
 ];
 
 /** Every bench's name, as `bench --only` takes it. */

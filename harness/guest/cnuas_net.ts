@@ -166,3 +166,24 @@ export async function waitCarrier(
   );
   return r.code === 0;
 }
+
+/**
+ * Poll `ethtool -S` until the driver's `link_changes` moved by `want` since
+ * `before` (a carrier flap too short to catch in sysfs still counts 2);
+ * returns how far it moved, within `timeoutSec`.
+ */
+export async function waitLinkChanges(
+  g: Guest,
+  iface: string,
+  before: Record<string, number>,
+  want: number,
+  timeoutSec: number,
+): Promise<number> {
+  let moved = 0;
+  for (let t = 0; t < timeoutSec * 2; t++) {
+    moved = (await ethtoolStats(g, iface)).link_changes - before.link_changes;
+    if (moved >= want) break;
+    await new Promise((r) => setTimeout(r, 500));
+  }
+  return moved;
+}

@@ -187,7 +187,8 @@ export async function security(ctx: RowContext, nodes: RdmaNode[]): Promise<void
 /** Each frame either guest's cnuas_ib receives is dropped with probability 1/N in the loss step. */
 export const LOSS_ONE_IN = 100;
 
-async function setLoss(nodes: RdmaNode[], every: number): Promise<void> {
+/** Set each node's cnuas_ib `rx_drop_one_in` to `every` (0: no loss); each write re-seeds the pattern. */
+export async function setLoss(nodes: RdmaNode[], every: number): Promise<void> {
   for (const n of nodes) {
     await n.g.run(`echo ${every} >/sys/module/cnuas_ib/parameters/rx_drop_one_in`, {
       check: true,
@@ -213,7 +214,7 @@ export function lastLossLine(dmesg: string): { oneIn: number; seed: number } | u
  * re-seeds on each write and says so in dmesg once N is set); check that
  * each guest's kernel says it drops 1 in `every` with that seed.
  */
-async function startLoss(
+export async function startLoss(
   ctx: RowContext,
   nodes: RdmaNode[],
   every: number,

@@ -72,6 +72,8 @@ export interface FabricHandle extends FabricOps {
   mode: FabricMode;
   /** Path of the data socket devices connect to. */
   socketPath: string;
+  /** The daemon's host PID (a new one after each {@link restart}), when it is a real process. */
+  readonly pid?: number;
   /**
    * Kill the daemon (SIGKILL by default) and start it again on the same
    * socket (devices reconnect), in `mode` when given.

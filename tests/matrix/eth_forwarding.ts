@@ -16,6 +16,7 @@ import {
   loadCnuasNet,
   statsDelta,
   waitCarrier,
+  waitLinkChanges,
 } from "../../harness/guest/cnuas_net.ts";
 import {
   explainRxDelta,
@@ -317,22 +318,6 @@ async function injectDrops(ctx: RowContext, nodes: Node[], mtu: number): Promise
   );
 }
 
-/** Poll `ethtool -S` until link_changes moved by `n` since `before`. */
-async function waitLinkChanges(
-  n: Node,
-  before: Record<string, number>,
-  want: number,
-  timeoutSec: number,
-): Promise<number> {
-  let moved = 0;
-  for (let t = 0; t < timeoutSec * 2; t++) {
-    moved = (await ethtoolStats(n.g, n.iface)).link_changes - before.link_changes;
-    if (moved >= want) break;
-    await new Promise((r) => setTimeout(r, 500));
-  }
-  return moved;
-}
-
 async function cablePull(ctx: RowContext, nodes: Node[]): Promise<void> {
   await ctx.step(
     "a cable pull on the switch flaps the carrier; traffic resumes after",
@@ -343,7 +328,7 @@ async function cablePull(ctx: RowContext, nodes: Node[]): Promise<void> {
       await fabricOf(ctx).linkDown(port);
       // The device reconnects within ~100 ms into another free slot, so the
       // carrier is down only briefly: the driver's link_changes counter shows it.
-      const moved = await waitLinkChanges(n, before, 2, 30);
+      const moved = await waitLinkChanges(n.g, n.iface, before, 2, 30);
       await fabricOf(ctx).linkUp(port);
       ctx.expect(
         moved >= 2,
@@ -441,7 +426,7 @@ async function restartUnderTraffic(
     ctx.log(`sha256 ${t.rxSha} at both ends of the transfer across the restart`);
     let linkDownDrops = 0;
     for (const [k, n] of nodes.entries()) {
-      const moved = await waitLinkChanges(n, before[k], 2, 30);
+      const moved = await waitLinkChanges(n.g, n.iface, before[k], 2, 30);
       ctx.expect(moved >= 2, `${n.g.name} link_changes moved by ${moved}, want >= 2`);
       linkDownDrops += (await ethtoolStats(n.g, n.iface)).tx_drop_link_down -
         before[k].tx_drop_link_down;
