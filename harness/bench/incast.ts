@@ -34,7 +34,7 @@ export const incastBenchRow: Row = {
     for (const mode of INCAST_BENCH_MODES) {
       const r = await ctx.step(
         `${mode.name}: incast with the latency probe`,
-        () => runIncast(ctx, w, mode, { size: 1048576, iters: 3 }),
+        () => runIncast(ctx, w, mode, { size: 262144, iters: 6 }),
       );
       const m = (k: string, v: number, unit: string) => ctx.measure(`${mode.name}.${k}`, v, unit);
       // ibv_rc_pingpong's figure: both directions' bytes over its run time

@@ -41,21 +41,14 @@ export const TCP_PRIO = 1;
  */
 export const PFC_LINK_MBPS = 1000;
 /** Each host's transmit shaper (`tx_rate_mbps`): what the senders offer. */
-export const SENDER_MBPS = 8;
-/**
- * Drain rate of the receiver's switch port: the two senders offer 1.6
- * times what it takes. Not more: without control a full queue drops an
- * arrival with probability 1 − drain / offered, and a go-back whose first
- * packet is dropped waits a whole ACK timeout; `ibv_rc_pingpong`'s QPs give
- * up after seven. At 4× (16 Mb/s senders, 8 Mb/s drain) and at 2×, one run
- * in three or four ended in "retry counter exceeded".
- */
-export const DRAIN_MBPS = 10;
+export const SENDER_MBPS = 20;
+/** Drain rate of the receiver's switch port: the two senders offer five times as much. */
+export const DRAIN_MBPS = 8;
 
 /**
  * Thresholds of the RoCE queue in frames (the queue holds 256, the
  * switch's `--queue-depth`): XOFF above 32 leaves 224 frames of headroom,
- * 124 ms of both senders at full rate — what a sender may put on the wire
+ * 49 ms of both senders at full rate — what a sender may put on the wire
  * between the switch's XOFF and its driver reading it (at 30 Mb/s, 33 ms,
  * a loaded host's guest once took longer: 6 frames of pfc_violation); ECN
  * marks from 16.
@@ -89,8 +82,6 @@ export interface IncastMode {
   pfc: boolean;
   /** ECN marking (step) in the switch's RoCE queue; the hosts' DCQCN is always on. */
   ecn: boolean;
-  /** Drain rate of the receiver's port in this mode (default {@link DRAIN_MBPS}). */
-  drainMbps?: number;
   /** Sender indexes (1..) whose cnuas_net ignores received PFC (`pfc_ignore`). */
   ignorePfc?: number[];
   /** Run a TCP flow from the first sender to the receiver beside the incast. */
@@ -246,7 +237,7 @@ async function applyMode(ctx: RowContext, w: IncastWorld, mode: IncastMode): Pro
       ecnMax: ROCE_QUEUE.ecnMax,
     }],
   });
-  await f.qosSet({ port: w.ports[0], drainMbps: mode.drainMbps ?? DRAIN_MBPS });
+  await f.qosSet({ port: w.ports[0], drainMbps: DRAIN_MBPS });
   for (const [i, n] of w.nodes.entries()) {
     const pfc = mode.pfc ? `${ROCE_PRIO}:on` : `${ROCE_PRIO}:off`;
     await sh(n.g, `dcb pfc set dev ${n.dev.iface} prio-pfc all:off ${pfc}`);
