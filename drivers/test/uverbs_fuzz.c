@@ -504,7 +504,7 @@ static void do_pd(struct fctx *f)
 		return;
 	pd = ibv_alloc_pd(f->ctx);
 	if (pd) {
-			ok(K_PD);
+		ok(K_PD);
 		add_obj(f, T_PD, pd->handle, 0, pd);
 		/* most PDs get an MR over all of buf: the valid posts use it */
 		if (chance(70) && !full(f, T_MR))
