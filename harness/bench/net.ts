@@ -14,7 +14,7 @@ import { measuredSoFar, runBenchRow } from "./one_row.ts";
 import type { Row, RowContext } from "../matrix/row.ts";
 import type { Measurement } from "../report/schema.ts";
 import { loadCnuasNet, waitCarrier } from "../guest/cnuas_net.ts";
-import { sh, type ShOptions, shq } from "../guest/shell.ts";
+import { sh, type ShOptions, shq, waitListening } from "../guest/shell.ts";
 import type { Guest } from "../vm/types.ts";
 
 /** Bytes per TCP transfer (from /dev/zero: measures the path, not a generator). */
@@ -80,8 +80,7 @@ async function tcpSeconds(
   await sh(
     b,
     `rm -f /tmp/bn.done; setsid sh -c 'nc -d -l ${port} > /dev/null; echo $? > /tmp/bn.done' ` +
-      `</dev/null >/dev/null 2>&1 & ` +
-      `for i in $(seq 100); do ss -ltn | grep -q ':${port} ' && exit 0; sleep 0.1; done; exit 1`,
+      `</dev/null >/dev/null 2>&1 & ${waitListening([port], 100)}`,
     FAIL,
   );
   const out = await sh(

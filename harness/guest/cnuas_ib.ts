@@ -16,7 +16,7 @@ import { RowFailure } from "../matrix/row.ts";
 import { GUEST_PATHS } from "../vm/types.ts";
 import type { Guest } from "../vm/types.ts";
 import { loadCnuasNet } from "./cnuas_net.ts";
-import { collectBackground, inBackground, shq } from "./shell.ts";
+import { collectBackground, inBackground, shq, waitListening } from "./shell.ts";
 
 /** Module name of the RDMA driver. */
 export const CNUAS_IB = "cnuas_ib";
@@ -362,12 +362,12 @@ async function startServer(
   timeoutSec: number,
 ): Promise<string> {
   const tag = `/tmp/pair.${pairTag(port)}`;
-  const listening = typeof port === "number"
-    ? `ss -ltn | grep -q ":${port} "`
-    : `rdma resource show cm_id | grep -q "state LISTEN .*:${port.rdmaCm} "`;
-  const ready = port
-    ? `for i in $(seq 300); do ${listening} && exit 0; ` +
+  const ready = typeof port !== "number"
+    ? `for i in $(seq 300); do ` +
+      `rdma resource show cm_id | grep -q "state LISTEN .*:${port.rdmaCm} " && exit 0; ` +
       `[ -f ${tag}.rc ] && exit 0; sleep 0.1; done`
+    : port
+    ? waitListening([port], 300, tag)
     : "sleep 2";
   await sg.run(`${inBackground(tag, server, timeoutSec)}\n${ready}`, { timeoutSec: 60 });
   return tag;

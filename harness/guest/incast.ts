@@ -13,7 +13,7 @@
  */
 import type { QosPortStats, QosPrioStats } from "../fabric/client.ts";
 import { type RowContext, RowFailure, type RowNeeds } from "../matrix/row.ts";
-import { collectBackground, inBackground, sh, shq } from "./shell.ts";
+import { collectBackground, inBackground, sh, shq, waitListening } from "./shell.ts";
 import { ethtoolStats } from "./cnuas_net.ts";
 import {
   addrFlag,
@@ -23,6 +23,7 @@ import {
   pingpongResult,
   type RoceNode,
   setupRoceNodes,
+  switchPortOf,
 } from "./roce_pair.ts";
 
 /** The priority RoCE traffic takes (PFC, ECN marking): the customary 3. */
@@ -204,12 +205,7 @@ export async function setupIncast(ctx: RowContext, ips: string[]): Promise<Incas
   const w: IncastWorld = { nodes, ports: [] };
   await ctx.step("each guest's switch port; hosts and switch configured", async () => {
     for (const n of nodes.slice(1)) await sh(n.g, `ping -c 2 -W 5 ${nodes[0].ip}`);
-    for (const n of nodes) {
-      const mac = (await sh(n.g, `cat /sys/class/net/${n.dev.iface}/address`)).trim();
-      const port = await ctx.fabric!.macPort(mac);
-      if (port === undefined) throw new RowFailure(`the switch has not learned ${mac}`);
-      w.ports.push(port);
-    }
+    for (const n of nodes) w.ports.push(await switchPortOf(ctx, n));
     await configureIncast(ctx, w);
   });
   return w;
@@ -328,10 +324,7 @@ export async function runIncast(
   const timeout = 300;
   if (mode.tcp) {
     await sh(rx.g, inBackground(tcpRx, `python3 -c ${shq(TCP_RX_PY)} ${TCP_PORT}`, timeout));
-    await sh(
-      rx.g,
-      `for i in $(seq 100); do ss -ltn | grep -q ':${TCP_PORT} ' && exit 0; sleep 0.1; done; exit 1`,
-    );
+    await sh(rx.g, waitListening([TCP_PORT], 100));
   }
   const probe = "/tmp/incast-probe";
   if (mode.latencyProbe) {
@@ -353,10 +346,10 @@ export async function runIncast(
   const cliTag = (i: number) => `/tmp/incast-cli.${port(i)}`;
   await sh(
     rx.g,
-    flowSenders.map((_, i) => inBackground(srvTag(i), args(rx, i), timeout)).join("\n") +
-      `\nfor i in $(seq 300); do n=0; for p in ${flowSenders.map((_, i) => port(i)).join(" ")}; ` +
-      `do ss -ltn | grep -q ":$p " && n=$((n+1)); done; ` +
-      `[ $n = ${flowSenders.length} ] && exit 0; sleep 0.1; done; exit 1`,
+    [
+      ...flowSenders.map((_, i) => inBackground(srvTag(i), args(rx, i), timeout)),
+      waitListening(flowSenders.map((_, i) => port(i)), 300),
+    ].join("\n"),
   );
   const startMs = Date.now() + START_LEAD_MS;
   const atStart = (cmd: string) =>

@@ -93,6 +93,36 @@ export async function setupRoceNodes(ctx: RowContext, ips: string[]): Promise<Ro
   return nodes;
 }
 
+/** The MAC address of a node's interface, as sysfs gives it ("02:00:…"). */
+export async function nodeMac(n: Pick<RdmaNode, "g" | "dev">): Promise<string> {
+  const r = await n.g.run(`cat /sys/class/net/${n.dev.iface}/address`, { check: true });
+  return r.stdout.trim();
+}
+
+/** The switch port a node's interface was learned on; fails the row when it was not. */
+export async function switchPortOf(
+  ctx: RowContext,
+  n: Pick<RdmaNode, "g" | "dev">,
+): Promise<number> {
+  const mac = await nodeMac(n);
+  const port = await ctx.fabric?.macPort(mac);
+  if (port === undefined) throw new RowFailure(`the switch has not learned ${mac} (${n.g.name})`);
+  return port;
+}
+
+/** Whether the node's port reaches PORT_ACTIVE within `timeoutSec` (`ibv_devinfo`, every 0.5 s). */
+export async function waitPortActive(
+  n: Pick<RdmaNode, "g" | "dev">,
+  timeoutSec: number,
+): Promise<boolean> {
+  const r = await n.g.run(
+    `for i in $(seq ${timeoutSec * 2}); do ibv_devinfo -d ${n.dev.ibdev} | ` +
+      `grep -q 'state:.*PORT_ACTIVE' && exit 0; sleep 0.5; done; exit 1`,
+    { timeoutSec: timeoutSec + 30 },
+  );
+  return r.code === 0;
+}
+
 /** Fail the row unless both ends of a pair exited 0. */
 export function expectBothExit0(what: string, r: PairResult): PairResult {
   if (r.serverCode !== 0 || r.clientCode !== 0) {

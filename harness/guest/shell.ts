@@ -57,6 +57,20 @@ export function inBackground(tag: string, cmd: string, timeoutSec: number): stri
     `echo $? >${tag}.rc) >/dev/null 2>&1 &`;
 }
 
+/**
+ * Shell that waits until something listens on every TCP port of `ports`
+ * (`ss -ltn`), looking every 0.1 s up to `tries` times: exit 0 once all do
+ * — or, with `doneTag`, as soon as `<doneTag>.rc` exists (the background
+ * command ended before listening: its status says why) — exit 1 when the
+ * tries run out.
+ */
+export function waitListening(ports: number[], tries: number, doneTag?: string): string {
+  const done = doneTag === undefined ? "" : `[ -f ${doneTag}.rc ] && exit 0; `;
+  return `for i in $(seq ${tries}); do n=0; for p in ${ports.join(" ")}; do ` +
+    `ss -ltn | grep -q ":$p " && n=$((n+1)); done; [ $n = ${ports.length} ] && exit 0; ` +
+    `${done}sleep 0.1; done; exit 1`;
+}
+
 /** Wait (up to `timeoutSec`) for a background command's exit; its output and status. */
 export async function collectBackground(
   g: Guest,

@@ -27,7 +27,14 @@ import {
 } from "./cnuas_ib.ts";
 import { ethtoolStats, waitCarrier, waitLinkChanges } from "./cnuas_net.ts";
 import { lossSeed, setLoss, startLoss } from "./rdma_e2e.ts";
-import { addrFlag, counterDelta, hwCounters, type RoceNode } from "./roce_pair.ts";
+import {
+  addrFlag,
+  counterDelta,
+  hwCounters,
+  type RoceNode,
+  switchPortOf,
+  waitPortActive,
+} from "./roce_pair.ts";
 
 /** What a soak does; everything but `minutes` has a default. */
 export interface SoakOptions {
@@ -309,21 +316,15 @@ function trafficMix([s, c]: RoceNode[]): TrafficRun[] {
 
 /** Fail unless the node's port is ACTIVE (within `timeoutSec`). */
 async function expectPortActive(n: RoceNode, timeoutSec = 60): Promise<void> {
-  const r = await n.g.run(
-    `for i in $(seq ${timeoutSec * 2}); do ibv_devinfo -d ${n.dev.ibdev} | ` +
-      `grep -q 'state:.*PORT_ACTIVE' && exit 0; sleep 0.5; done; exit 1`,
-    { timeoutSec: timeoutSec + 30 },
-  );
-  if (r.code !== 0) throw new RowFailure(`${n.g.name}: port not ACTIVE after ${timeoutSec} s`);
+  if (!await waitPortActive(n, timeoutSec)) {
+    throw new RowFailure(`${n.g.name}: port not ACTIVE after ${timeoutSec} s`);
+  }
 }
 
 /** Pull node `n`'s cable at the switch: carrier down and back, the port ACTIVE again. */
 async function cablePull(ctx: RowContext, n: RoceNode): Promise<void> {
   const fabric = ctx.fabric!;
-  const mac = (await n.g.run(`cat /sys/class/net/${n.dev.iface}/address`, { check: true })).stdout
-    .trim();
-  const port = await fabric.macPort(mac);
-  if (port === undefined) throw new RowFailure(`the switch has not learned ${mac}`);
+  const port = await switchPortOf(ctx, n);
   const before = await ethtoolStats(n.g, n.dev.iface);
   await fabric.linkDown(port);
   // the device reconnects into another free slot within ~100 ms: link_changes shows the flap

@@ -6,7 +6,7 @@
  * fails the row with the page line, the expected line and what came instead.
  */
 import { type RowContext, RowFailure } from "../matrix/row.ts";
-import { collectBackground, inBackground, shq } from "../guest/shell.ts";
+import { collectBackground, inBackground, shq, waitListening } from "../guest/shell.ts";
 import type { Guest } from "../vm/types.ts";
 import { join } from "node:path";
 import { UserError } from "../errors.ts";
@@ -94,8 +94,7 @@ export async function runPage(
     const name = `${page}:${b.line} (${g.name}${b.background ? ", background" : ""}) ${first}`;
     if (b.background) {
       const tag = `/tmp/howto.${i}`;
-      const ready = b.listen === undefined ? "" : `\nfor i in $(seq 300); do ` +
-        `ss -ltn | grep -q ":${b.listen} " && exit 0; [ -f ${tag}.rc ] && exit 0; sleep 0.1; done; exit 1`;
+      const ready = b.listen === undefined ? "" : `\n${waitListening([b.listen], 300, tag)}`;
       await ctx.step(name, async () => {
         const r = await g.run(`${inBackground(tag, bashCommand(b.script), b.timeoutSec)}${ready}`, {
           timeoutSec: 60,

@@ -25,7 +25,7 @@ import {
   predictRx,
   type RxDeltaVerdict,
 } from "../../harness/models/cnuas_net_rx.ts";
-import { sh, shq } from "../../harness/guest/shell.ts";
+import { sh, shq, waitListening } from "../../harness/guest/shell.ts";
 
 /** Addresses of g0 and g1 on the fabric. */
 const IPS = ["10.77.0.1", "10.77.0.2"];
@@ -114,8 +114,7 @@ async function startReceiver(to: Node, port: number): Promise<void> {
     `rc=$?; wait; echo $rc > /tmp/rx.done`;
   await sh(
     to.g,
-    `setsid sh -c ${shq(script)} </dev/null >/dev/null 2>&1 & ` +
-      `for i in $(seq 100); do ss -ltn | grep -q ':${port} ' && exit 0; sleep 0.1; done; exit 1`,
+    `setsid sh -c ${shq(script)} </dev/null >/dev/null 2>&1 & ${waitListening([port], 100)}`,
   );
 }
 

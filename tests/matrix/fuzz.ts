@@ -22,6 +22,7 @@ import {
   pingpongResult,
   type RoceNode,
   setupRoceNodes,
+  waitPortActive,
 } from "../../harness/guest/roce_pair.ts";
 import {
   runUverbsFuzz,
@@ -208,11 +209,10 @@ export const row: Row = {
       ctx.expect(r.code === 0, `rmmod ${CNUAS_IB}: exit ${r.code}: ${r.stderr}`);
       const dev = await loadCnuasIb(g);
       ctx.expect(dev.ibdev === n.dev.ibdev, `reloaded as ${dev.ibdev}, was ${n.dev.ibdev}`);
-      const st = await g.run(
-        `for i in $(seq 100); do ibv_devinfo -d ${dev.ibdev} | grep -q PORT_ACTIVE && exit 0; sleep 0.2; done; exit 1`,
-        { timeoutSec: 60 },
+      ctx.expect(
+        await waitPortActive({ g, dev }, 20),
+        `${dev.ibdev}: port not ACTIVE after the reload`,
       );
-      ctx.expect(st.code === 0, `${dev.ibdev}: port not ACTIVE after the reload`);
       await loopbackPingpong(n, 18521);
     });
   },

@@ -2,7 +2,12 @@ import { type Row, type RowContext, RowFailure } from "../../harness/matrix/row.
 import { rdmaPairNeeds } from "../../harness/matrix/needs.ts";
 import { captured } from "../../harness/oracle/wire_capture.ts";
 import { buildRoceFrame, OP } from "../../harness/models/rdma/mod.ts";
-import { type RoceNode as Node, setupRoceNodes } from "../../harness/guest/roce_pair.ts";
+import {
+  nodeMac,
+  type RoceNode as Node,
+  setupRoceNodes,
+  switchPortOf,
+} from "../../harness/guest/roce_pair.ts";
 import {
   examples,
   icrc,
@@ -41,11 +46,8 @@ function ipNumber(ip: string): number {
 
 /** RoCEv2 frames from g0's addresses to g1's, sent out of the port the switch learned g1's MAC on. */
 async function roceInjection(ctx: RowContext, [src, dst]: Node[]): Promise<IcrcInjection> {
-  const mac = async (n: Node) =>
-    (await n.g.run(`cat /sys/class/net/${n.dev.iface}/address`, { check: true })).stdout.trim();
-  const [srcMac, dstMac] = [await mac(src), await mac(dst)];
-  const port = await ctx.fabric!.macPort(dstMac);
-  if (port === undefined) throw new RowFailure(`the switch has not learned ${dstMac}`);
+  const [srcMac, dstMac] = [await nodeMac(src), await nodeMac(dst)];
+  const port = await switchPortOf(ctx, dst);
   return {
     port,
     frame: (psn) =>
