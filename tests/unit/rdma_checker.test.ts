@@ -730,7 +730,10 @@ Deno.test("in-flight requests the responder discarded after its NAK owe nothing 
   assert.match(res.violations[0].message, new RegExp(`atomic at PSN ${p + 2} is never answered`));
 });
 
-/** SEND_ONLY requests from a to QP 0 of b, and b's ACKs, at the PSNs given. */
+/**
+ * SEND_ONLY requests (8 bytes) from a to QP 0 of b, packets of a SEND
+ * message (`op`, a path MTU of 256 bytes each), and b's ACKs, at the PSNs given.
+ */
 function sendAndAck(conv: r.RcConversation) {
   return {
     send: (psn: number) =>
@@ -738,6 +741,8 @@ function sendAndAck(conv: r.RcConversation) {
         bth: { opcode: r.OP.RC_SEND_ONLY, destQp: 0, psn },
         payload: new Uint8Array(8),
       }),
+    sendPacket: (op: number, psn: number) =>
+      conv.emit("a", { bth: { opcode: op, destQp: 0, psn }, payload: new Uint8Array(256) }),
     ack: (psn: number) =>
       conv.emit("b", {
         bth: { opcode: r.OP.RC_ACKNOWLEDGE, destQp: 0, psn },
@@ -793,9 +798,7 @@ Deno.test("a jump past unacknowledged requests, or past anything sent, is still 
 Deno.test("a resend cut short mid-message by an ACK may start the next message", () => {
   const conv = new r.RcConversation({ pmtu: 256 });
   const p = conv.nextPsns("a", 4);
-  const send = (op: number, psn: number) =>
-    conv.emit("a", { bth: { opcode: op, destQp: 0, psn }, payload: new Uint8Array(256) });
-  const { ack } = sendAndAck(conv);
+  const { sendPacket: send, ack } = sendAndAck(conv);
   send(r.OP.RC_SEND_FIRST, p);
   send(r.OP.RC_SEND_MIDDLE, p + 1);
   send(r.OP.RC_SEND_LAST, p + 2);
@@ -810,9 +813,7 @@ Deno.test("a resend cut short mid-message by an ACK may start the next message",
 Deno.test("a resend an ACK cut short at the end of the capture is not a message without LAST", () => {
   const conv = new r.RcConversation({ pmtu: 256 });
   const p = conv.nextPsns("a", 3);
-  const send = (op: number, psn: number) =>
-    conv.emit("a", { bth: { opcode: op, destQp: 0, psn }, payload: new Uint8Array(256) });
-  const { ack } = sendAndAck(conv);
+  const { sendPacket: send, ack } = sendAndAck(conv);
   send(r.OP.RC_SEND_FIRST, p);
   send(r.OP.RC_SEND_MIDDLE, p + 1);
   send(r.OP.RC_SEND_LAST, p + 2);
