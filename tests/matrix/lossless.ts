@@ -64,6 +64,8 @@ function record(ctx: RowContext, seg: string, w: IncastWorld, r: IncastResult): 
   for (const [i, n] of w.nodes.entries()) {
     ctx.measure(`${seg}.${n.g.name}.pfcViolation`, r.sw[i].pfcViolation, "frames");
   }
+  const gaveUp = r.flows.filter((f) => f.serverGaveUp).length;
+  if (gaveUp) ctx.measure(`${seg}.violatorServerGaveUp`, gaveUp, "flows");
   const rx = r.sw[0];
   ctx.measure(`${seg}.switch.queueFull`, rx.queueFull, "frames");
   ctx.measure(`${seg}.switch.ecnMarked`, rx.ecnMarked, "frames");
