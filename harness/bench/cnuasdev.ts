@@ -76,8 +76,8 @@ async function benchBackend(
 
 async function run(ctx: RowContext): Promise<void> {
   const g = ctx.guests[0];
-  await ctx.step("insmod cnuasgpu: /dev/cnuasgpu0", () => loadCnuasgpu(g, 1));
-  await ctx.step("insmod cnuasgpu_host: /dev/cnuasgpu_host0", () => loadCnuasgpuHost(g));
+  await ctx.step("modprobe cnuasgpu: /dev/cnuasgpu0", () => loadCnuasgpu(g, 1));
+  await ctx.step("modprobe cnuasgpu_host: /dev/cnuasgpu_host0", () => loadCnuasgpuHost(g));
   for (const b of BACKENDS) {
     await ctx.step(
       `${b.backend}: copy bandwidth and queue ops/s, ~${POINT_SEC} s a point`,

@@ -77,7 +77,7 @@ async function benchMode(
 async function run(ctx: RowContext): Promise<void> {
   const g = ctx.guests[0];
   const props = guestGpus(0, 2);
-  const names = await ctx.step("insmod cnuasgpu", () => loadCnuasgpu(g, 2));
+  const names = await ctx.step("modprobe cnuasgpu", () => loadCnuasgpu(g, 2));
   const [a, b] = nodesFor(await gpuNodesById(g, names), props);
   // cnuasgpu_copybench allocates COPY_MAX_MIB on gpu0; the top of BAR1 holds the link buffers.
   ctx.expect(

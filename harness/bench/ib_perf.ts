@@ -6,7 +6,7 @@
  *
  * 1. ib fabric. cnuas_ib `link_layer=ib` on both guests; the SM brings both
  *    ports ACTIVE (setupIbNodes). Then {@link SM_REPS} times: rmmod cnuas_ib
- *    on both, wait until the SM no longer has either port active, insmod on
+ *    on both, wait until the SM no longer has either port active, modprobe on
  *    both at once and time until the SM and each guest see both ACTIVE.
  * 2. {@link SM_REPS} cable pulls, alternating guests: `link_down` then
  *    `link_up` of the guest's switch port; time until the SM has that GUID
@@ -27,7 +27,7 @@ import { RowFailure } from "../matrix/row.ts";
 import { rdmaPairNeeds } from "../matrix/needs.ts";
 import type { Measurement } from "../report/schema.ts";
 import { waitCarrier } from "../guest/cnuas_net.ts";
-import { CNUAS_IB, CNUAS_IB_KO, configureRoceAddress, loadCnuasIb } from "../guest/cnuas_ib.ts";
+import { CNUAS_IB, configureRoceAddress, loadCnuasIb } from "../guest/cnuas_ib.ts";
 import { type IbNode, setupIbNodes, startIpoib } from "../guest/ib_pair.ts";
 import type { SmStatus } from "../fabric/client.ts";
 import type { Guest } from "../vm/types.ts";
@@ -48,7 +48,7 @@ export const SM_REPS = 5;
 export const PERF_MTU = 1024;
 
 /**
- * Budgets under TCG (ms): insmod on both guests to both ports ACTIVE as
+ * Budgets under TCG (ms): modprobe on both guests to both ports ACTIVE as
  * the guests see it, and a cable pull to the port ACTIVE again in the
  * guest. The verdict is recorded (`…budgetPass` 1 or 0), not asserted.
  */
@@ -152,8 +152,8 @@ function activeGuids(sm: SmStatus): Set<string> {
 
 /**
  * rmmod cnuas_ib on both, wait until the SM has neither port active, then
- * insmod on both at once; returns when the SM had both active (ms after the
- * host issued the insmods) and the longer of the guests' own insmod-to-ACTIVE
+ * modprobe on both at once; returns when the SM had both active (ms after the
+ * host issued the modprobes) and the longer of the guests' own modprobe-to-ACTIVE
  * (guest clock, no offset error).
  */
 async function timedInsmod(
@@ -173,7 +173,7 @@ async function timedInsmod(
   const script = (n: IbNode) =>
     [
       `echo "start $(date +%s%N)"`,
-      `insmod ${CNUAS_IB_KO} link_layer=ib || exit 4`,
+      `modprobe ${CNUAS_IB} link_layer=ib || exit 4`,
       `echo "insmod $(date +%s%N)"`,
       waitState(state(n), true),
       `echo "active $(date +%s%N)"`,
@@ -186,11 +186,11 @@ async function timedInsmod(
   for (const [i, r] of runs.entries()) {
     const st = parseStamps(r.stdout);
     if (r.code !== 0 || st.active === undefined || st.start === undefined) {
-      throw new RowFailure(`${nodes[i].g.name}: insmod/ACTIVE failed (${r.code}): ${r.stderr}`);
+      throw new RowFailure(`${nodes[i].g.name}: modprobe/ACTIVE failed (${r.code}): ${r.stderr}`);
     }
     guestMs.push(st.active - st.start);
     ctx.log(
-      `${nodes[i].g.name}: insmod took ${(st.insmod - offsets[i] - t0).toFixed(0)} ms ` +
+      `${nodes[i].g.name}: modprobe took ${(st.insmod - offsets[i] - t0).toFixed(0)} ms ` +
         `after the host issued it, port ACTIVE ${(st.active - st.insmod).toFixed(0)} ms after; ` +
         `ACTIVE in host time ${(st.active - offsets[i] - t0).toFixed(0)} ms after the issue`,
     );
@@ -278,11 +278,13 @@ export const ibPerfRow: Row = {
 
     const insmod = { sm: [] as number[], guest: [] as number[] };
     for (let i = 0; i < SM_REPS; i++) {
-      await ctx.step(`SM: insmod on both guests to both ACTIVE, run ${i + 1}`, async () => {
+      await ctx.step(`SM: modprobe on both guests to both ACTIVE, run ${i + 1}`, async () => {
         const r = await timedInsmod(ctx, fabric, nodes);
         insmod.sm.push(r.smMs);
         insmod.guest.push(r.guestMs);
-        ctx.log(`insmod to ACTIVE: SM ${r.smMs.toFixed(0)} ms, guests ${r.guestMs.toFixed(0)} ms`);
+        ctx.log(
+          `modprobe to ACTIVE: SM ${r.smMs.toFixed(0)} ms, guests ${r.guestMs.toFixed(0)} ms`,
+        );
       });
     }
     const pull = { sm: [] as number[], guest: [] as number[], lidKept: 0, missed: 0 };

@@ -174,6 +174,33 @@ export function renderCopyright(s: DebianSource): string {
   ].map((p) => p.join("\n")).join("\n\n") + "\n";
 }
 
+/**
+ * The prerm of a DKMS package: on `remove`, unload its modules (last loaded
+ * first) when nothing uses them, so a removed package leaves no module of
+ * it running; a module in use stays loaded (until unloaded or a reboot) and
+ * the removal says so. dh_dkms's own part (`dkms remove`) goes at
+ * `#DEBHELPER#`. An upgrade leaves the running modules alone, as DKMS does.
+ */
+export function renderDkmsPrerm(c: DkmsConf): string {
+  return [
+    "#!/bin/sh",
+    "set -e",
+    "",
+    'if [ "$1" = remove ]; then',
+    `\tfor m in ${[...c.modules].reverse().join(" ")}; do`,
+    '\t\tif grep -q "^$m " /proc/modules 2>/dev/null && ! rmmod "$m" 2>/dev/null; then',
+    `\t\t\techo "${c.name}: $m is in use and stays loaded until unloaded or a reboot" >&2`,
+    "\t\tfi",
+    "\tdone",
+    "fi",
+    "",
+    "#DEBHELPER#",
+    "",
+    "exit 0",
+    "",
+  ].join("\n");
+}
+
 /** Every file of `debian/`, by path relative to it. */
 export function renderDebianDir(s: DebianSource, date: Date): Record<string, string> {
   const files: Record<string, string> = {
@@ -185,7 +212,10 @@ export function renderDebianDir(s: DebianSource, date: Date): Record<string, str
   };
   for (const b of s.binaries) {
     files[`${b.name}.install`] = b.install.map(([from, to]) => `${from} ${to}`).join("\n") + "\n";
-    if (b.dkms) files[`${b.name}.dkms`] = renderDkmsConf(b.dkms);
+    if (b.dkms) {
+      files[`${b.name}.dkms`] = renderDkmsConf(b.dkms);
+      files[`${b.name}.prerm`] = renderDkmsPrerm(b.dkms);
+    }
   }
   return files;
 }

@@ -34,6 +34,9 @@ export const GUEST_PACKAGES = [
   "rdmacm-utils",
   "python3-pyverbs",
   "strace",
+  // the module packages are DKMS packages: dkms builds them at install and
+  // answers `dkms status` (docs/packages.md)
+  "dkms",
 ];
 
 /** What building modules, the provider and guest programs needs. */

@@ -1,16 +1,21 @@
 /**
- * Guest image stage: the guest root plus the init script, fixed SSH host
- * keys and an authorised key generated for the harness, as an ext4 image
- * made with `mkfs.ext4 -d`; kernel and initrd copied out of the root. Runs
- * never modify the image (QEMU opens it with `snapshot=on`).
+ * Guest image stage: the guest root with our Debian packages installed as a
+ * user installs them (`dpkg -i`: DKMS builds the modules for the guest
+ * kernel, the provider and libcnuasdev land where Debian puts them), plus
+ * the init script, fixed SSH host keys and an authorised key generated for
+ * the harness, as an ext4 image made with `mkfs.ext4 -d`; kernel and initrd
+ * copied out of the root. The PCI modules autoload at boot through their
+ * modaliases (the init coldplugs PCI), cnuas_ib on cnuas_net's auxiliary
+ * device. Runs never modify the image (QEMU opens it with `snapshot=on`).
  */
-import { join } from "node:path";
+import { basename, dirname, join } from "node:path";
 import { cached, hashTree, removeTree } from "../cache.ts";
 import type { Config } from "../config.ts";
 import { exec } from "../exec.ts";
 import { progress } from "../progress.ts";
 import { inChroot } from "./chroot.ts";
 import { buildGuestRoot } from "./guest_root.ts";
+import { buildPackages, DKMS_PACKAGES } from "./packages.ts";
 
 /** Files of a guest image entry. */
 export interface GuestImage {
@@ -31,14 +36,20 @@ export interface GuestImage {
 }
 
 /** Bump when the recipe below changes. */
-const IMAGE_VERSION = 2;
+const IMAGE_VERSION = 3;
+
+/** Where the image keeps no copy of the packages: they are staged here for `dpkg -i` only. */
+const STAGED_DEBS = "tmp/cnuas-debs";
 
 /** Build (or find) the guest image. */
 export async function buildImage(config: Config): Promise<GuestImage> {
   const groot = await buildGuestRoot(config);
+  const debs = (await buildPackages(config)).flatMap((p) => p.debs);
   const initHash = await hashTree(config.repoRoot, ["harness/build/guest-init.sh"]);
   const entry = await cached(config.cacheDir, "image", {
     root: groot.key,
+    // each package's cache entry is named by its inputs' hash
+    packages: debs.map((d) => `${basename(dirname(d))}/${basename(d)}`),
     initHash,
     IMAGE_VERSION,
   }, async (out, logs) => {
@@ -52,6 +63,7 @@ export async function buildImage(config: Config): Promise<GuestImage> {
         join(staging, "sbin/cnuas-init"),
       );
       await Deno.chmod(join(staging, "sbin/cnuas-init"), 0o755);
+      await installPackages(staging, debs, groot.kernelRelease, log);
       // Host keys generated once into the image: ssh-keygen -A at boot costs
       // seconds under TCG. These guests are throwaway test machines.
       await exec(["ssh-keygen", "-A", "-f", staging], { logPath: log });
@@ -126,4 +138,36 @@ export async function buildImage(config: Config): Promise<GuestImage> {
     kernelRelease: groot.kernelRelease,
     key: entry.key,
   };
+}
+
+/**
+ * `dpkg -i` every built package in the staged root, as a user would; the
+ * DKMS packages' postinst builds and installs the modules for the guest
+ * kernel (natively here, not under TCG). Fails unless `dkms status` then
+ * says each DKMS package is installed for that kernel.
+ */
+async function installPackages(
+  staging: string,
+  debs: string[],
+  kernelRelease: string,
+  log: string,
+): Promise<void> {
+  const dir = join(staging, STAGED_DEBS);
+  await Deno.mkdir(dir, { recursive: true });
+  for (const d of debs) await Deno.copyFile(d, join(dir, basename(d)));
+  progress(
+    "image",
+    `dpkg -i ${debs.map((d) => basename(d)).join(" ")} (DKMS builds for ${kernelRelease})`,
+  );
+  await inChroot(
+    staging,
+    [
+      "set -e",
+      `dpkg -i /${STAGED_DEBS}/*.deb`,
+      `rm -rf /${STAGED_DEBS}`,
+      `dkms status -k ${kernelRelease}`,
+      `test "$(dkms status -k ${kernelRelease} | grep -c ': installed')" -eq ${DKMS_PACKAGES.length}`,
+    ].join("\n"),
+    { logPath: log },
+  );
 }

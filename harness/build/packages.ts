@@ -208,7 +208,15 @@ async function buildOne(
   const entry = await cached(
     config.cacheDir,
     `deb-${desc.source}`,
-    { root: proot.key, desc, payloadKey, RECIPE_VERSION },
+    // the rendered debian/ directory (at a fixed date), so a change to what
+    // debian.ts writes — a maintainer script — makes a new package
+    {
+      root: proot.key,
+      desc,
+      debian: renderDebianDir(desc, new Date(0)),
+      payloadKey,
+      RECIPE_VERSION,
+    },
     async (out, logs) => {
       const log = join(logs, "dpkg-buildpackage.log");
       const top = join(out, "work", `${desc.source}-${desc.version}`);

@@ -13,16 +13,13 @@
  */
 import { HilError } from "../errors.ts";
 import { RowFailure } from "../matrix/row.ts";
-import { GUEST_PATHS } from "../vm/types.ts";
 import type { Guest } from "../vm/types.ts";
 import { loadCnuasNet } from "./cnuas_net.ts";
+import { modprobeLines } from "./kmod.ts";
 import { collectBackground, inBackground, shq, waitListening } from "./shell.ts";
 
 /** Module name of the RDMA driver. */
 export const CNUAS_IB = "cnuas_ib";
-
-/** Where the runner installs it inside a guest. */
-export const CNUAS_IB_KO = `${GUEST_PATHS.modules}/${CNUAS_IB}.ko`;
 
 /** A guest command failed or printed something the helpers cannot read. */
 export class RdmaGuestError extends HilError {}
@@ -46,9 +43,8 @@ export async function loadCnuasIb(g: Guest, linkLayer = "eth"): Promise<CnuasIbD
   const script = [
     "modprobe ib_uverbs || exit 3",
     "modprobe rdma_ucm || exit 3",
-    `grep -q '^${CNUAS_IB} ' /proc/modules || insmod ${CNUAS_IB_KO} link_layer=${
-      shq(linkLayer)
-    } || exit 4`,
+    // autoloaded at boot with the default link_layer (eth); another one reloads it
+    ...modprobeLines(CNUAS_IB, { link_layer: linkLayer }),
     `for i in $(seq 50); do ls /sys/bus/pci/devices/${nic.pci}/infiniband/ 2>/dev/null | grep -q . && break; sleep 0.1; done`,
     `ls /sys/bus/pci/devices/${nic.pci}/infiniband/`,
   ].join("\n");
@@ -56,7 +52,7 @@ export async function loadCnuasIb(g: Guest, linkLayer = "eth"): Promise<CnuasIbD
   const ibdev = r.stdout.trim().split("\n").pop() ?? "";
   if (r.code !== 0 || !ibdev.startsWith(CNUAS_IB)) {
     throw new RdmaGuestError(
-      `${g.name}: loading ${CNUAS_IB_KO} failed (exit ${r.code}): ${r.stdout} ${r.stderr}`,
+      `${g.name}: modprobe ${CNUAS_IB} link_layer=${linkLayer} failed (exit ${r.code}): ${r.stdout} ${r.stderr}`,
     );
   }
   return { ibdev, iface: nic.iface, pci: nic.pci };

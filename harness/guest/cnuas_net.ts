@@ -13,15 +13,12 @@
  * ```
  */
 import { HilError } from "../errors.ts";
-import { GUEST_PATHS } from "../vm/types.ts";
 import type { Guest } from "../vm/types.ts";
+import { modprobeLines } from "./kmod.ts";
 import { shq } from "./shell.ts";
 
 /** Module name, as `lsmod`, `ethtool -i` and sysfs spell it. */
 export const CNUAS_NET = "cnuas_net";
-
-/** Where the runner installs the module inside a guest. */
-export const CNUAS_NET_KO = `${GUEST_PATHS.modules}/${CNUAS_NET}.ko`;
 
 /** PCI vendor:device of the cnuas-vnic function. */
 export const CNUAS_VNIC_PCI_ID = "1af4:10f0";
@@ -114,12 +111,13 @@ export const LIST_NICS_SH = `for d in /sys/bus/pci/drivers/${CNUAS_NET}/0000:*; 
   `[ -d "$d/net" ] && echo "$(basename "$d") $(ls "$d/net" | head -n1)"; done; true`;
 
 /**
- * insmod cnuas_net (unless loaded) and wait until every cnuas-vnic function
- * has its netdev; returns them by PCI address.
+ * `modprobe cnuas_net` (udev has normally loaded it at boot already: the
+ * package installs it, the vnic's modalias names it) and wait until every
+ * cnuas-vnic function has its netdev; returns them by PCI address.
  */
 export async function loadCnuasNet(g: Guest, expected = 1): Promise<CnuasNic[]> {
   const script = [
-    `grep -q '^${CNUAS_NET} ' /proc/modules || insmod ${CNUAS_NET_KO} || exit 3`,
+    ...modprobeLines(CNUAS_NET),
     // Probing is synchronous, udev renaming is not (net.ifnames=0 keeps ethN).
     `for i in $(seq 50); do n=$( (${LIST_NICS_SH}) | wc -l); [ "$n" -ge ${expected} ] && break; sleep 0.1; done`,
     LIST_NICS_SH,
@@ -127,7 +125,7 @@ export async function loadCnuasNet(g: Guest, expected = 1): Promise<CnuasNic[]> 
   const r = await g.run(script, { timeoutSec: 60 });
   if (r.code !== 0) {
     throw new NetdevError(
-      `${g.name}: loading ${CNUAS_NET_KO} failed (exit ${r.code}): ${r.stderr}`,
+      `${g.name}: modprobe ${CNUAS_NET} failed (exit ${r.code}): ${r.stderr}`,
     );
   }
   const nics = parseNicList(r.stdout);

@@ -23,17 +23,14 @@ export const CNUASDEV_BENCH = `${GUEST_PATHS.bin}/cnuasdev_bench`;
 /** The example's source in a guest, built there with pkg-config. */
 export const CNUASDEV_LIST_SRC = `${GUEST_PATHS.src}/cnuasdev_list.c`;
 
-/** cnuasgpu_host.ko inside the guest. */
-export const CNUASGPU_HOST_KO = `${GUEST_PATHS.modules}/cnuasgpu_host.ko`;
-
 /**
- * insmod cnuasgpu_host (unless loaded) with `params` (module parameters,
+ * modprobe cnuasgpu_host (unless loaded) with `params` (module parameters,
  * `name=value` words) and wait for /dev/cnuasgpu_host0.
  */
 export async function loadCnuasgpuHost(g: Guest, params: string[] = []): Promise<void> {
   const r = await g.run(
     [
-      `grep -q '^cnuasgpu_host ' /proc/modules || insmod ${shq(CNUASGPU_HOST_KO)} ${
+      `grep -q '^cnuasgpu_host ' /proc/modules || modprobe cnuasgpu_host ${
         params.map(shq).join(" ")
       } || exit 3`,
       "for i in $(seq 50); do [ -c /dev/cnuasgpu_host0 ] && exit 0; sleep 0.1; done",
@@ -43,7 +40,7 @@ export async function loadCnuasgpuHost(g: Guest, params: string[] = []): Promise
   );
   if (r.code !== 0) {
     throw new RowFailure(
-      `${g.name}: insmod cnuasgpu_host failed (exit ${r.code}): ${r.stderr.trim()}`,
+      `${g.name}: modprobe cnuasgpu_host failed (exit ${r.code}): ${r.stderr.trim()}`,
     );
   }
 }

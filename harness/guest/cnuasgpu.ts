@@ -15,10 +15,9 @@
 import { RowFailure } from "../matrix/row.ts";
 import { gpuProps } from "../vm/qemu_args.ts";
 import { type Guest, GUEST_PATHS } from "../vm/types.ts";
+import { modprobeLines } from "./kmod.ts";
 import { shq } from "./shell.ts";
 
-/** Path of the module inside the guest. */
-export const CNUASGPU_KO = `${GUEST_PATHS.modules}/cnuasgpu.ko`;
 /** Paths of the guest test programs (drivers/test/cnuasgpu_*.c). */
 export const CNUASGPU_SMOKE = `${GUEST_PATHS.bin}/cnuasgpu_smoke`;
 export const CNUASGPU_FUZZ = `${GUEST_PATHS.bin}/cnuasgpu_fuzz`;
@@ -101,10 +100,14 @@ export function parseKeyValues(text: string): Record<string, string> {
   return out;
 }
 
-/** insmod cnuasgpu (unless loaded) and wait until `count` /dev/cnuasgpuN nodes exist. */
+/**
+ * `modprobe cnuasgpu` (udev has normally loaded it at boot: the package
+ * installs it, the accelerator's modalias names it) and wait until `count`
+ * /dev/cnuasgpuN nodes exist.
+ */
 export async function loadCnuasgpu(g: Guest, count: number): Promise<string[]> {
   const script = [
-    "grep -q '^cnuasgpu ' /proc/modules || insmod " + shq(CNUASGPU_KO) + " || exit 3",
+    ...modprobeLines("cnuasgpu"),
     "for i in $(seq 50); do",
     `  [ "$(ls /sys/class/cnuasgpu 2>/dev/null | wc -l)" -ge ${count} ] && break`,
     "  sleep 0.1",
@@ -113,12 +116,14 @@ export async function loadCnuasgpu(g: Guest, count: number): Promise<string[]> {
   ].join("\n");
   const r = await g.run(script, { timeoutSec: 30 });
   if (r.code !== 0) {
-    throw new RowFailure(`${g.name}: insmod cnuasgpu failed (exit ${r.code}): ${r.stderr.trim()}`);
+    throw new RowFailure(
+      `${g.name}: modprobe cnuasgpu failed (exit ${r.code}): ${r.stderr.trim()}`,
+    );
   }
   const names = r.stdout.split(/\s+/).filter((n) => /^cnuasgpu\d+$/.test(n)).sort();
   if (names.length !== count) {
     throw new RowFailure(
-      `${g.name}: ${names.length} cnuasgpu devices after insmod, expected ${count}`,
+      `${g.name}: ${names.length} cnuasgpu devices after modprobe, expected ${count}`,
     );
   }
   return names;

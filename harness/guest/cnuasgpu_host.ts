@@ -1,13 +1,14 @@
 /**
- * Guest-side helpers of the `gpu-host` row: loading and unloading
- * cnuasgpu_host.ko with given parameters, its sysfs attributes, a load that
+ * Guest-side helpers of the `gpu-host` row: loading (`modprobe`: the
+ * cnuas-gpu-modules package installs it; nothing loads it by itself) and
+ * unloading cnuasgpu_host with given parameters, its sysfs attributes, a load that
  * must be refused (and the kernel message naming
  * the parameter), and the script that kills a process holding pins with ops
  * in flight.
  *
  * @example
  * ```ts
- * await loadHost(g, 1, "");              // insmod with the module's defaults
+ * await loadHost(g, 1, "");              // modprobe with the module's defaults
  * const kv = await hostSysfs(g, 0);      // devmem_used, pinned_used, inflight, ...
  * ```
  */
@@ -16,8 +17,6 @@ import { type Guest, GUEST_PATHS } from "../vm/types.ts";
 import { parseKeyValues } from "./cnuasgpu.ts";
 import { shq } from "./shell.ts";
 
-/** The module inside the guest. */
-export const CNUASGPU_HOST_KO = `${GUEST_PATHS.modules}/cnuasgpu_host.ko`;
 /** The op runner (drivers/test/cnuasgpu_host_ops.c). */
 export const HOST_OPS_BIN = `${GUEST_PATHS.bin}/cnuasgpu_host_ops`;
 /** The module's own checks (drivers/test/cnuasgpu_host_test.c). */
@@ -65,11 +64,11 @@ export async function hostLoaded(g: Guest): Promise<boolean> {
   return (await g.run("grep -q '^cnuasgpu_host ' /proc/modules")).code === 0;
 }
 
-/** insmod cnuasgpu_host with `params` (empty: its defaults); wait for its `devices` nodes. */
+/** modprobe cnuasgpu_host with `params` (empty: its defaults); wait for its `devices` nodes. */
 export async function loadHost(g: Guest, devices: number, params: string): Promise<void> {
   const r = await g.run(
     [
-      `insmod ${shq(CNUASGPU_HOST_KO)} ${params} || exit 3`,
+      `modprobe cnuasgpu_host ${params} || exit 3`,
       "for i in $(seq 50); do",
       `  [ "$(ls /dev/cnuasgpu_host* 2>/dev/null | wc -l)" -ge ${devices} ] && break`,
       "  sleep 0.1",
@@ -79,12 +78,12 @@ export async function loadHost(g: Guest, devices: number, params: string): Promi
     { timeoutSec: 60 },
   );
   if (r.code !== 0) {
-    throw new RowFailure(`insmod cnuasgpu_host ${params} failed (exit ${r.code}): ${r.stderr}`);
+    throw new RowFailure(`modprobe cnuasgpu_host ${params} failed (exit ${r.code}): ${r.stderr}`);
   }
   const nodes = r.stdout.split(/\s+/).filter((n) => /^cnuasgpu_host\d+$/.test(n)).sort();
   const want = Array.from({ length: devices }, (_, i) => `cnuasgpu_host${i}`);
   if (nodes.join(" ") !== want.join(" ")) {
-    throw new RowFailure(`after insmod: /dev has ${nodes.join(", ") || "none"}, want ${want}`);
+    throw new RowFailure(`after modprobe: /dev has ${nodes.join(", ") || "none"}, want ${want}`);
   }
 }
 
@@ -98,9 +97,9 @@ export async function unloadHost(g: Guest): Promise<void> {
   if (r.code !== 0) throw new RowFailure(`rmmod cnuasgpu_host left: ${r.stdout}${r.stderr}`);
 }
 
-/** What a refused load did: insmod's exit, and the kernel lines it printed. */
+/** What a refused load did: modprobe's exit, and the kernel lines it printed. */
 export interface RefusedLoad {
-  /** insmod's exit status. */
+  /** modprobe's exit status. */
   code: number;
   /** Kernel log lines printed by the attempt. */
   dmesg: string;
@@ -108,12 +107,12 @@ export interface RefusedLoad {
   loaded: boolean;
 }
 
-/** insmod with `params`, which must be refused. */
+/** modprobe with `params`, which must be refused. */
 export async function tryBadLoad(g: Guest, params: string): Promise<RefusedLoad> {
   const r = await g.run(
     [
       "n=$(dmesg | wc -l)",
-      `insmod ${shq(CNUASGPU_HOST_KO)} ${params} 2>/dev/null; echo "code=$?"`,
+      `modprobe cnuasgpu_host ${params} 2>/dev/null; echo "code=$?"`,
       "grep -q '^cnuasgpu_host ' /proc/modules && echo loaded=1 && rmmod cnuasgpu_host",
       'dmesg | tail -n +"$((n + 1))" | sed "s/^/dmesg: /"',
     ].join("\n"),

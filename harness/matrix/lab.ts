@@ -9,10 +9,9 @@ import { buildCnuasdev, buildCnuasdevHost, CNUASDEV_LAYOUT } from "../build/cnua
 import { buildImage, type GuestImage } from "../build/image.ts";
 import { buildGuestPrograms, buildModules } from "../build/modules.ts";
 import { buildPackages } from "../build/packages.ts";
-import { buildProvider, PROVIDER_GUEST_PATHS } from "../build/provider.ts";
+import { buildProvider } from "../build/provider.ts";
 import { buildQemu, type QemuBuild } from "../build/qemu.ts";
 import { type Accel, type Config, timeoutScale } from "../config.ts";
-import { shq } from "../exec.ts";
 import { Fabric } from "../fabric/switch.ts";
 import { progress } from "../progress.ts";
 import { type AccelChoice, chooseAccel } from "../vm/accel.ts";
@@ -341,31 +340,18 @@ export class Lab {
     }
   }
 
-  /** Push built modules and programs into a guest (small files: SSH beats an image rebuild). */
+  /**
+   * Push the test programs into a guest (small files: SSH beats an image
+   * rebuild). The modules, the provider and libcnuasdev are not pushed: the
+   * image has them installed from their Debian packages (harness/build/image.ts).
+   */
   async #install(g: GuestVm, builds: BuildOutputs): Promise<void> {
-    const pairs: [string | undefined, string][] = [
-      [builds.modules, GUEST_PATHS.modules],
-      [builds.guestPrograms, GUEST_PATHS.bin],
-    ];
-    for (const [from, to] of pairs) {
-      if (!from) continue;
-      for await (const e of Deno.readDir(from)) {
+    if (builds.guestPrograms) {
+      for await (const e of Deno.readDir(builds.guestPrograms)) {
         if (!e.isFile || e.name.startsWith(".")) continue;
-        const data = await Deno.readFile(join(from, e.name));
-        await g.putFile(`${to}/${e.name}`, data, to === GUEST_PATHS.bin ? 0o755 : 0o644);
+        const data = await Deno.readFile(join(builds.guestPrograms, e.name));
+        await g.putFile(`${GUEST_PATHS.bin}/${e.name}`, data, 0o755);
       }
-    }
-    if (builds.provider) {
-      await g.putFile(
-        PROVIDER_GUEST_PATHS.library,
-        await Deno.readFile(join(builds.provider, "libcnuas-rdmav34.so")),
-        0o644,
-      );
-      await g.putFile(
-        PROVIDER_GUEST_PATHS.driverFile,
-        await Deno.readFile(join(builds.provider, "cnuas.driver")),
-        0o644,
-      );
     }
     if (builds.cnuasdev) await installCnuasdev(g, builds.cnuasdev);
     await g.run("udevadm settle -t 30 || true", { timeoutSec: 60 });
@@ -373,28 +359,21 @@ export class Lab {
 }
 
 /**
- * libcnuasdev into a guest: every file of the install tree to the same path
- * (library, header, .pc where Debian puts them), its symbolic links made
- * again, `ldconfig`; the programs to GUEST_PATHS.bin and the example sources
- * to GUEST_PATHS.src.
+ * libcnuasdev's test programs to GUEST_PATHS.bin and its example sources to
+ * GUEST_PATHS.src; the library itself comes from its packages in the image.
  */
 async function installCnuasdev(g: GuestVm, dir: string): Promise<void> {
-  const links: string[] = [];
   const walk = async (from: string, to: string): Promise<void> => {
     for await (const e of Deno.readDir(from)) {
       const src = join(from, e.name);
       const dst = `${to}/${e.name}`;
       if (e.isDirectory) await walk(src, dst);
-      else if (e.isSymlink) links.push(`ln -sfn ${shq(await Deno.readLink(src))} ${shq(dst)}`);
       else if (e.isFile) await g.putFile(dst, await Deno.readFile(src), 0o644);
     }
   };
-  await walk(join(dir, CNUASDEV_LAYOUT.root), "");
   await walk(join(dir, CNUASDEV_LAYOUT.src), GUEST_PATHS.src);
   for await (const e of Deno.readDir(join(dir, CNUASDEV_LAYOUT.bin))) {
     const data = await Deno.readFile(join(dir, CNUASDEV_LAYOUT.bin, e.name));
     await g.putFile(`${GUEST_PATHS.bin}/${e.name}`, data, 0o755);
   }
-  const r = await g.run([...links, "ldconfig"].join(" && "), { timeoutSec: 60 });
-  if (r.code !== 0) throw new LabError(`${g.name}: installing libcnuasdev: ${r.stderr.trim()}`);
 }

@@ -12,6 +12,7 @@ import { checkShard, planShards } from "./shard_plan.ts";
 export const ROW_IDS = [
   "fresh-host",
   "boot",
+  "packages",
   "qtest-vnic",
   "switch",
   "driver-load",

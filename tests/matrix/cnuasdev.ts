@@ -103,9 +103,10 @@ async function run(ctx: RowContext): Promise<void> {
     smokeResult(ctx, "host", r.code, r.stdout, r.stderr);
   });
 
-  await ctx.step("no-device smoke in the guest, no module loaded", async () => {
+  await ctx.step("no-device smoke in the guest, cnuasgpu (loaded at boot) unloaded", async () => {
     const r = await g.run(
-      `! grep -qE '^cnuasgpu(_host)? ' /proc/modules && ${shq(CNUASDEV_FAKE_SMOKE)}`,
+      "udevadm settle -t 30; if grep -q '^cnuasgpu ' /proc/modules; then rmmod cnuasgpu; fi; " +
+        `! grep -qE '^cnuasgpu(_host)? ' /proc/modules && ${shq(CNUASDEV_FAKE_SMOKE)}`,
       { timeoutSec: 300 },
     );
     smokeResult(ctx, "guest", r.code, r.stdout, r.stderr);
@@ -138,11 +139,11 @@ async function run(ctx: RowContext): Promise<void> {
     ctx.expect(/^soft:0 - opens=OK/m.test(r.stdout), "cnuasdev_list does not list soft:0");
   });
 
-  await ctx.step("insmod cnuasgpu: /dev/cnuasgpu0", () => loadCnuasgpu(g, 1));
+  await ctx.step("modprobe cnuasgpu: /dev/cnuasgpu0", () => loadCnuasgpu(g, 1));
   const hostKo = ctx.builds.modules !== undefined &&
     await exists(join(ctx.builds.modules, "cnuasgpu_host.ko"));
   if (hostKo) {
-    await ctx.step("insmod cnuasgpu_host: /dev/cnuasgpu_host0", () => loadCnuasgpuHost(g));
+    await ctx.step("modprobe cnuasgpu_host: /dev/cnuasgpu_host0", () => loadCnuasgpuHost(g));
   } else {
     ctx.log("cnuasgpu_host.ko is not in the build: the host backend cannot run");
   }

@@ -100,7 +100,7 @@ async function run(ctx: RowContext): Promise<void> {
   const fabric = ctx.fabric;
   if (!fabric) throw new RowFailure("the runner did not start the link fabric");
   const props = guestGpus(0, 2);
-  const names = await ctx.step("insmod cnuasgpu", () => loadCnuasgpu(g, 2));
+  const names = await ctx.step("modprobe cnuasgpu", () => loadCnuasgpu(g, 2));
   const [a, b]: End[] = nodesFor(await gpuNodesById(g, names), props).map((node, k) => ({
     node,
     gpuId: props[k].gpuId,

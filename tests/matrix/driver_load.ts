@@ -4,7 +4,6 @@ import { type Row, type RowContext, RowFailure } from "../../harness/matrix/row.
 import { vnicMac } from "../../harness/vm/qemu_args.ts";
 import {
   CNUAS_NET,
-  CNUAS_NET_KO,
   CNUAS_VNIC_PCI_ID,
   type CnuasNic,
   ethtoolStats,
@@ -15,6 +14,7 @@ import {
   parsePrivFlags,
 } from "../../harness/guest/cnuas_net.ts";
 import { sh, shq } from "../../harness/guest/shell.ts";
+import { CNUAS_IB } from "../../harness/guest/cnuas_ib.ts";
 import {
   countIn,
   flowTimes,
@@ -78,11 +78,19 @@ async function checkIdentity(ctx: RowContext, g: Guest, nic: CnuasNic): Promise<
       `lspci -k does not show cnuas_net in use: ${out}`,
     );
   });
-  await ctx.step("modinfo gives version 0.1.0 and licence Dual MIT/GPL", async () => {
-    const kv = parseKeyValues(await sh(g, `modinfo ${CNUAS_NET_KO}`));
-    ctx.expect(kv.get("version") === "0.1.0", `modinfo version ${kv.get("version")}`);
-    ctx.expect(kv.get("license") === "Dual MIT/GPL", `modinfo license ${kv.get("license")}`);
-  });
+  await ctx.step(
+    "modinfo: version 0.1.0, licence Dual MIT/GPL, from the package's DKMS build",
+    async () => {
+      const kv = parseKeyValues(await sh(g, `modinfo ${CNUAS_NET}`));
+      const dir = `/lib/modules/${(await sh(g, "uname -r")).trim()}/updates/dkms/`;
+      ctx.expect(
+        kv.get("filename")?.startsWith(dir) === true,
+        `modinfo filename ${kv.get("filename")}, want under ${dir}`,
+      );
+      ctx.expect(kv.get("version") === "0.1.0", `modinfo version ${kv.get("version")}`);
+      ctx.expect(kv.get("license") === "Dual MIT/GPL", `modinfo license ${kv.get("license")}`);
+    },
+  );
   await ctx.step("ip link shows the netdev with the device's MAC and MTU range", async () => {
     const links = JSON.parse(await sh(g, `ip -d -j link show dev ${shq(nic.iface)}`)) as {
       address: string;
@@ -617,17 +625,20 @@ async function checkDcbBehaviour(
 
 async function cycle(ctx: RowContext, g: Guest): Promise<void> {
   const cycles = CYCLES[ctx.config.depth];
-  await ctx.step(`${cycles} rmmod/insmod cycles, interface up each time`, async () => {
+  await ctx.step(`${cycles} rmmod/modprobe cycles, interface up each time`, async () => {
     const script = [
       "set -e",
       `for c in $(seq ${cycles}); do`,
+      // udev loads cnuas_ib on the auxiliary device each time: it goes first
+      "  udevadm settle -t 30",
+      `  if grep -q '^${CNUAS_IB} ' /proc/modules; then rmmod ${CNUAS_IB}; fi`,
       `  rmmod ${CNUAS_NET}`,
       // `!` pipelines are exempt from set -e: test and exit explicitly.
       `  if grep -q '^${CNUAS_NET} ' /proc/modules; then`,
       `    echo "cycle $c: ${CNUAS_NET} still in /proc/modules after rmmod" >&2; exit 1; fi`,
       `  if ls /sys/bus/auxiliary/devices/ | grep -q '^${CNUAS_NET}\\.rdma\\.'; then`,
       `    echo "cycle $c: auxiliary device left after rmmod" >&2; exit 1; fi`,
-      `  insmod ${CNUAS_NET_KO}`,
+      `  modprobe ${CNUAS_NET}`,
       `  n=$( (${LIST_NICS_SH}) | head -n1 | cut -d' ' -f2)`,
       `  [ -n "$n" ] || { echo "cycle $c: no netdev" >&2; exit 1; }`,
       `  ip link set dev "$n" up`,
@@ -664,7 +675,14 @@ export const row: Row = {
   async run(ctx) {
     const g = ctx.guests[0];
     const cable = await ctx.step("cable pulled at the switch", () => pullCable(ctx));
-    const [nic] = await ctx.step("insmod cnuas_net", () => loadCnuasNet(g, 1));
+    const [nic] = await ctx.step(
+      "cnuas_net autoloaded at boot (udev, the vnic's modalias), bound to the vnic",
+      async () => {
+        const loaded = await g.run(`grep -q '^${CNUAS_NET} ' /proc/modules`);
+        ctx.expect(loaded.code === 0, `${CNUAS_NET} was not loaded at boot`);
+        return await loadCnuasNet(g, 1);
+      },
+    );
     ctx.log(`cnuas_net: ${nic.iface} at ${nic.pci}`);
     await checkIdentity(ctx, g, nic);
     await checkEthtool(ctx, g, nic);

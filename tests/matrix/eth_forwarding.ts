@@ -26,6 +26,7 @@ import {
   type RxDeltaVerdict,
 } from "../../harness/models/cnuas_net_rx.ts";
 import { sh, shq, waitListening } from "../../harness/guest/shell.ts";
+import { CNUAS_IB } from "../../harness/guest/cnuas_ib.ts";
 
 /** Addresses of g0 and g1 on the fabric. */
 const IPS = ["10.77.0.1", "10.77.0.2"];
@@ -349,6 +350,11 @@ async function rmmodUnderTraffic(ctx: RowContext, nodes: Node[], mtu: number): P
     for (const k of [0, 1]) {
       const n = nodes[k];
       const peer = nodes[1 - k];
+      // cnuas_ib (loaded by udev on cnuas_net's auxiliary device) holds cnuas_net: it goes first
+      await sh(
+        n.g,
+        `udevadm settle -t 30; if grep -q '^${CNUAS_IB} ' /proc/modules; then rmmod ${CNUAS_IB}; fi`,
+      );
       // Both directions busy: the peer floods n, n floods the peer.
       await sh(peer.g, `setsid ping -q -f -c 100000 -s 1400 ${n.ip} </dev/null >/dev/null 2>&1 &`);
       await sh(n.g, `setsid ping -q -f -c 100000 -s 1400 ${peer.ip} </dev/null >/dev/null 2>&1 &`);

@@ -198,7 +198,7 @@ export const row: Row = {
     await ctx.step("cnuas_ib still works: ibv_rc_pingpong to the own GID", async () => {
       ctx.measure("loopback.usecPerIter", await loopbackPingpong(n, 18520), "us");
     });
-    await ctx.step("module refcount 0; rmmod and insmod cnuas_ib; pingpong again", async () => {
+    await ctx.step("module refcount 0; rmmod and modprobe cnuas_ib; pingpong again", async () => {
       const refcnt = Number((await sh(g, `cat /sys/module/${CNUAS_IB}/refcnt`)).trim());
       ctx.measure("moduleRefcnt", refcnt, "refs");
       ctx.expect(refcnt === 0, `cnuas_ib refcnt ${refcnt} after the fuzz, want 0`);

@@ -18,9 +18,7 @@
 import { join } from "node:path";
 import { fuzzSeed } from "../../harness/config.ts";
 import { type Row, type RowContext, RowFailure } from "../../harness/matrix/row.ts";
-import { CNUASGPU_KO } from "../../harness/guest/cnuasgpu.ts";
 import {
-  CNUASGPU_HOST_KO,
   CNUASGPU_HOST_TEST,
   HOST_IDLE_COUNTERS,
   HOST_OPS_BIN,
@@ -68,7 +66,7 @@ export interface HostLoad {
   name: string;
   /** Its parameters. */
   cfg: GpuHostConfig;
-  /** The insmod arguments (empty: the module's defaults). */
+  /** The modprobe arguments (empty: the module's defaults). */
   params: string;
   /** Ops of the fuzz against this load. */
   ops: number;
@@ -144,7 +142,7 @@ async function moduleTest(ctx: RowContext, args: string[]): Promise<string> {
 }
 
 /**
- * Each load: insmod, the fuzz, the module's checks, counters back to 0,
+ * Each load: modprobe, the fuzz, the module's checks, counters back to 0,
  * rmmod. A fuzz mismatch does not stop the other loads; the reports are
  * returned so the row fails with all of them at its end.
  */
@@ -156,7 +154,7 @@ async function fuzzLoads(ctx: RowContext, hasTest: boolean): Promise<string[]> {
   let compared = 0, unchecked = 0;
   for (const [k, l] of GPU_HOST_LOADS.entries()) {
     await ctx.step(
-      `${l.name}: insmod cnuasgpu_host ${l.params || "(defaults)"}; sysfs`,
+      `${l.name}: modprobe cnuasgpu_host ${l.params || "(defaults)"}; sysfs`,
       async () => {
         await loadHost(g, l.cfg.devices, l.params);
         for (let n = 0; n < l.cfg.devices; n++) {
@@ -213,12 +211,14 @@ async function badParams(ctx: RowContext): Promise<Set<string>> {
   await ctx.step(`${BAD_PARAMS.length} bad parameter values refused, each named`, async () => {
     for (const [params, name] of BAD_PARAMS) {
       const r = await tryBadLoad(ctx.guests[0], params);
-      ctx.log(`insmod ${params}: exit ${r.code}\n${r.dmesg}`);
+      ctx.log(`modprobe ${params}: exit ${r.code}\n${r.dmesg}`);
       for (const l of r.dmesg.split("\n")) said.add(l.replace(/^\[[^\]]*\]\s*/, ""));
-      ctx.expect(r.code !== 0 && !r.loaded, `insmod ${params} was not refused`);
+      ctx.expect(r.code !== 0 && !r.loaded, `modprobe ${params} was not refused`);
       ctx.expect(
         new RegExp(`\\b${name}\\b`).test(r.dmesg),
-        `insmod ${params}: the kernel log does not name ${name}: ${r.dmesg.trim() || "(nothing)"}`,
+        `modprobe ${params}: the kernel log does not name ${name}: ${
+          r.dmesg.trim() || "(nothing)"
+        }`,
       );
     }
   });
@@ -293,9 +293,9 @@ async function bothModules(ctx: RowContext): Promise<void> {
   const mods = async () => (await g.run("grep -o '^cnuasgpu[a-z_]* ' /proc/modules")).stdout;
   for (const first of ["cnuasgpu", "cnuasgpu_host"]) {
     await ctx.step(
-      `cnuasgpu.ko and cnuasgpu_host.ko together; ${first} unloaded first`,
+      `cnuasgpu and cnuasgpu_host together; ${first} unloaded first`,
       async () => {
-        await g.run(`insmod ${shq(CNUASGPU_KO)}`, { check: true });
+        await g.run("modprobe cnuasgpu", { check: true });
         await loadHost(g, 1, "");
         await works("both loaded");
         await g.run(`rmmod ${first}`, { check: true });
@@ -376,12 +376,15 @@ async function dmabufIb(ctx: RowContext, hasTest: boolean): Promise<void> {
 
 async function run(ctx: RowContext): Promise<void> {
   const g = ctx.guests[0];
-  const hasTest = await ctx.step("the module and the op runner are in the guest", async () => {
-    const r = await g.run(`ls ${shq(CNUASGPU_HOST_KO)} ${shq(HOST_OPS_BIN)}`);
-    if (r.code !== 0) throw new RowFailure(`missing: ${r.stderr.trim()}`);
-    if (await hostLoaded(g)) await unloadHost(g);
-    return (await g.run(`test -x ${shq(CNUASGPU_HOST_TEST)}`)).code === 0;
-  });
+  const hasTest = await ctx.step(
+    "the module (packaged) and the op runner are in the guest",
+    async () => {
+      const r = await g.run(`modinfo -n cnuasgpu_host && ls ${shq(HOST_OPS_BIN)}`);
+      if (r.code !== 0) throw new RowFailure(`missing: ${r.stderr.trim()}`);
+      if (await hostLoaded(g)) await unloadHost(g);
+      return (await g.run(`test -x ${shq(CNUASGPU_HOST_TEST)}`)).code === 0;
+    },
+  );
   if (!hasTest) ctx.log("drivers/test/cnuasgpu_host_test is not built: its steps are left out");
   const mismatches = await fuzzLoads(ctx, hasTest);
   const refusals = await badParams(ctx);

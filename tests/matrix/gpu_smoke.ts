@@ -67,7 +67,7 @@ async function checkSysfs(ctx: RowContext, name: string, p: GpuProps): Promise<v
 async function run(ctx: RowContext): Promise<void> {
   const g = ctx.guests[0];
   const props = guestGpus(0, GPUS);
-  const names = await ctx.step("insmod cnuasgpu: two class devices", () => loadCnuasgpu(g, GPUS));
+  const names = await ctx.step("modprobe cnuasgpu: two class devices", () => loadCnuasgpu(g, GPUS));
   await ctx.step("/dev/cnuasgpu0 and /dev/cnuasgpu1 exist", async () => {
     const r = await g.run("ls -l /dev/cnuasgpu0 /dev/cnuasgpu1");
     ctx.expect(r.code === 0, `device nodes missing: ${r.stderr.trim()}`);
@@ -176,7 +176,7 @@ EOF`,
     ctx.expect(bad.length === 0, `dmesg:\n${bad.join("\n")}`);
   });
 
-  await ctx.step("rmmod removes the class and the nodes; insmod brings them back", async () => {
+  await ctx.step("rmmod removes the class and the nodes; modprobe brings them back", async () => {
     const r = await g.run(
       "rmmod cnuasgpu && ! ls /dev/cnuasgpu0 2>/dev/null && ! ls /sys/class/cnuasgpu 2>/dev/null",
     );

@@ -33,7 +33,7 @@ import {
 
 /** IPoIB addresses of g0, g1 and (joining later) g2. */
 const IPS = ["10.78.0.1", "10.78.0.2", "10.78.0.3"];
-/** Deadline for the SM to bring ports ACTIVE (after insmod, after a cable pull). */
+/** Deadline for the SM to bring ports ACTIVE (after modprobe, after a cable pull). */
 const ACTIVE_DEADLINE_MS = 60_000;
 /** A LID nobody has: the SM hands out LIDs from 2 upwards, one per node. */
 const UNKNOWN_DLID = 0x0fff;

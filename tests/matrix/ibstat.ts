@@ -4,7 +4,7 @@ import { rdmaGuestNeeds } from "../../harness/matrix/needs.ts";
 import { parseKeyValues } from "../../harness/guest/cnuas_net.ts";
 import { sh, shq } from "../../harness/guest/shell.ts";
 import {
-  CNUAS_IB_KO,
+  CNUAS_IB,
   type CnuasIbDev,
   configureRoceAddress,
   type IbvDevinfo,
@@ -214,7 +214,7 @@ async function checkPort(ctx: RowContext, g: Guest, dev: CnuasIbDev): Promise<nu
 
 async function checkModule(ctx: RowContext, g: Guest, dev: CnuasIbDev): Promise<void> {
   await ctx.step("modinfo: version 0.2.0, licence Dual MIT/GPL", async () => {
-    const kv = parseKeyValues(await sh(g, `modinfo ${CNUAS_IB_KO}`));
+    const kv = parseKeyValues(await sh(g, `modinfo ${CNUAS_IB}`));
     ctx.expect(kv.get("version") === "0.2.0", `modinfo version ${kv.get("version")}`);
     ctx.expect(kv.get("license") === "Dual MIT/GPL", `modinfo license ${kv.get("license")}`);
   });

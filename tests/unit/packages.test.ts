@@ -8,7 +8,13 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { REPO_ROOT } from "../../harness/config.ts";
 import { exec } from "../../harness/exec.ts";
-import { joinedVersion, renderControl, renderDkmsConf } from "../../harness/build/debian.ts";
+import {
+  joinedVersion,
+  renderControl,
+  renderDebianDir,
+  renderDkmsConf,
+  renderDkmsPrerm,
+} from "../../harness/build/debian.ts";
 import {
   cnuasdevSource,
   DKMS_PACKAGES,
@@ -103,4 +109,22 @@ Deno.test("lintian's lines parse into severity, package, tag and detail; other l
     },
     { severity: "I", package: "libcnuasdev", tag: "some-tag", detail: "" },
   ]);
+});
+
+Deno.test("a DKMS package's prerm unloads its modules, last loaded first, on remove only", async () => {
+  const nic = DKMS_PACKAGES[0];
+  const prerm = renderDkmsPrerm({ name: nic.name, version: "0.1.0", modules: [...nic.modules] });
+  assert.match(prerm, /^#!\/bin\/sh\nset -e\n/);
+  assert.match(prerm, /\tfor m in cnuas_ib cnuas_net; do\n/);
+  assert.match(prerm, /^if \[ "\$1" = remove \]; then$/m);
+  assert.match(prerm, /^#DEBHELPER#$/m);
+  const files = renderDebianDir(await dkmsSource(REPO_ROOT, nic), new Date(0));
+  assert.equal(
+    files[`${nic.name}.prerm`],
+    renderDkmsPrerm(
+      (await dkmsSource(REPO_ROOT, nic)).binaries[0].dkms!,
+    ),
+  );
+  const syntax = await exec(["sh", "-n", "-c", prerm], { allowFail: true });
+  assert.equal(syntax.code, 0, syntax.stderr);
 });

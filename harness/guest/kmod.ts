@@ -1,0 +1,35 @@
+/**
+ * Loading our modules the way an installed machine does: they come from
+ * their Debian packages (DKMS installs them under
+ * `/lib/modules/<kernel>/updates/dkms/`, docs/packages.md) and `modprobe`
+ * finds them by name; the PCI ones are already loaded at boot by udev.
+ * Nothing here names a `.ko` path.
+ */
+import { shq } from "./shell.ts";
+
+/** Module parameters as `modprobe NAME key=value ...` takes them. */
+export type ModuleParams = Record<string, string | number>;
+
+/**
+ * Shell lines that leave `name` loaded with `params`: a module already
+ * loaded with every parameter as asked (read back from
+ * `/sys/module/<name>/parameters/`) stays; one loaded otherwise is removed
+ * with `rmmod` (not `modprobe -r`, which would also unload what it depends
+ * on, cnuas_net under cnuas_ib) and loaded again with `modprobe`. Exits 3
+ * when either fails.
+ */
+export function modprobeLines(name: string, params: ModuleParams = {}): string[] {
+  const args = Object.entries(params).map(([k, v]) => `${k}=${v}`);
+  const differs = Object.entries(params).map(([k, v]) =>
+    `[ "$(cat /sys/module/${name}/parameters/${k} 2>/dev/null)" != ${shq(String(v))} ]`
+  );
+  const lines: string[] = [];
+  if (differs.length) {
+    lines.push(
+      `if grep -q '^${name} ' /proc/modules && { ${differs.join(" || ")}; }; then ` +
+        `rmmod ${name} || exit 3; fi`,
+    );
+  }
+  lines.push(`modprobe ${[name, ...args.map(shq)].join(" ")} || exit 3`);
+  return lines;
+}
