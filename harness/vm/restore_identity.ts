@@ -11,6 +11,18 @@ import type { Guest } from "./types.ts";
 /** `_IO('R', 0x07)`: reseed the CRNG from the input pool now (CAP_SYS_ADMIN). */
 export const RNDRESEEDCRNG = 0x5207;
 
+/** What the guest's init does at boot to let udev load the PCI drivers (harness/build/guest-init.sh). */
+export const COLDPLUG_PCI =
+  "udevadm trigger --action=add --subsystem-match=pci && udevadm settle -t 60";
+
+/**
+ * Before a guest's state is saved: our drivers out (those udev loaded at
+ * boot), last loaded first, so that each restored guest's udev probes its
+ * own devices ({@link identityCommand}).
+ */
+export const UNLOAD_OUR_DRIVERS = "for m in cnuas_ib cnuas_net cnuasgpu_host cnuasgpu; do " +
+  'if grep -q "^$m " /proc/modules; then rmmod "$m" || exit 1; fi; done';
+
 /** Bytes of host randomness each restored guest's input pool gets. */
 export const RESEED_BYTES = 64;
 
@@ -38,6 +50,11 @@ export function clockCorrection(offMs: number): string {
  *   already made the kernel reseed at resume; this does not depend on it.
  * - Hostname and machine-id after the reseed: the machine-id is drawn from
  *   the CRNG.
+ * - The PCI coldplug of the boot, again: the state was saved with our
+ *   drivers unloaded ({@link UNLOAD_OUR_DRIVERS}), because they read each
+ *   device's identity (the vnic's MAC) when they probe, and a restored
+ *   guest has its own devices; udev loads them now through the modaliases,
+ *   as at boot.
  */
 export function identityCommand(name: string, offMs: number): string {
   if (!/^[a-z0-9][a-z0-9-]*$/.test(name)) throw new Error(`not a guest name: ${name}`);
@@ -48,6 +65,7 @@ export function identityCommand(name: string, offMs: number): string {
     `ioctl($f, ${RNDRESEEDCRNG}, 0) or die "RNDRESEEDCRNG: $!\\n"'`,
     `hostname ${name}`,
     "tr -d - </proc/sys/kernel/random/uuid >/etc/machine-id",
+    COLDPLUG_PCI,
   ].join(" && ");
 }
 

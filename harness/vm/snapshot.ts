@@ -12,7 +12,7 @@ import { progress } from "../progress.ts";
 import { GuestVm } from "./guest.ts";
 import { freePort } from "./ports.ts";
 import type { GuestSpec } from "./qemu_args.ts";
-import { applyIdentity } from "./restore_identity.ts";
+import { applyIdentity, UNLOAD_OUR_DRIVERS } from "./restore_identity.ts";
 import { snapshotBaseSpec, snapshotKeyInputs } from "./snapshot_key.ts";
 
 /** The saved state in an entry. */
@@ -112,6 +112,8 @@ async function saveGuest(
     // Once here, so every program a restored guest runs before it is ready
     // (the identity command, the clock correction) is in the saved page cache.
     await applyIdentity(vm);
+    const u = await vm.run(`${UNLOAD_OUR_DRIVERS} && sync`, { timeoutSec: 90 });
+    if (u.code !== 0) throw new Error(`unloading our drivers before the save: ${u.stderr.trim()}`);
     await vm.saveState(join(out, STATE_FILE), SAVE_TIMEOUT_SEC);
     const size = (await Deno.stat(join(out, STATE_FILE))).size;
     progress(

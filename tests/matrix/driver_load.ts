@@ -223,8 +223,13 @@ async function checkEthtool(ctx: RowContext, g: Guest, nic: CnuasNic): Promise<v
     () => offerWithoutCarrier(ctx, g, nic),
   );
   await ctx.step(
-    "priv flags roce_mode/ib_mode are off without cnuas_ib and refuse changes",
+    "priv flags: roce_mode on with cnuas_ib (loaded by udev); both off after rmmod, changes refused",
     async () => {
+      const withIb = parsePrivFlags(await sh(g, `ethtool --show-priv-flags ${i}`));
+      ctx.expect(withIb.roce_mode === true, `roce_mode ${withIb.roce_mode} with cnuas_ib`);
+      ctx.expect(withIb.ib_mode === false, `ib_mode ${withIb.ib_mode} with cnuas_ib in RoCE mode`);
+      // the rest of the row is about cnuas_net alone, as before cnuas_ib loads
+      await sh(g, `rmmod ${CNUAS_IB}`);
       const flags = parsePrivFlags(await sh(g, `ethtool --show-priv-flags ${i}`));
       ctx.expect(flags.roce_mode === false, `roce_mode ${flags.roce_mode}`);
       ctx.expect(flags.ib_mode === false, `ib_mode ${flags.ib_mode}`);

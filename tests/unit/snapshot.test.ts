@@ -10,8 +10,10 @@ import type { Row } from "../../harness/matrix/row.ts";
 import { type GuestSpec, qemuArgs, vnicMac } from "../../harness/vm/qemu_args.ts";
 import {
   clockCorrection,
+  COLDPLUG_PCI,
   identityCommand,
   RESEED_BYTES,
+  UNLOAD_OUR_DRIVERS,
 } from "../../harness/vm/restore_identity.ts";
 import { restoredSpec } from "../../harness/vm/snapshot.ts";
 import {
@@ -145,7 +147,7 @@ Deno.test("the guest a state is saved from writes its own disk; cold guests neve
   assert.equal(snapshotBlocker({ ...spec(0), rootfsWritable: true }) !== undefined, true);
 });
 
-Deno.test("identity: the clock corrected first, then the reseed from stdin, hostname, machine-id", () => {
+Deno.test("identity: the clock corrected first, then the reseed from stdin, hostname, machine-id, PCI coldplug", () => {
   const cmd = identityCommand("g1", -45_300);
   const parts = cmd.split(" && ");
   assert.equal(parts[0], clockCorrection(-45_300));
@@ -153,6 +155,13 @@ Deno.test("identity: the clock corrected first, then the reseed from stdin, host
   assert.match(parts[2], /ioctl\(\$f, 20999, 0\)/); // RNDRESEEDCRNG = 0x5207
   assert.equal(parts[3], "hostname g1");
   assert.match(parts[4], /\/etc\/machine-id$/);
+  // our drivers probe the restored guest's own devices (saved unloaded), after the rest
+  assert.equal(parts.slice(5).join(" && "), COLDPLUG_PCI);
+  assert.match(COLDPLUG_PCI, /^udevadm trigger --action=add --subsystem-match=pci /);
+  for (const m of ["cnuas_ib", "cnuas_net", "cnuasgpu_host", "cnuasgpu"]) {
+    assert.ok(UNLOAD_OUR_DRIVERS.includes(` ${m} `) || UNLOAD_OUR_DRIVERS.includes(` ${m};`), m);
+  }
+  assert.ok(UNLOAD_OUR_DRIVERS.indexOf("cnuas_ib") < UNLOAD_OUR_DRIVERS.indexOf("cnuas_net"));
   assert.throws(() => identityCommand("g1; reboot", 0), /not a guest name/);
 });
 
