@@ -168,7 +168,8 @@ async function providerRemoveAndReinstall(ctx: RowContext, g: Guest, debs: strin
       const path = await pushDeb(g, debs, pkg);
       const r = await g.run(
         `apt-get remove -y ${pkg} >/dev/null && ls /usr/lib/x86_64-linux-gnu/libibverbs/; ` +
-          `echo "gone: $(IBV_SHOW_WARNINGS=1 ibv_devices 2>&1 | grep -c cnuas)"; ` +
+          `echo "gone: $(ibv_devices 2>/dev/null | grep -c cnuas_ib0)"; ` +
+          "IBV_SHOW_WARNINGS=1 ibv_devices 2>&1 | grep -i warning; " +
           `apt-get install -y ${
             shq(path)
           } >/dev/null && echo "back: $(ibv_devices | grep -c cnuas_ib0)"`,
@@ -183,6 +184,11 @@ async function providerRemoveAndReinstall(ctx: RowContext, g: Guest, debs: strin
       ctx.expect(
         /^gone: 0$/m.test(r.stdout),
         "ibv_devices still lists a cnuas device without the provider",
+      );
+      // the kernel's device is there; user space has no provider for it (the troubleshooting page)
+      ctx.expect(
+        /no userspace device-specific driver found for cnuas_ib0/.test(r.stdout),
+        "libibverbs did not warn of cnuas_ib0 without a provider",
       );
       ctx.expect(/^back: 1$/m.test(r.stdout), `after the reinstall: ${r.stdout} ${r.stderr}`);
     },
