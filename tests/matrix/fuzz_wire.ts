@@ -55,7 +55,7 @@ const FOREIGN_IP = "10.77.0.98";
 /** Victim QPs: the main one and one per fault. */
 const VICTIMS = 1 + Object.keys(FATAL).length;
 
-/** The live flow: iterations per 1000 frames (it must outlast the injection; see the step). */
+/** The live flow: message size and TCP port (its length: one iteration per 4 fuzz frames, 2000 at least). */
 const LIVE = { size: 4096, port: 18530 } as const;
 
 /** ibv_qp_state values. */
@@ -105,7 +105,7 @@ export async function wireFuzzSteps(ctx: RowContext, nodes: RoceNode[]): Promise
     `${frames} fuzz frames at ${t.g.name} beside a live ibv_rc_pingpong --chk`,
     async () => {
       // the live flow: long enough to outlast the injection (measured: liveFlow.overlap)
-      const iters = Math.max(2000, Math.round(frames / 10));
+      const iters = Math.max(2000, Math.round(frames / 4));
       const flags = `-s ${LIVE.size} -n ${iters} --chk`;
       const cmd = `ibv_rc_pingpong -d ${t.dev.ibdev} -g ${t.gid} -p ${LIVE.port} ${flags}`;
       const pcmd =
