@@ -138,8 +138,8 @@ enum cnuas_ib_stat {
 	CNUAS_STAT_RP_CNP_IGNORED,
 	/*
 	 * Why a received frame was dropped, one counter per reason
-	 * (docs/devices.md, "Receive drop reasons"); the first four are also
-	 * in rcvd_drop, as before they existed.
+	 * (docs/devices.md, "cnuas_ib: receive drop reasons"); the first
+	 * four are also in rcvd_drop, as before they existed.
 	 */
 	CNUAS_STAT_RCVD_HDR_ERR,
 	CNUAS_STAT_RCVD_PKEY_ERR,

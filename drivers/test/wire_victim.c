@@ -74,7 +74,8 @@ int main(int argc, char **argv)
 		else if (opt == 'f')
 			stop = optarg;
 		else
-			DIE("usage: wire_victim -d DEV -g GIDX -r PEER_IP -q PEER_QPN -n NQP -f STOPFILE");
+			DIE("usage: wire_victim -d DEV -g GIDX -r PEER_IP -q PEER_QPN "
+			    "-n NQP -f STOPFILE");
 	}
 	if (!peer_ip || !stop || nqp < 1 || nqp > MAX_QPS || inet_pton(AF_INET, peer_ip, &a) != 1)
 		DIE("need -r PEER_IP (IPv4), -f STOPFILE and 1 <= -n <= %d", MAX_QPS);
