@@ -3,8 +3,8 @@
  * InfiniBand frame carries, the ICRC and VCRC, the opcode table, MADs, frame
  * builders, a synthetic RC conversation generator, the wire fuzz generator,
  * and the conformance checker every end-to-end capture is run through. Pure
- * functions over bytes: no I/O
- * (reading a pcapng file is `harness/oracle/wire_check.ts`'s job).
+ * functions over bytes: no I/O (reading a pcapng file is
+ * `harness/oracle/wire_check.ts`'s job).
  *
  * Written from the IBA specification volume 1, the RoCEv2 annex (A17) and
  * docs/wire.md, independently of the C it checks.
