@@ -201,7 +201,10 @@ export async function wireFuzzSteps(ctx: RowContext, nodes: RoceNode[]): Promise
     if (report.cqes !== 0) wrong.push(`${report.cqes} completions on a CQ with no work posted`);
   });
   await ctx.step("the counters, QPs and memory as the model predicted", () => {
-    ctx.expect(wrong.length === 0, `wire fuzz (seed ${seed}): ${wrong.join("; ")}`);
+    ctx.expect(
+      wrong.length === 0,
+      `wire fuzz (seed ${seed}; replay: CNUAS_HIL_WIRE_FUZZ_SEED=${seed}): ${wrong.join("; ")}`,
+    );
     return Promise.resolve();
   });
 }
