@@ -387,10 +387,17 @@ export class WireFuzz {
       case "trunc-udp":
         return this.#write(e, false).slice(0, randInt(r, UDP_OFF, BTH_OFF - 1));
       case "trunc-transport": {
-        // cut inside BTH + RETH + ICRC (a WRITE_ONLY needs 12 + 16 + 4 bytes), lengths made to agree
-        const f = this.#write(e, false).slice(0, BTH_OFF + randInt(r, 0, 12 + 16 + 3));
-        fixLengths(f);
-        return f;
+        // cut short of BTH + its extended headers + ICRC (WRITE_ONLY and READ: RETH, 12 + 16 + 4
+        // bytes; FETCH_ADD: AtomicETH, 12 + 28 + 4; ACK: AETH, 12 + 4 + 4), lengths made to agree
+        const [f, need] = [
+          () => [this.#write(e, false), 32] as const,
+          () => [this.#read(e), 32] as const,
+          () => [this.#atomic(e, false), 44] as const,
+          () => [this.#response("ack", this.#ghostPsn()), 20] as const,
+        ][randInt(r, 0, 3)]();
+        const cut = f.slice(0, BTH_OFF + randInt(r, 0, need - 1));
+        fixLengths(cut);
+        return cut;
       }
       case "trunc-raw": {
         const f = this.#write(e, false);
