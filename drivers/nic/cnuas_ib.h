@@ -136,6 +136,19 @@ enum cnuas_ib_stat {
 	CNUAS_STAT_NP_CNP_SENT,
 	CNUAS_STAT_RP_CNP_HANDLED,
 	CNUAS_STAT_RP_CNP_IGNORED,
+	/*
+	 * Why a received frame was dropped, one counter per reason
+	 * (docs/devices.md, "cnuas_ib: receive drop reasons"); the first
+	 * four are also in rcvd_drop, as before they existed.
+	 */
+	CNUAS_STAT_RCVD_HDR_ERR,
+	CNUAS_STAT_RCVD_PKEY_ERR,
+	CNUAS_STAT_RCVD_QPN_ERR,
+	CNUAS_STAT_RCVD_RXQ_FULL,
+	CNUAS_STAT_RCVD_STATE_ERR,
+	CNUAS_STAT_RCVD_SRC_ERR,
+	CNUAS_STAT_RCVD_PSN_ERR,
+	CNUAS_STAT_RCVD_GHOST_RESP,
 	CNUAS_STAT_NUM,
 };
 

@@ -364,10 +364,19 @@ void cnuas_ib_completer(struct cnuas_ib_qp *qp, struct sk_buff *skb)
 {
 	struct cnuas_pkt *pkt = cnuas_pkt(skb);
 
-	if ((qp->state != IB_QPS_RTS && qp->state != IB_QPS_SQD) ||
-	    !cnuas_ib_pkt_from_peer(qp, skb) ||
-	    cnuas_psn_cmp(pkt->psn, qp->req.psn) >= 0)
+	if (qp->state != IB_QPS_RTS && qp->state != IB_QPS_SQD) {
+		cnuas_stat_inc(qp->dev, CNUAS_STAT_RCVD_STATE_ERR);
 		goto out;
+	}
+	if (!cnuas_ib_pkt_from_peer(qp, skb)) {
+		cnuas_stat_inc(qp->dev, CNUAS_STAT_RCVD_SRC_ERR);
+		goto out;
+	}
+	/* a response to a PSN never sent: nothing asked for it */
+	if (cnuas_psn_cmp(pkt->psn, qp->req.psn) >= 0) {
+		cnuas_stat_inc(qp->dev, CNUAS_STAT_RCVD_GHOST_RESP);
+		goto out;
+	}
 
 	if (pkt->opcode == IB_OPCODE_RC_ACKNOWLEDGE)
 		cnuas_ib_comp_ack(qp, skb);

@@ -555,7 +555,7 @@ static int cnuas_ib_parse(struct sk_buff *skb)
 		ip_len = sizeof(*ip);
 		if (skb->len < ETH_HLEN + ip_len || ip->version != 4 ||
 		    ip->ihl != 5 || ip->protocol != IPPROTO_UDP ||
-		    ip_is_fragment(ip))
+		    ip_is_fragment(ip) || ip_fast_csum(ip, ip->ihl))
 			return -EINVAL;
 		len = ntohs(ip->tot_len);
 		if (len < ip_len || ETH_HLEN + len > skb->len)
@@ -596,7 +596,8 @@ static int cnuas_ib_parse(struct sk_buff *skb)
  * Native IB: parse and check the LRH, its VCRC, the GRH if there is one
  * and the BTH; fill the packet description; take the VCRC off the end so
  * the frame ends with the ICRC, as a RoCE one does.  Return: 0, -EBADMSG
- * for a wrong VCRC, -EINVAL for anything else to drop.
+ * for a wrong VCRC, -EACCES for a P_Key not ours, -EINVAL for anything
+ * else to drop.
  */
 static int cnuas_ib_parse_ib(struct sk_buff *skb)
 {
@@ -656,7 +657,8 @@ static int cnuas_ib_parse_ib(struct sk_buff *skb)
 /*
  * The BTH at pkt->bth_off, after the network headers: known opcode, TVer
  * 0, our P_Key, room for the headers, the pad and the ICRC.  Fills the
- * transport part of @pkt.  Return: 0, or -EINVAL to drop.
+ * transport part of @pkt.  Return: 0, -EACCES for a P_Key not ours, or
+ * -EINVAL for anything else to drop.
  */
 static int cnuas_ib_parse_bth(struct sk_buff *skb, struct cnuas_pkt *pkt)
 {
@@ -674,7 +676,7 @@ static int cnuas_ib_parse_bth(struct sk_buff *skb, struct cnuas_pkt *pkt)
 		return -EINVAL;
 	pkey = ntohs(bth->pkey);
 	if ((pkey & 0x7fff) != 0x7fff)
-		return -EINVAL;
+		return -EACCES;
 	pad = (bth->flags & CNUAS_BTH_PAD_MASK) >> CNUAS_BTH_PAD_SHIFT;
 	if (skb->len < pkt->bth_off + info->hdr_len + pad + CNUAS_ICRC_BYTES)
 		return -EINVAL;
@@ -769,6 +771,7 @@ void cnuas_ib_rx(void *ctx, struct sk_buff *skb)
 	struct cnuas_ib_dev *dev = ctx;
 	struct cnuas_ib_qp *qp;
 	struct cnuas_pkt *pkt;
+	enum cnuas_ib_stat why;
 	struct sk_buff_head *q;
 	unsigned int end;
 	int err;
@@ -787,7 +790,7 @@ void cnuas_ib_rx(void *ctx, struct sk_buff *skb)
 			goto free;
 		}
 		if (err)
-			goto drop;
+			goto bad_hdr;
 		pkt = cnuas_pkt(skb);
 		end = skb->len - CNUAS_ICRC_BYTES;
 		if (get_unaligned_le32(skb->data + end) !=
@@ -798,8 +801,9 @@ void cnuas_ib_rx(void *ctx, struct sk_buff *skb)
 		if (!cnuas_ib_rx_ib_addr(dev, pkt))
 			goto drop;
 	} else {
-		if (cnuas_ib_parse(skb))
-			goto drop;
+		err = cnuas_ib_parse(skb);
+		if (err)
+			goto bad_hdr;
 		pkt = cnuas_pkt(skb);
 		end = skb->len - CNUAS_ICRC_BYTES;
 		if (get_unaligned_le32(skb->data + end) !=
@@ -827,12 +831,14 @@ void cnuas_ib_rx(void *ctx, struct sk_buff *skb)
 
 	rcu_read_lock();
 	qp = xa_load(&dev->qps, pkt->qpn);
+	why = CNUAS_STAT_RCVD_QPN_ERR;
 	if (!qp || READ_ONCE(qp->dying))
 		goto unlock_drop;
 	if (cnuas_qp_is_rc(qp) ? !(pkt->mask & CNUAS_OP_RC) :
 				 !(pkt->mask & CNUAS_OP_UD))
 		goto unlock_drop;
 	q = (pkt->mask & CNUAS_OP_REQ) ? &qp->req_q : &qp->resp_q;
+	why = CNUAS_STAT_RCVD_RXQ_FULL;
 	if (skb_queue_len(q) >= CNUAS_IB_RXQ_MAX)
 		goto unlock_drop;
 	skb_queue_tail(q, skb);
@@ -840,8 +846,13 @@ void cnuas_ib_rx(void *ctx, struct sk_buff *skb)
 	rcu_read_unlock();
 	return;
 
+bad_hdr:
+	cnuas_stat_inc(dev, err == -EACCES ? CNUAS_STAT_RCVD_PKEY_ERR :
+					     CNUAS_STAT_RCVD_HDR_ERR);
+	goto drop;
 unlock_drop:
 	rcu_read_unlock();
+	cnuas_stat_inc(dev, why);
 drop:
 	cnuas_stat_inc(dev, CNUAS_STAT_RCVD_DROP);
 free:

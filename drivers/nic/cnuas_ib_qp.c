@@ -251,6 +251,22 @@ bool cnuas_ib_rq_take(struct cnuas_ib_qp *qp, struct cnuas_ib_rwqe *out)
 }
 
 /*
+ * Drop the frames queued for a QP that cannot receive them (in the error
+ * state, or not yet ready): each counts in rcvd_state_err, as one the
+ * responder or the completer finds in a wrong state does.
+ */
+static void cnuas_ib_qp_drop_rx(struct cnuas_ib_qp *qp)
+{
+	struct sk_buff *skb;
+
+	while ((skb = skb_dequeue(&qp->req_q)) ||
+	       (skb = skb_dequeue(&qp->resp_q))) {
+		cnuas_stat_inc(qp->dev, CNUAS_STAT_RCVD_STATE_ERR);
+		kfree_skb(skb);
+	}
+}
+
+/*
  * Error state: complete everything posted with a flush error.  A QP with
  * an SRQ flushes only the receive it holds (taken, not completed): what
  * is still posted to the SRQ belongs to the other QPs as much as to this
@@ -312,8 +328,7 @@ static void cnuas_ib_qp_flush(struct cnuas_ib_qp *qp)
 		}
 	}
 	qp->resp.rd.active = false;
-	skb_queue_purge(&qp->req_q);
-	skb_queue_purge(&qp->resp_q);
+	cnuas_ib_qp_drop_rx(qp);
 }
 
 static bool cnuas_ib_qp_can_send(struct cnuas_ib_qp *qp)
@@ -347,8 +362,7 @@ static void cnuas_ib_qp_engine(struct cnuas_ib_qp *qp)
 			break;
 		}
 		if (!cnuas_ib_qp_can_recv(qp)) {
-			skb_queue_purge(&qp->req_q);
-			skb_queue_purge(&qp->resp_q);
+			cnuas_ib_qp_drop_rx(qp);
 			break;
 		}
 

@@ -579,17 +579,22 @@ void cnuas_ib_responder(struct cnuas_ib_qp *qp, struct sk_buff *skb)
 	struct cnuas_pkt *pkt = cnuas_pkt(skb);
 	int diff;
 
-	if (qp->state < IB_QPS_RTR || qp->state > IB_QPS_SQE)
+	if (qp->state < IB_QPS_RTR || qp->state > IB_QPS_SQE) {
+		cnuas_stat_inc(qp->dev, CNUAS_STAT_RCVD_STATE_ERR);
 		goto out;
+	}
 	if (!cnuas_qp_is_rc(qp)) {
 		cnuas_ib_resp_ud(qp, skb);
 		goto out;
 	}
-	if (!cnuas_ib_pkt_from_peer(qp, skb))
+	if (!cnuas_ib_pkt_from_peer(qp, skb)) {
+		cnuas_stat_inc(qp->dev, CNUAS_STAT_RCVD_SRC_ERR);
 		goto out;
+	}
 
 	diff = cnuas_psn_cmp(pkt->psn, qp->resp.epsn);
 	if (diff > 0) {
+		cnuas_stat_inc(qp->dev, CNUAS_STAT_RCVD_PSN_ERR);
 		/* a gap: ask once for what is missing */
 		if (!qp->resp.nak_sent) {
 			cnuas_stat_inc(qp->dev, CNUAS_STAT_SEQ_NAK_SENT);

@@ -269,6 +269,14 @@ static const struct rdma_stat_desc cnuas_ib_stat_desc[CNUAS_STAT_NUM] = {
 	[CNUAS_STAT_NP_CNP_SENT] = { .name = "np_cnp_sent" },
 	[CNUAS_STAT_RP_CNP_HANDLED] = { .name = "rp_cnp_handled" },
 	[CNUAS_STAT_RP_CNP_IGNORED] = { .name = "rp_cnp_ignored" },
+	[CNUAS_STAT_RCVD_HDR_ERR] = { .name = "rcvd_hdr_err" },
+	[CNUAS_STAT_RCVD_PKEY_ERR] = { .name = "rcvd_pkey_err" },
+	[CNUAS_STAT_RCVD_QPN_ERR] = { .name = "rcvd_qpn_err" },
+	[CNUAS_STAT_RCVD_RXQ_FULL] = { .name = "rcvd_rxq_full" },
+	[CNUAS_STAT_RCVD_STATE_ERR] = { .name = "rcvd_state_err" },
+	[CNUAS_STAT_RCVD_SRC_ERR] = { .name = "rcvd_src_err" },
+	[CNUAS_STAT_RCVD_PSN_ERR] = { .name = "rcvd_psn_err" },
+	[CNUAS_STAT_RCVD_GHOST_RESP] = { .name = "rcvd_ghost_resp" },
 };
 
 static struct rdma_hw_stats *cnuas_ib_alloc_port_stats(struct ib_device *ibdev,

@@ -1,6 +1,8 @@
 /**
- * Row `fuzz`: the uverbs ABI fuzz of issue 20 against cnuas_ib
- * (drivers/test/uverbs_fuzz.c). The fuzzer runs once with at least 10,000
+ * Row `fuzz`: the wire fuzz of issue 20 (./fuzz_wire.ts: generated RoCEv2
+ * frames injected at the first guest beside a live flow to the second,
+ * every class counted as predicted) and the uverbs ABI fuzz against
+ * cnuas_ib (drivers/test/uverbs_fuzz.c). The fuzzer runs once with at least 10,000
  * calls and then as several processes at once; afterwards the device holds
  * what it held before (`rdma resource`, and verbs_limits reaches every
  * limit again, so the driver's own object counts did not leak), the kernel
@@ -12,7 +14,7 @@
  * seed, the processes run together with seed + 1, seed + 2, ...
  */
 import type { Row, RowContext } from "../../harness/matrix/row.ts";
-import { rdmaGuestNeeds } from "../../harness/matrix/needs.ts";
+import { rdmaPairNeeds } from "../../harness/matrix/needs.ts";
 import { fuzzSeed } from "../../harness/config.ts";
 import { dmesgViolations } from "../../harness/matrix/dmesg_guard.ts";
 import { sh } from "../../harness/guest/shell.ts";
@@ -38,9 +40,13 @@ import {
   runVerbsLimits,
   tableLimit,
 } from "./verbs_limits.ts";
+import { wireFuzzSteps } from "./fuzz_wire.ts";
 
 /** The guest's address (its RoCE v2 GID is what the fuzzer's loopback QPs use). */
 const IP = "10.77.0.1";
+
+/** The second guest's: the live flow's other end during the wire fuzz. */
+const PEER_IP = "10.77.0.2";
 
 /** Calls of the main fuzz process, per depth. */
 export const FUZZ_CALLS = { quick: 10_000, deep: 100_000 } as const;
@@ -111,13 +117,16 @@ async function loopbackPingpong(n: RoceNode, port: number): Promise<number> {
 /** The uverbs ABI fuzz; the device must come out of it as it went in. */
 export const row: Row = {
   id: "fuzz",
-  title: "uverbs ABI fuzz of cnuas_ib: errors only, no oops, no leak, device still works",
-  needs: rdmaGuestNeeds(),
-  timeoutSec: 900,
+  title: "wire fuzz and uverbs ABI fuzz of cnuas_ib: drops counted as predicted, " +
+    "no oops, no leak, device still works",
+  needs: rdmaPairNeeds("eth", "guestprogs"),
+  timeoutSec: 1800,
   modules: ["cnuas_net", "cnuas_ib"],
   async run(ctx) {
-    const [n] = await setupRoceNodes(ctx, [IP]);
+    const nodes = await setupRoceNodes(ctx, [IP, PEER_IP]);
+    const [n] = nodes;
     const g = n.g;
+    await wireFuzzSteps(ctx, nodes);
     const before = await ctx.step("objects of the device before", async () => {
       const b = await deviceObjects(n);
       ctx.log(`before: ${JSON.stringify(b)}`);

@@ -1,9 +1,10 @@
 /**
  * The RDMA wire oracle: codecs for every header a RoCEv2 or native
  * InfiniBand frame carries, the ICRC and VCRC, the opcode table, MADs, frame
- * builders, a synthetic RC conversation generator, and the conformance checker
- * every end-to-end capture is run through. Pure functions over bytes: no I/O
- * (reading a pcapng file is `harness/oracle/wire_check.ts`'s job).
+ * builders, a synthetic RC conversation generator, the wire fuzz generator,
+ * and the conformance checker every end-to-end capture is run through. Pure
+ * functions over bytes: no I/O (reading a pcapng file is
+ * `harness/oracle/wire_check.ts`'s job).
  *
  * Written from the IBA specification volume 1, the RoCEv2 annex (A17) and
  * docs/wire.md, independently of the C it checks.
@@ -287,3 +288,14 @@ export {
   type RuleId,
   type Violation,
 } from "./checker.ts";
+/** The wire fuzz: seeded frames aimed at live QPs, each with its predicted receive counter. */
+export {
+  CLASS_COUNTER,
+  FATAL,
+  type FuzzFrame,
+  MUTATIONS,
+  victimWindow,
+  type WireClass,
+  WireFuzz,
+  type WireTarget,
+} from "./wire_fuzz.ts";

@@ -1,0 +1,210 @@
+/**
+ * The wire fuzz part of row `fuzz` (issue 20): while a live
+ * `ibv_rc_pingpong --chk` runs between the two guests, the switch injects
+ * generated RoCEv2 frames (harness/models/rdma/wire_fuzz.ts) at the first
+ * guest's port, aimed at wire_victim's QPs and MR. Afterwards: the live flow
+ * completed with its data checked, every receive counter the classes name
+ * rose by exactly the model's prediction, no frame was dropped at the switch
+ * or on a full QP queue, the main victim QP is still RTS and each sacrificed
+ * one is in the error state, the MR's window holds what the model computed,
+ * and no byte changed in its canary half or in the memory around it.
+ *
+ * The seed is random per run (measurement `wireFuzz.seed`);
+ * `CNUAS_HIL_WIRE_FUZZ_SEED=<seed>` replays one.
+ */
+import type { RowContext } from "../../harness/matrix/row.ts";
+import { fuzzSeed } from "../../harness/config.ts";
+import { runPair } from "../../harness/guest/cnuas_ib.ts";
+import {
+  counterDelta,
+  expectBothExit0,
+  hwCounters,
+  nodeMac,
+  pingpongResult,
+  type RoceNode,
+  switchPortOf,
+} from "../../harness/guest/roce_pair.ts";
+import {
+  type FakePeer,
+  injectPaced,
+  startVictim,
+  stopVictim,
+} from "../../harness/guest/wire_fuzz.ts";
+import { parseMac } from "../../harness/models/rdma/ethernet.ts";
+import { parseIpv4 } from "../../harness/models/rdma/ip.ts";
+import {
+  CLASS_COUNTER,
+  FATAL,
+  victimWindow,
+  WireFuzz,
+} from "../../harness/models/rdma/wire_fuzz.ts";
+
+/** Frames of the main stream, per depth. */
+export const WIRE_FUZZ_FRAMES = { quick: 100_000, deep: 100_000 } as const;
+
+/** The address the victims talk to (on the guests' /24; nobody has it). */
+export const FAKE_PEER: FakePeer = {
+  ip: "10.77.0.99",
+  mac: "02:00:00:00:ff:99",
+  qpnBase: 0xffff00,
+};
+
+/** A source that is not the victims' peer. */
+const FOREIGN_IP = "10.77.0.98";
+
+/** Victim QPs: the main one and one per fault. */
+const VICTIMS = 1 + Object.keys(FATAL).length;
+
+/** The live flow: message size and TCP port (its length: one iteration per 4 fuzz frames, 2000 at least). */
+const LIVE = { size: 4096, port: 18530 } as const;
+
+/** ibv_qp_state values. */
+const QPS_RTS = 3, QPS_ERR = 6;
+
+/** Counters that must not move at all: a frame dropped for a reason the model never predicts. */
+const MUST_STAY = ["rcvd_rxq_full"];
+
+/** The wire fuzz; `nodes[0]` is the target, `nodes[1]` its live peer. */
+export async function wireFuzzSteps(ctx: RowContext, nodes: RoceNode[]): Promise<void> {
+  const [t, peer] = nodes;
+  const fabric = ctx.fabric;
+  if (!fabric) throw new Error("row fuzz: the wire fuzz needs the row's fabric");
+  const seed = fuzzSeed("CNUAS_HIL_WIRE_FUZZ_SEED");
+  ctx.measure("wireFuzz.seed", seed, "seed");
+  const frames = WIRE_FUZZ_FRAMES[ctx.config.depth];
+  const { port, victim, fuzz } = await ctx.step("wire_victim: victim QPs and MR", async () => {
+    const port = await switchPortOf(ctx, t);
+    const victim = await startVictim(t.g, t.dev, t.gid, FAKE_PEER, VICTIMS);
+    ctx.log(
+      `wire_victim: ${
+        JSON.stringify(victim, (_, v) => typeof v === "bigint" ? `0x${v.toString(16)}` : v)
+      }`,
+    );
+    const fuzz = new WireFuzz(
+      {
+        dstMac: parseMac(await nodeMac(t)),
+        dstIp: parseIpv4(t.ip),
+        peerMac: parseMac(FAKE_PEER.mac),
+        peerIp: parseIpv4(FAKE_PEER.ip),
+        foreignIp: parseIpv4(FOREIGN_IP),
+        victims: victim.qps,
+        mr: victim.mr,
+        pmtu: 1024,
+      },
+      seed,
+      victimWindow(victim.mr.len / 2),
+    );
+    return { port, victim, fuzz };
+  });
+  /** What the counters said against the model (checked after the victim's report is in). */
+  const wrong: string[] = [];
+  const before = await hwCounters(t);
+  const peerBefore = await hwCounters(peer);
+  const dropsBefore = (await fabric.ports()).find((p) => p.port === port)?.drops;
+  await ctx.step(
+    `${frames} fuzz frames at ${t.g.name} beside a live ibv_rc_pingpong --chk`,
+    async () => {
+      // the live flow: long enough to outlast the injection (measured: liveFlow.overlap)
+      const iters = Math.max(2000, Math.round(frames / 4));
+      const flags = `-s ${LIVE.size} -n ${iters} --chk`;
+      const cmd = `ibv_rc_pingpong -d ${t.dev.ibdev} -g ${t.gid} -p ${LIVE.port} ${flags}`;
+      const pcmd =
+        `ibv_rc_pingpong -d ${peer.dev.ibdev} -g ${peer.gid} -p ${LIVE.port} ${flags} ${t.ip}`;
+      const live = runPair(t.g, cmd, peer.g, pcmd, LIVE.port, 3000);
+      let liveDone = false;
+      live.finally(() => liveDone = true).catch(() => {});
+      await new Promise((r) => setTimeout(r, 3000)); // let it connect first
+      const t0 = performance.now();
+      const main = function* () {
+        for (let i = 0; i < frames; i++) yield fuzz.next().frame;
+      };
+      let n = await injectPaced(fabric, port, main());
+      const sec = (performance.now() - t0) / 1000;
+      ctx.measure("wireFuzz.injectSeconds", Math.round(sec * 10) / 10, "s");
+      ctx.measure("wireFuzz.framesPerSecond", Math.round(n / sec), "frames/s");
+      ctx.measure("liveFlow.overlap", liveDone ? 0 : 1, "bool");
+      ctx.expect(!liveDone, "the live pingpong ended before the injection did (make it longer)");
+      // the sacrifices, once the main stream is in (they write the window's other half)
+      n += await injectPaced(fabric, port, fuzz.fatalFrames().map((f) => f.frame));
+      ctx.measure("framesInjected", n, "frames");
+      const r = pingpongResult(
+        `live ibv_rc_pingpong ${flags}`,
+        expectBothExit0("live pingpong", await live),
+      );
+      ctx.measure("liveFlow.usecPerIter", r.usecPerIter, "us");
+    },
+  );
+  await ctx.step("receive counters: each class's counter rose by the model's count", async () => {
+    // the guest may still be working through its socket's backlog: wait until rcvd_pkts is still
+    let after = await hwCounters(t);
+    for (let i = 0; i < 60; i++) {
+      await new Promise((r) => setTimeout(r, 1000));
+      const again = await hwCounters(t);
+      const still = again.rcvd_pkts === after.rcvd_pkts;
+      after = again;
+      if (still) break;
+    }
+    const delta = counterDelta(before, after);
+    // the live flow's own resends reach the target as duplicates: at most one per resend
+    const resent = counterDelta(peerBefore, await hwCounters(peer)).retransmits ?? 0;
+    ctx.measure("liveFlow.peerRetransmits", resent, "frames");
+    const predicted = fuzz.predicted();
+    for (const counter of new Set(Object.values(CLASS_COUNTER))) {
+      if (!counter) continue;
+      const want = predicted[counter] ?? 0, got = delta[counter] ?? 0;
+      ctx.measure(`wireFuzz.predicted.${counter}`, want, "frames");
+      ctx.measure(`wireFuzz.counted.${counter}`, got, "frames");
+      const slack = counter === "duplicate_request" ? resent : 0;
+      if (got < want || got > want + slack) {
+        wrong.push(
+          `${counter}: predicted ${want}${
+            slack ? ` (+ up to ${slack} live resends)` : ""
+          }, counted ${got}`,
+        );
+      }
+    }
+    for (const c of MUST_STAY) {
+      if (delta[c]) wrong.push(`${c}: ${delta[c]} (must stay 0)`);
+    }
+    for (const [what, k] of Object.entries(fuzz.mutations)) {
+      ctx.measure(`wireFuzz.frames.${what}`, k, "frames");
+    }
+    const dropsAfter = (await fabric.ports()).find((p) => p.port === port)?.drops;
+    const switchDrops = Object.entries(dropsAfter ?? {}).reduce(
+      (s, [k, v]) => s + v - ((dropsBefore as Record<string, number> | undefined)?.[k] ?? 0),
+      0,
+    );
+    ctx.measure("wireFuzz.switchDrops", switchDrops, "frames");
+    if (switchDrops) wrong.push(`the switch dropped ${switchDrops} frames at port ${port}`);
+    ctx.log(`counter deltas: ${JSON.stringify(delta)}`);
+  });
+  await ctx.step("victim QPs, MR window and canaries", async () => {
+    const { report, code } = await stopVictim(t.g);
+    ctx.expect(code === 0, `wire_victim exit ${code}`);
+    const wantStates = victim.qps.map((_, i) => i === 0 ? QPS_RTS : QPS_ERR);
+    if (JSON.stringify(report.states) !== JSON.stringify(wantStates)) {
+      wrong.push(
+        `QP states ${report.states}, want ${wantStates} (main victim RTS, each sacrificed one ERR)`,
+      );
+    }
+    ctx.measure("wireFuzz.canaryOutside", report.canaryOutside, "bytes");
+    ctx.measure("wireFuzz.canaryInside", report.canaryInside, "bytes");
+    if (report.canaryOutside !== 0) {
+      wrong.push(`${report.canaryOutside} bytes around the MR changed`);
+    }
+    if (report.canaryInside !== 0) {
+      wrong.push(`${report.canaryInside} bytes of the MR's canary half changed`);
+    }
+    const diff = report.window.reduce((s, b, i) => s + (b === fuzz.window[i] ? 0 : 1), 0);
+    ctx.measure("wireFuzz.windowBytesWrong", diff, "bytes");
+    if (diff !== 0) wrong.push(`${diff} bytes of the MR window differ from the model's`);
+    if (report.cqes !== 0) wrong.push(`${report.cqes} completions on a CQ with no work posted`);
+  });
+  await ctx.step("the counters, QPs and memory as the model predicted", () => {
+    ctx.expect(
+      wrong.length === 0,
+      `wire fuzz (seed ${seed}; replay: CNUAS_HIL_WIRE_FUZZ_SEED=${seed}): ${wrong.join("; ")}`,
+    );
+    return Promise.resolve();
+  });
+}
