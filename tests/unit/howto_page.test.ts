@@ -112,6 +112,33 @@ Deno.test("howto page: save= blocks are written where they say, in page order", 
   );
 });
 
+Deno.test("howto page: a fabric marker is an item in page order; a wrong one names its line", () => {
+  const items = parsePageItems(
+    "p.md",
+    "```sh run=g0\nibstat\n```\n\n<!-- howto: fabric=ib -->\n\n```sh run=g0\nibstat\n```",
+  );
+  assert.deepEqual(items.map((i) => i.kind), ["run", "fabric", "run"]);
+  assert.deepEqual(items[1], { kind: "fabric", change: { line: 5, mode: "ib" } });
+  // an ordinary comment is prose
+  assert.equal(parsePageItems("p.md", "<!-- a note -->").length, 0);
+  for (const bad of ["fabric=link", "fabric=", "sm=off", "fabric=ib fabric=eth"]) {
+    assert.throws(
+      () => parsePageItems("p.md", `text\n<!-- howto: ${bad} -->`),
+      /p\.md:2: a howto marker is/,
+      bad,
+    );
+  }
+  // an expect block cannot follow a marker
+  assert.throws(
+    () =>
+      parsePageItems(
+        "p.md",
+        "```sh run=g0\nx\n```\n<!-- howto: fabric=ib -->\n```text expect\ny\n```",
+      ),
+    /must follow/,
+  );
+});
+
 Deno.test("docs/howto: the index links every page, and every page's marking parses", async () => {
   const dir = join(REPO_ROOT, "docs", "howto");
   const pages = await howtoPages(dir);
