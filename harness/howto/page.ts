@@ -19,10 +19,19 @@
  * A block of any language marked `save=g0:/root/first.c` is written to that
  * file in that guest when the page reaches it (a program the page shows and
  * then builds). A `sh` block without `run=` is shown, not run.
+ *
+ * A line `<!-- howto: fabric=ib -->` (an HTML comment: renderers show
+ * nothing) says that from there on the page needs the fabric in that mode
+ * (`eth`, `ib`): the row puts it so before the next block, and it stays so
+ * for the pages after (each page starts in the state the one before left).
+ * The prose around it tells the reader what that is on their fabric
+ * (e.g. "start the subnet manager").
+ *
  * An `expect` block belongs to the runnable block right before it; one that
  * follows anything else is a page error, as is an unknown attribute.
  */
 import { UserError } from "../errors.ts";
+import type { FabricMode } from "../fabric/client.ts";
 
 /** A page's marking is wrong: names the file and line. */
 export class HowtoPageError extends UserError {}
@@ -63,8 +72,38 @@ export interface SavedFile {
   content: string;
 }
 
+/** A page's requirement on the fabric from its line on (`<!-- howto: fabric=MODE -->`). */
+export interface FabricChange {
+  /** 1-based line of the marker. */
+  line: number;
+  /** The mode the fabric must be in from there on. */
+  mode: FabricMode;
+}
+
 /** What a page does, in page order. */
-export type PageItem = { kind: "run"; block: RunnableBlock } | { kind: "save"; file: SavedFile };
+export type PageItem =
+  | { kind: "run"; block: RunnableBlock }
+  | { kind: "save"; file: SavedFile }
+  | { kind: "fabric"; change: FabricChange };
+
+/** The fabric modes a page may ask for. */
+const PAGE_FABRIC_MODES: readonly FabricMode[] = ["eth", "ib"];
+
+/** A marker line: `<!-- howto: ... -->`. */
+const MARKER = /^<!--\s*howto:(.*?)-->\s*$/;
+
+/** Parse a marker's words (`fabric=ib`) into the change it asks for. */
+function marker(file: string, line: number, body: string): FabricChange {
+  const words = body.trim().split(/\s+/).filter(Boolean);
+  const m = words.length === 1 ? /^fabric=(\w+)$/.exec(words[0]) : null;
+  if (!m || !PAGE_FABRIC_MODES.includes(m[1] as FabricMode)) {
+    throw new HowtoPageError(
+      `${file}:${line}: a howto marker is <!-- howto: fabric=MODE --> with MODE one of ` +
+        `${PAGE_FABRIC_MODES.join(", ")}, got "${body.trim()}"`,
+    );
+  }
+  return { line, mode: m[1] as FabricMode };
+}
 
 /** Default per-block timeout. */
 export const DEFAULT_BLOCK_TIMEOUT_SEC = 120;
@@ -126,6 +165,8 @@ export function parsePageItems(file: string, text: string): PageItem[] {
   for (let i = 0; i < lines.length; i++) {
     const open = FENCE.exec(lines[i]);
     if (!open) {
+      const mark = MARKER.exec(lines[i].trim());
+      if (mark) items.push({ kind: "fabric", change: marker(file, i + 1, mark[1]) });
       if (lines[i].trim()) last = "other";
       continue;
     }

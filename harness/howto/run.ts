@@ -10,6 +10,7 @@ import { collectBackground, inBackground, shq, waitListening } from "../guest/sh
 import type { Guest } from "../vm/types.ts";
 import { join } from "node:path";
 import { UserError } from "../errors.ts";
+import type { FabricMode } from "../fabric/client.ts";
 import { matchOutput } from "./expect.ts";
 import { parsePageItems, type RunnableBlock } from "./page.ts";
 
@@ -63,20 +64,46 @@ async function collect(ctx: RowContext, page: string, p: Pending): Promise<void>
   );
 }
 
+/** What a page may ask of the row besides its guests. */
+export interface PageWorld {
+  /**
+   * Put the fabric in `mode` (a `<!-- howto: fabric=MODE -->` marker); the
+   * row knows the mode it is in and does nothing when it already is. A row
+   * without it fails at a page's marker.
+   */
+  setFabric?(mode: FabricMode): Promise<void>;
+}
+
 /**
  * Run every runnable block of the page `text` (shown as `page` in steps and
- * errors) in `guests`, by name, in page order, and write its `save=` blocks
- * where they say; returns the number of items carried out.
+ * errors) in `guests`, by name, in page order, write its `save=` blocks
+ * where they say and put the fabric in the mode its markers ask for
+ * (`world`); returns the number of items carried out.
  */
 export async function runPage(
   ctx: RowContext,
   page: string,
   text: string,
   guests: Map<string, Guest>,
+  world: PageWorld = {},
 ): Promise<number> {
   const items = parsePageItems(page, text);
   let pending: Pending[] = [];
   for (const [i, item] of items.entries()) {
+    if (item.kind === "fabric") {
+      const c = item.change;
+      if (!world.setFabric) {
+        throw new RowFailure(`${page}:${c.line}: this row cannot put the fabric in ${c.mode} mode`);
+      }
+      // a background block started before the change ends before it
+      for (const p of pending) await collect(ctx, page, p);
+      pending = [];
+      await ctx.step(
+        `${page}:${c.line} the fabric in ${c.mode} mode`,
+        () => world.setFabric!(c.mode),
+      );
+      continue;
+    }
     if (item.kind === "save") {
       const f = item.file;
       const g = guests.get(f.guest);

@@ -2,7 +2,10 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { REPO_ROOT } from "../../harness/config.ts";
 import { matchOutput } from "../../harness/howto/expect.ts";
-import { howtoPages } from "../../harness/howto/run.ts";
+import { howtoPages, runPage } from "../../harness/howto/run.ts";
+import type { FabricMode } from "../../harness/fabric/client.ts";
+import { type RowContext, RowFailure } from "../../harness/matrix/row.ts";
+import type { Guest } from "../../harness/vm/types.ts";
 import { HowtoPageError, parsePage, parsePageItems } from "../../harness/howto/page.ts";
 
 const PAGE = [
@@ -112,6 +115,33 @@ Deno.test("howto page: save= blocks are written where they say, in page order", 
   );
 });
 
+Deno.test("howto page: a fabric marker is an item in page order; a wrong one names its line", () => {
+  const items = parsePageItems(
+    "p.md",
+    "```sh run=g0\nibstat\n```\n\n<!-- howto: fabric=ib -->\n\n```sh run=g0\nibstat\n```",
+  );
+  assert.deepEqual(items.map((i) => i.kind), ["run", "fabric", "run"]);
+  assert.deepEqual(items[1], { kind: "fabric", change: { line: 5, mode: "ib" } });
+  // an ordinary comment is prose
+  assert.equal(parsePageItems("p.md", "<!-- a note -->").length, 0);
+  for (const bad of ["fabric=link", "fabric=", "sm=off", "fabric=ib fabric=eth"]) {
+    assert.throws(
+      () => parsePageItems("p.md", `text\n<!-- howto: ${bad} -->`),
+      /p\.md:2: a howto marker is/,
+      bad,
+    );
+  }
+  // an expect block cannot follow a marker
+  assert.throws(
+    () =>
+      parsePageItems(
+        "p.md",
+        "```sh run=g0\nx\n```\n<!-- howto: fabric=ib -->\n```text expect\ny\n```",
+      ),
+    /must follow/,
+  );
+});
+
 Deno.test("docs/howto: the index links every page, and every page's marking parses", async () => {
   const dir = join(REPO_ROOT, "docs", "howto");
   const pages = await howtoPages(dir);
@@ -120,4 +150,35 @@ Deno.test("docs/howto: the index links every page, and every page's marking pars
     const items = parsePageItems(p, await Deno.readTextFile(join(dir, p)));
     assert.ok(items.some((i) => i.kind === "run"), `${p} runs nothing`);
   }
+});
+
+Deno.test("howto run: a fabric marker calls the row's setFabric between the blocks around it", async () => {
+  const calls: string[] = [];
+  const guest = {
+    name: "g0",
+    run: (cmd: string) => {
+      calls.push(`run ${/echo (\w)/.exec(cmd)?.[1]}`);
+      return Promise.resolve({ code: 0, stdout: "", stderr: "" });
+    },
+  } as unknown as Guest;
+  const ctx = {
+    step: <T>(_name: string, fn: () => Promise<T>) => fn(),
+    log: () => {},
+  } as unknown as RowContext;
+  const page =
+    "```sh run=g0\necho a\n```\n\n<!-- howto: fabric=ib -->\n\n```sh run=g0\necho b\n```";
+  const guests = new Map([["g0", guest]]);
+  const setFabric = (mode: FabricMode) => {
+    calls.push(`fabric ${mode}`);
+    return Promise.resolve();
+  };
+  assert.equal(await runPage(ctx, "p.md", page, guests, { setFabric }), 3);
+  assert.deepEqual(calls, ["run a", "fabric ib", "run b"]);
+  calls.length = 0;
+  await assert.rejects(
+    () => runPage(ctx, "p.md", page, guests),
+    (e: Error) =>
+      e instanceof RowFailure && /p\.md:5: this row cannot put the fabric in ib/.test(e.message),
+  );
+  assert.deepEqual(calls, ["run a"]);
 });
