@@ -5,9 +5,11 @@
  * cnuas_ib (drivers/test/uverbs_fuzz.c). The fuzzer runs once with at least 10,000
  * calls and then as several processes at once; afterwards the device holds
  * what it held before (`rdma resource`, and verbs_limits reaches every
- * limit again, so the driver's own object counts did not leak), the kernel
- * log is clean, a loopback pingpong still passes, and cnuas_ib unloads with
- * a module refcount of 0 and loads again.
+ * limit again, so the driver's own object counts did not leak), a loopback
+ * pingpong still passes, a soak (harness/guest/soak.ts: every kind of
+ * traffic under 1% loss, cable pulls and switch restarts, memory bounded;
+ * 1 minute quick, 10 deep) passes between the two guests, the kernel log is
+ * clean, and cnuas_ib unloads with a module refcount of 0 and loads again.
  *
  * The seed is random per run (measurement `uverbsFuzz.seed`);
  * `CNUAS_HIL_FUZZ_SEED=<seed>` replays one: the main process runs with the
@@ -26,6 +28,7 @@ import {
   setupRoceNodes,
   waitPortActive,
 } from "../../harness/guest/roce_pair.ts";
+import { runSoak } from "../../harness/guest/soak.ts";
 import {
   runUverbsFuzz,
   runUverbsFuzzTogether,
@@ -50,6 +53,12 @@ const PEER_IP = "10.77.0.2";
 
 /** Calls of the main fuzz process, per depth. */
 export const FUZZ_CALLS = { quick: 10_000, deep: 100_000 } as const;
+
+/**
+ * Minutes of soak (harness/guest/soak.ts) after the fuzz, per depth: a
+ * short one in the matrix, ten in the nightly deep run (ci/matrix.yml).
+ */
+export const FUZZ_SOAK_MINUTES = { quick: 1, deep: 10 } as const;
 
 /** Processes that fuzz at once, and the calls each makes. */
 export const FUZZ_TOGETHER = { procs: 3, calls: 4_000 } as const;
@@ -195,6 +204,8 @@ export const row: Row = {
       ctx.measure("leaks", leaks, "objects");
       ctx.expect(v.differences.length === 0, v.differences.join("; "));
     });
+    // traffic of every kind after the fuzz, under loss, cable pulls and switch restarts
+    await runSoak(ctx, nodes, { minutes: FUZZ_SOAK_MINUTES[ctx.config.depth] });
     await ctx.step("kernel log clean (the dmesg guard, and no call trace)", async () => {
       const log = await g.dmesg();
       const bad = [
