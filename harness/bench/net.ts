@@ -105,7 +105,7 @@ function benchRow(opts: Required<BenchNetOptions>): Row {
     needs: {
       guests: 2,
       fabric: "eth",
-      builds: ["qemu", "image", "modules"],
+      builds: ["qemu", "image"],
       devices: { vnic: 1, virtioSocketNet: true },
     },
     timeoutSec: 900,

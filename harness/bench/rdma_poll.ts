@@ -37,7 +37,7 @@ export const rdmaPollRow: Row = {
   title: "ibv_poll_cq without system calls: cnuas_ib and rdma_rxe",
   needs: {
     guests: 1,
-    builds: ["qemu", "image", "modules", "provider", "guestprogs"],
+    builds: ["qemu", "image", "provider", "guestprogs"],
     devices: { vnic: 1 },
   },
   timeoutSec: 900,

@@ -238,7 +238,7 @@ export function incastNeeds(): RowNeeds {
   return {
     guests: 3,
     fabric: "eth",
-    builds: ["qemu", "image", "modules", "provider"],
+    builds: ["qemu", "image", "provider"],
     devices: { vnic: 1 },
   };
 }

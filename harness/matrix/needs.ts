@@ -13,7 +13,7 @@ export function linkedGpuNeeds(): RowNeeds {
   return {
     guests: 1,
     fabric: "link",
-    builds: ["qemu", "image", "modules", "guestprogs"],
+    builds: ["qemu", "image", "guestprogs"],
     devices: { gpu: 2 },
   };
 }
@@ -26,7 +26,7 @@ export function rdmaGuestNeeds(): RowNeeds {
   return {
     guests: 1,
     fabric: "eth",
-    builds: ["qemu", "image", "modules", "provider", "guestprogs"],
+    builds: ["qemu", "image", "provider", "guestprogs"],
     devices: { vnic: 1 },
   };
 }
@@ -40,7 +40,7 @@ export function rdmaPairNeeds(fabric: FabricMode, ...extra: BuildTarget[]): RowN
   return {
     guests: 2,
     fabric,
-    builds: ["qemu", "image", "modules", "provider", ...extra],
+    builds: ["qemu", "image", "provider", ...extra],
     devices: { vnic: 1 },
   };
 }
@@ -65,7 +65,7 @@ export function rdmaGpuPairNeeds(fabric: FabricMode): RowNeeds {
 export function cnuasdevGuestNeeds(...extra: BuildTarget[]): RowNeeds {
   return {
     guests: 1,
-    builds: ["qemu", "image", "modules", "cnuasdev", ...extra],
+    builds: ["qemu", "image", "cnuasdev", ...extra],
     devices: { gpu: 1 },
   };
 }

@@ -16,7 +16,6 @@
  * row still runs everything else, then reports MISS naming the module.
  */
 import { join } from "node:path";
-import { exists } from "../../harness/cache.ts";
 import { CNUASDEV_PROGRAMS, hostCnuasdevEnv } from "../../harness/build/cnuasdev.ts";
 import { exec } from "../../harness/exec.ts";
 import { loadCnuasgpu } from "../../harness/guest/cnuasgpu.ts";
@@ -140,12 +139,12 @@ async function run(ctx: RowContext): Promise<void> {
   });
 
   await ctx.step("modprobe cnuasgpu: /dev/cnuasgpu0", () => loadCnuasgpu(g, 1));
-  const hostKo = ctx.builds.modules !== undefined &&
-    await exists(join(ctx.builds.modules, "cnuasgpu_host.ko"));
+  // installed by cnuas-gpu-modules when drivers/gpu has its sources
+  const hostKo = (await g.run("modinfo -n cnuasgpu_host")).code === 0;
   if (hostKo) {
     await ctx.step("modprobe cnuasgpu_host: /dev/cnuasgpu_host0", () => loadCnuasgpuHost(g));
   } else {
-    ctx.log("cnuasgpu_host.ko is not in the build: the host backend cannot run");
+    ctx.log("cnuasgpu_host is not installed (not built): the host backend cannot run");
   }
 
   await ctx.step("cnuasdev_list: the devices, in the selection order", async () => {

@@ -448,7 +448,7 @@ async function restartUnderTraffic(
 export const row: Row = {
   id: "eth-forwarding",
   title: "two guests exchange Ethernet/IP traffic through the switch",
-  needs: { guests: 2, fabric: "eth", builds: ["qemu", "image", "modules"], devices: { vnic: 1 } },
+  needs: { guests: 2, fabric: "eth", builds: ["qemu", "image"], devices: { vnic: 1 } },
   timeoutSec: 600,
   modules: ["cnuas_net"],
   async run(ctx) {

@@ -417,7 +417,7 @@ export const row: Row = {
   needs: {
     guests: 1,
     fabric: "eth",
-    builds: ["qemu", "image", "modules", "provider", "guestprogs"],
+    builds: ["qemu", "image", "provider", "guestprogs"],
     devices: { vnic: 1 },
   },
   timeoutSec: 1200,

@@ -192,7 +192,7 @@ EOF`,
 export const row: Row = {
   id: "gpu-smoke",
   title: "cnuasgpu.ko probes; info, alloc, copy, free, mmap of BAR1, sysfs",
-  needs: { guests: 1, builds: ["qemu", "image", "modules", "guestprogs"], devices: { gpu: GPUS } },
+  needs: { guests: 1, builds: ["qemu", "image", "guestprogs"], devices: { gpu: GPUS } },
   timeoutSec: 600,
   modules: ["cnuasgpu"],
   run,

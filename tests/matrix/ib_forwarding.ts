@@ -382,7 +382,7 @@ export const row: Row = {
   needs: {
     guests: 3,
     fabric: "ib",
-    builds: ["qemu", "image", "modules", "provider"],
+    builds: ["qemu", "image", "provider"],
     devices: { vnic: 1 },
   },
   timeoutSec: 900,

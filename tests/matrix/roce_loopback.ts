@@ -100,7 +100,7 @@ export const row: Row = {
   needs: {
     guests: 1,
     fabric: "eth",
-    builds: ["qemu", "image", "modules", "provider"],
+    builds: ["qemu", "image", "provider"],
     devices: { vnic: 1 },
   },
   timeoutSec: 600,

@@ -67,7 +67,7 @@ function twoGuestRow(seen: Seen[]): Row {
   return {
     id: "snapshot-pair",
     title: "two guests from one saved state",
-    needs: { guests: 2, fabric: "eth", builds: ["qemu", "image", "modules"], devices: { vnic: 1 } },
+    needs: { guests: 2, fabric: "eth", builds: ["qemu", "image"], devices: { vnic: 1 } },
     timeoutSec: 240,
     async run(ctx: RowContext) {
       const first = await Promise.all(ctx.guests.map(observe));
