@@ -1076,6 +1076,46 @@ static void op_reap(struct file *f)
 	f->reaped = rp.reaped;
 }
 
+/* CnuasLink (cnuasgpu.ko only): bad fields refused; valid ones may fail for the link */
+static void op_link(struct file *f)
+{
+	int r, bad = 0;
+
+	if (below(2)) {
+		struct cnuasgpu_link_send ls = { .user_ptr = (uintptr_t)buf, .len = 1 + below(256),
+						 .dst_gpu_id = CNUASGPU_LINK_BROADCAST,
+						 .timeout_ms = (uint32_t)below(20) };
+
+		switch (below(7)) {
+		case 0: ls.len = 0; bad = 1; break;
+		case 1: ls.len = CNUASGPU_LINK_MAX_PAYLOAD + 1 + (uint32_t)below(3); bad = 1; break;
+		case 2: ls.len = ~0u; bad = 1; break;
+		case 3: ls.timeout_ms = CNUASGPU_LINK_MAX_TIMEOUT_MS + 1 + (uint32_t)below(9); bad = 1; break;
+		case 4: ls.flags = 1u << below(32); bad = 1; break;
+		case 5: ls.user_ptr = kaddrs[below(4)]; bad = 1; break;
+		default: ls.dst_gpu_id = (uint32_t)rnd(); break;
+		}
+		r = xioctl(K_COPY, f->fd, CNUASGPU_IOC_LINK_SEND, &ls);
+		if (bad)
+			MUST_FAIL(r, "LINK_SEND len %u timeout %u flags %#x", ls.len, ls.timeout_ms,
+				  ls.flags);
+	} else {
+		struct cnuasgpu_link_recv lr = { .user_ptr = (uintptr_t)buf2, .buf_size = BUFSZ,
+						 .flags = CNUASGPU_LINK_RECV_NONBLOCK };
+
+		switch (below(6)) {
+		case 0: lr.timeout_ms = CNUASGPU_LINK_MAX_TIMEOUT_MS + 1; bad = 1; break;
+		case 1: lr.flags = 2u << below(31); bad = 1; break;
+		case 2: lr.buf_size = (uint32_t)below(16); break;
+		case 3: lr.user_ptr = 0; break;
+		default: break;
+		}
+		r = xioctl(K_COPY, f->fd, CNUASGPU_IOC_LINK_RECV, &lr);
+		if (bad)
+			MUST_FAIL(r, "LINK_RECV timeout %u flags %#x", lr.timeout_ms, lr.flags);
+	}
+}
+
 static int known_cmd(unsigned long cmd)
 {
 	static const unsigned long known[] = {
@@ -1472,7 +1512,7 @@ int main(int argc, char **argv)
 	while (total_calls() < want) {
 		struct file *f = &files[below(NF)];
 
-		switch (below(is_host ? 32 : 22)) {
+		switch (below(is_host ? 32 : 23)) {
 		case 0: case 1: case 2: case 3: op_alloc(f); break;
 		case 4: case 5: case 6: op_free(f); break;
 		case 7: case 8: case 9: case 10: op_copy(f); break;
@@ -1483,7 +1523,7 @@ int main(int argc, char **argv)
 		case 19: op_argptr(f); break;
 		case 20: op_info_caps(f); break;
 		case 21: if (!below(20)) op_reopen(f); else op_copy(f); break;
-		case 22: op_import_bad(f); break;
+		case 22: if (is_host) op_import_bad(f); else op_link(f); break;
 		case 23: case 24: case 25: op_pin(f); break;
 		case 26: case 27: case 28: op_submit(f); break;
 		default: op_reap(f); break;
