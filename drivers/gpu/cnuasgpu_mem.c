@@ -255,9 +255,21 @@ static void cnuasgpu_vm_close(struct vm_area_struct *vma)
 	mutex_unlock(&gdev->alloc_lock);
 }
 
+/*
+ * A mapping is unmapped whole: io_remap_pfn_range() tracks the PAT memtype
+ * of the whole range under the VMA's first pfn, and a partial munmap() or
+ * mprotect() that split it made x86 free a memtype it never reserved
+ * ("x86/PAT: ... freeing invalid memtype") and leak the real one.
+ */
+static int cnuasgpu_vm_may_split(struct vm_area_struct *vma, unsigned long addr)
+{
+	return -EINVAL;
+}
+
 static const struct vm_operations_struct cnuasgpu_vm_ops = {
 	.open = cnuasgpu_vm_open,
 	.close = cnuasgpu_vm_close,
+	.may_split = cnuasgpu_vm_may_split,
 };
 
 int cnuasgpu_mmap(struct file *filp, struct vm_area_struct *vma)

@@ -275,3 +275,58 @@ export async function unbindUnderCopies(
   const r = await g.run(unbindScript(name, seconds), { timeoutSec: seconds + 240 });
   return { kv: parseKeyValues(r.stdout), stdout: `${r.stdout}${r.stderr}` };
 }
+
+/** The ABI fuzzer of both GPU modules (drivers/test/cnuasgpu_abi_fuzz.c). */
+export const CNUASGPU_ABI_FUZZ = `${GUEST_PATHS.bin}/cnuasgpu_abi_fuzz`;
+
+/** What one run of cnuasgpu_abi_fuzz said. */
+export interface GpuAbiFuzzResult {
+  /** Exit status (0 PASS, 1 a check failed, 2 usage). */
+  code: number;
+  /** calls_total (every phase). */
+  calls: number;
+  /** violations (-1 when the program did not get that far). */
+  violations: number;
+  /** The first violation lines. */
+  violationLines: string[];
+  /** baseline_X and final_X counters. */
+  counters: Record<string, number>;
+  /** Its whole output. */
+  stdout: string;
+  stderr: string;
+}
+
+/** Parse cnuasgpu_abi_fuzz's `key value` lines. */
+export function parseGpuAbiFuzz(code: number, stdout: string, stderr = ""): GpuAbiFuzzResult {
+  const num = (k: string) => {
+    const m = new RegExp(`^${k} (\\d+)$`, "m").exec(stdout);
+    return m ? Number(m[1]) : -1;
+  };
+  const counters: Record<string, number> = {};
+  for (const m of stdout.matchAll(/^((?:baseline|final)_[a-z_]+) (-?\d+)$/gm)) {
+    counters[m[1]] = Number(m[2]);
+  }
+  return {
+    code,
+    calls: Math.max(0, num("calls_total")),
+    violations: num("violations"),
+    violationLines: stdout.split("\n").filter((l) => l.startsWith("violation: ")).slice(0, 10),
+    counters,
+    stdout,
+    stderr,
+  };
+}
+
+/** Run cnuasgpu_abi_fuzz on `node` (/dev/cnuasgpuN or /dev/cnuasgpu_hostN). */
+export async function runGpuAbiFuzz(
+  g: Guest,
+  node: string,
+  calls: number,
+  seed: number,
+  timeoutSec = 600,
+): Promise<GpuAbiFuzzResult> {
+  const r = await g.run([CNUASGPU_ABI_FUZZ, node, String(calls), String(seed)].map(shq).join(" "), {
+    timeoutSec,
+  });
+  return parseGpuAbiFuzz(r.code, r.stdout, r.stderr);
+}

@@ -12,8 +12,14 @@
  * killed holding pins with ops in flight leaves nothing (sysfs counters back
  * to 0); an export registered with ibv_reg_dmabuf_mr on cnuas_ib; dmesg clean.
  *
+ * First, the ABI fuzz of issue 20 (drivers/test/cnuasgpu_abi_fuzz.c) against
+ * the guest's cnuasgpu function (/dev/cnuasgpu0) and /dev/cnuasgpu_host0:
+ * no violation, no call trace/WARN/BUG in dmesg, the sysfs counters back to
+ * their baseline, then both modules unload (refcount 0) and load again.
+ *
  * The fuzz seed is random per run (measurement `fuzz.seed`; load k uses
- * seed + k); `CNUAS_HIL_GPU_HOST_SEED` fixes it to replay a run.
+ * seed + k); `CNUAS_HIL_GPU_HOST_SEED` fixes it to replay a run. The ABI
+ * fuzz has its own (`gpuAbiFuzz.seed`, `CNUAS_HIL_GPU_ABI_FUZZ_SEED`).
  */
 import { join } from "node:path";
 import { fuzzSeed } from "../../harness/config.ts";
@@ -30,6 +36,14 @@ import {
   unloadHost,
 } from "../../harness/guest/cnuasgpu_host.ts";
 import { configureRoceAddress, loadCnuasIb } from "../../harness/guest/cnuas_ib.ts";
+import {
+  type GpuAbiFuzzResult,
+  loadCnuasgpu,
+  readGpuSysfs,
+  runGpuAbiFuzz,
+} from "../../harness/guest/cnuasgpu.ts";
+import { dmesgViolations } from "../../harness/matrix/dmesg_guard.ts";
+import { FUZZ_CALLS, FUZZ_DMESG_PATTERNS } from "./fuzz.ts";
 import { waitCarrier } from "../../harness/guest/cnuas_net.ts";
 import { shq } from "../../harness/guest/shell.ts";
 import {
@@ -374,6 +388,105 @@ async function dmabufIb(ctx: RowContext, hasTest: boolean): Promise<void> {
   });
 }
 
+/** Kernel lines the ABI fuzz must not cause. */
+const ABI_FUZZ_DMESG: RegExp[] = [
+  ...FUZZ_DMESG_PATTERNS,
+  /WARNING:/,
+  /\bBUG[: ]/,
+  /Oops/,
+  /general protection fault/,
+  /KASAN|UBSAN/,
+  // a split PFN mapping of BAR1 (partial munmap) freeing a PAT memtype it never reserved
+  /x86\/PAT: .*(freeing invalid memtype|conflicting memory types)/,
+];
+
+/**
+ * The ABI fuzz (issue 20) of /dev/cnuasgpu0 and /dev/cnuasgpu_host0, then
+ * rmmod and modprobe of both. Leaves cnuasgpu loaded, cnuasgpu_host not.
+ */
+async function abiFuzz(ctx: RowContext): Promise<void> {
+  const g = ctx.guests[0];
+  const seed = fuzzSeed("CNUAS_HIL_GPU_ABI_FUZZ_SEED");
+  const calls = FUZZ_CALLS[ctx.config.depth];
+  ctx.measure("gpuAbiFuzz.seed", seed, "seed");
+  let marker = 0;
+  await ctx.step("ABI fuzz: cnuasgpu (1 function) and cnuasgpu_host loaded", async () => {
+    await loadCnuasgpu(g, 1);
+    await loadHost(g, 1, "");
+    marker = (await g.dmesg()).split("\n").length;
+  });
+  let made = 0, violations = 0;
+  const results: GpuAbiFuzzResult[] = [];
+  for (const node of ["/dev/cnuasgpu0", "/dev/cnuasgpu_host0"]) {
+    await ctx.step(`ABI fuzz ${node}: ${calls} calls (seed ${seed})`, async () => {
+      const r = await runGpuAbiFuzz(g, node, calls, seed);
+      const file = `abi_fuzz.${node.slice(5)}.txt`;
+      await Deno.writeTextFile(join(ctx.dir, file), r.stdout + r.stderr);
+      ctx.artifact(file);
+      results.push(r);
+      made += r.calls;
+      violations += Math.max(0, r.violations);
+      ctx.log(
+        `${node}: ${r.calls} calls, ${r.violations} violations, exit ${r.code}` +
+          (r.violationLines.length ? `\n${r.violationLines.join("\n")}` : ""),
+      );
+      ctx.expect(
+        r.code === 0 && r.violations === 0,
+        `cnuasgpu_abi_fuzz ${node} ${calls} ${seed}: exit ${r.code}, ${r.violations} ` +
+          `violations: ${r.violationLines.join(" | ") || r.stderr.trim().slice(-400)}`,
+      );
+      ctx.expect(r.calls >= calls, `${node}: only ${r.calls} calls (at least ${calls})`);
+      const back = Object.keys(r.counters).filter((k) => k.startsWith("baseline_"))
+        .map((k) => k.slice(9)).filter((c) =>
+          r.counters[`final_${c}`] !== r.counters[`baseline_${c}`]
+        );
+      ctx.expect(
+        back.length === 0 && Object.keys(r.counters).length > 0,
+        `${node}: counters not back to baseline: ${
+          back.map((c) => `${c} ${r.counters[`baseline_${c}`]} -> ${r.counters[`final_${c}`]}`)
+            .join(", ") || "(none reported)"
+        }`,
+      );
+    });
+  }
+  ctx.measure("gpuAbiFuzz.callsMade", made, "calls");
+  ctx.measure("gpuAbiFuzz.violations", violations, "violations");
+  await ctx.step("ABI fuzz: dmesg has no call trace, WARN or BUG", async () => {
+    const log = (await g.dmesg()).split("\n").slice(Math.max(0, marker - 1)).join("\n");
+    const bad = [
+      ...dmesgViolations(log),
+      ...log.split("\n").filter((l) => ABI_FUZZ_DMESG.some((p) => p.test(l))),
+    ];
+    ctx.expect(bad.length === 0, `dmesg: ${[...new Set(bad)].slice(0, 8).join(" | ")}`);
+  });
+  await ctx.step("ABI fuzz: sysfs counters of both nodes at baseline", async () => {
+    await expectIdle(ctx, 1, "cnuasgpu_host0 after the ABI fuzz");
+    const pcie = results[0]?.counters ?? {};
+    const kv = await readGpuSysfs(g, "cnuasgpu0");
+    for (const c of ["devmem_used", "exports"]) {
+      ctx.expect(
+        Number(kv[c]) === pcie[`baseline_${c}`],
+        `cnuasgpu0 ${c} is ${kv[c]}, ${pcie[`baseline_${c}`]} before the fuzz`,
+      );
+    }
+  });
+  await ctx.step(
+    "ABI fuzz: rmmod cnuasgpu_host and cnuasgpu (refcount 0), modprobe again",
+    async () => {
+      const refs = await g.run("grep -E '^cnuasgpu(_host)? ' /proc/modules | cut -d' ' -f1,3");
+      ctx.log(refs.stdout.trim());
+      await unloadHost(g);
+      const r = await g.run("rmmod cnuasgpu && ! ls /dev/cnuasgpu0 2>/dev/null", {
+        timeoutSec: 60,
+      });
+      ctx.expect(r.code === 0, `rmmod cnuasgpu: ${r.stdout}${r.stderr}`);
+      await loadCnuasgpu(g, 1);
+      await loadHost(g, 1, "");
+      await unloadHost(g);
+    },
+  );
+}
+
 async function run(ctx: RowContext): Promise<void> {
   const g = ctx.guests[0];
   const hasTest = await ctx.step(
@@ -386,6 +499,7 @@ async function run(ctx: RowContext): Promise<void> {
     },
   );
   if (!hasTest) ctx.log("drivers/test/cnuasgpu_host_test is not built: its steps are left out");
+  await abiFuzz(ctx);
   const mismatches = await fuzzLoads(ctx, hasTest);
   const refusals = await badParams(ctx);
   await devnodeMode(ctx, hasTest);
@@ -418,7 +532,8 @@ export const row: Row = {
     guests: 1,
     fabric: "eth",
     builds: ["qemu", "image", "provider", "guestprogs"],
-    devices: { vnic: 1 },
+    // the gpu: the ABI fuzz's /dev/cnuasgpu0
+    devices: { vnic: 1, gpu: 1 },
   },
   timeoutSec: 1200,
   // Both GPU modules (issue 15); cnuas_ib only imports an export here.

@@ -5,6 +5,7 @@ import {
   guestGpus,
   mismatches,
   nodesFor,
+  parseGpuAbiFuzz,
   parseKeyValues,
   unbindProblems,
   unbindScript,
@@ -108,4 +109,34 @@ Deno.test("unbindScript bounds both sysfs writes and waits for the copy loop fir
   assert.match(sh, /cnuasgpu_copyloop' \/dev\/cnuasgpu1 30 /);
   assert.ok(sh.indexOf("copy_loop_running=1") < sh.indexOf("/unbind"));
   assert.match(sh, /seq 300\)/);
+});
+
+Deno.test("parseGpuAbiFuzz: calls, violations, counters", () => {
+  const out = [
+    "seed 7",
+    "baseline_devmem_used 0",
+    "baseline_exports 1",
+    "violation: op_free succeeded: FREE of handle 9 not live in this file",
+    "final_devmem_used 4096",
+    "final_exports 1",
+    "calls_total 12345",
+    "calls_alloc 10",
+    "violations 1",
+    "FAIL",
+  ].join("\n");
+  const r = parseGpuAbiFuzz(1, out);
+  assert.equal(r.calls, 12345);
+  assert.equal(r.violations, 1);
+  assert.deepEqual(r.violationLines, [
+    "violation: op_free succeeded: FREE of handle 9 not live in this file",
+  ]);
+  assert.deepEqual(r.counters, {
+    baseline_devmem_used: 0,
+    baseline_exports: 1,
+    final_devmem_used: 4096,
+    final_exports: 1,
+  });
+  const none = parseGpuAbiFuzz(139, "seed 7\n");
+  assert.equal(none.calls, 0);
+  assert.equal(none.violations, -1);
 });
