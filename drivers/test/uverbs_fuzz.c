@@ -2197,7 +2197,8 @@ static void ioctl_directed(const struct fctx *m)
 	req.hdr.num_attrs = 3;
 	req.attrs[2].attr_id = 0x7f;		/* unknown, not mandatory: ignored */
 	req.hdr.length = sizeof(req.hdr) + req.hdr.num_attrs * sizeof(req.attrs[0]);
-	err = ioctl_destroy(f, f->ctx->cmd_fd, &req, T_CQ, cqh, cq, RW_RO, 0);
+	/* find() again: a destroy above moved the table's entries */
+	err = ioctl_destroy(f, f->ctx->cmd_fd, &req, T_CQ, cqh, find(f, cqh), RW_RO, 0);
 	MUST_FAIL(!err, "directed: ioctl destroy of CQ %u with an unwritable response succeeded",
 		  cqh);
 	alive = raw_alive(f->ctx->cmd_fd, T_CQ, cqh);
