@@ -1591,6 +1591,17 @@ static void raw_create(struct fctx *f, int fd)
 }
 
 /*
+ * Does a destroy of @type answer with a response (the events reported)?
+ * Only these can fail after the object is gone: the kernel destroys first
+ * and then writes the response.  A PD, MR or AH destroy that fails did not
+ * destroy.
+ */
+static int has_destroy_resp(int type)
+{
+	return type == T_CQ || type == T_QP || type == T_SRQ;
+}
+
+/*
  * Is raw @h of @type (CQ, QP, SRQ) still there?  A destroy whose response
  * cannot be written destroys and then fails with EFAULT.
  */
@@ -1599,6 +1610,8 @@ static int raw_alive(int fd, int type, uint32_t h)
 	uint64_t resp[32];
 	struct raw_cmd c;
 
+	if (!has_destroy_resp(type))
+		DIE("raw_alive: cannot probe a %s", type_names[type]);
 	memset(&c, 0, 64);
 	if (type == T_CQ) {
 		struct ib_uverbs_req_notify_cq *r = (void *)&c.u;
@@ -1683,7 +1696,7 @@ static void raw_destroy(struct fctx *f, int fd)
 	}
 	}
 	err = raw_write(fd, cmds[type], &c, req, resps[type], mangle);
-	if (err && o && resps[type] && !resp_writable(w) && !raw_alive(fd, type, h))
+	if (err && o && has_destroy_resp(type) && !resp_writable(w) && !raw_alive(fd, type, h))
 		del_obj(f, o);	/* destroyed, only the response failed */
 	if (err)
 		return;
@@ -1955,14 +1968,61 @@ static void do_mcast_twice(struct fctx *f, int fd)
 	}
 }
 
+/* A request of RDMA_VERBS_IOCTL: the header and up to 8 attributes. */
+struct ioctl_req {
+	struct ib_uverbs_ioctl_hdr hdr;
+	struct ib_uverbs_attr attrs[8];
+};
+
 /*
- * RDMA_VERBS_IOCTL: the destroy methods of each object type with a handle
- * as raw_destroy() picks them (and a response pointer as pick_where()
- * does), or garbage: random object and method ids, attributes, lengths,
- * flags and header fields.  A destroy naming no live object of its type
- * must fail.
+ * A destroy of @type through RDMA_VERBS_IOCTL, built in @req: attribute 0
+ * names @h, attribute 1 (CQ, QP, SRQ) is the response at @w, anything
+ * after those is garbage.  @o is our object with that handle and type, or
+ * NULL; @other_method: the header's ids were garbled, so some other method
+ * (or none) ran.  Send it, keep the table right and check what must hold.
+ * Return 0 or -errno.
  */
-static void raw_ioctl(struct fctx *f, int fd)
+static int ioctl_destroy(struct fctx *f, int fd, struct ioctl_req *req, int type, uint32_t h,
+			 struct obj *o, enum resp_where w, int other_method)
+{
+	int err, busy = o ? users(f, o) || o->pinned : 0;
+
+	err = ioctl(fd, RDMA_VERBS_IOCTL, req) ? -errno : 0;
+	if (!err)
+		ok(K_IOCTL);
+	if (other_method) {
+		/* another method took it: what it did is not known */
+		if (!err)
+			f->untracked = 1;
+		return err;
+	}
+	/*
+	 * A failed destroy that carried an unwritable response may have
+	 * destroyed (the response is written after the destroy), whatever
+	 * attributes follow it; one without a response did not.  A PD, MR or
+	 * AH has no response: attribute 1 is garbage there, and a failure
+	 * means the object is still there.
+	 */
+	if (err && o && has_destroy_resp(type) && req->hdr.num_attrs >= 2 && !resp_writable(w) &&
+	    !raw_alive(fd, type, h))
+		del_obj(f, o);	/* destroyed, only the response failed */
+	if (err)
+		return err;
+	if (!live_as(f, h, type)) {
+		violation("ioctl destroy of %s handle %u (not one) succeeded", type_names[type], h);
+		return 0;
+	}
+	if (!o)
+		return 0;
+	MUST_FAIL(busy && !o->pinned && !f->untracked,
+		  "ioctl destroy of %s %u with users succeeded",
+		  type_names[type], h);
+	del_obj(f, o);
+	return 0;
+}
+
+/* The plain destroy request of @type naming @h, its response (if any) at @w. */
+static void ioctl_destroy_req(struct ioctl_req *req, int type, uint32_t h, enum resp_where w)
 {
 	static const uint16_t objs[T_TYPES] = {
 		UVERBS_OBJECT_PD, UVERBS_OBJECT_CQ, UVERBS_OBJECT_QP, UVERBS_OBJECT_MR,
@@ -1972,18 +2032,40 @@ static void raw_ioctl(struct fctx *f, int fd)
 		UVERBS_METHOD_PD_DESTROY, UVERBS_METHOD_CQ_DESTROY, UVERBS_METHOD_QP_DESTROY,
 		UVERBS_METHOD_MR_DESTROY, UVERBS_METHOD_SRQ_DESTROY, UVERBS_METHOD_AH_DESTROY,
 	};
-	struct {
-		struct ib_uverbs_ioctl_hdr hdr;
-		struct ib_uverbs_attr attrs[8];
-	} req;
-	int type = below(T_TYPES), garbage_req = chance(40), other_method = 0, err, busy = 0;
+
+	memset(req, 0, sizeof(*req));
+	req->hdr.object_id = objs[type];
+	req->hdr.method_id = methods[type];
+	req->hdr.num_attrs = 1;
+	req->attrs[0].attr_id = 0;	/* UVERBS_ATTR_DESTROY_*_HANDLE */
+	req->attrs[0].data = h;
+	if (has_destroy_resp(type)) {
+		req->hdr.num_attrs = 2;
+		req->attrs[1].attr_id = 1;	/* UVERBS_ATTR_DESTROY_*_RESP */
+		req->attrs[1].len = type == T_CQ ? sizeof(struct ib_uverbs_destroy_cq_resp) :
+						   sizeof(struct ib_uverbs_destroy_qp_resp);
+		req->attrs[1].data = (uintptr_t)resp_ptr(w, respbuf);
+	}
+	req->hdr.length = sizeof(req->hdr) + req->hdr.num_attrs * sizeof(req->attrs[0]);
+}
+
+/*
+ * RDMA_VERBS_IOCTL: the destroy methods of each object type with a handle
+ * as raw_destroy() picks them (and a response pointer as pick_where()
+ * does), or garbage: random object and method ids, attributes, lengths,
+ * flags and header fields.  A destroy naming no live object of its type
+ * must fail.
+ */
+static void raw_ioctl(struct fctx *f, int fd)
+{
+	struct ioctl_req req;
+	int type = below(T_TYPES), garbage_req = chance(40), other_method = 0;
 	enum resp_where w = pick_where();
 	struct obj *o = pick(f, type, 1);
 	unsigned int i;
 	uint32_t h;
 
 	count(K_IOCTL);
-	memset(&req, 0, sizeof(req));
 	if (o && chance(60)) {
 		h = o->handle;
 	} else {
@@ -1994,20 +2076,7 @@ static void raw_ioctl(struct fctx *f, int fd)
 		if (o && o->type != type)
 			o = NULL;
 	}
-	if (o)
-		busy = users(f, o) || o->pinned;
-	req.hdr.object_id = objs[type];
-	req.hdr.method_id = methods[type];
-	req.hdr.num_attrs = 1;
-	req.attrs[0].attr_id = 0;	/* UVERBS_ATTR_DESTROY_*_HANDLE */
-	req.attrs[0].data = h;
-	if (type == T_CQ || type == T_QP || type == T_SRQ) {
-		req.hdr.num_attrs = 2;
-		req.attrs[1].attr_id = 1;	/* UVERBS_ATTR_DESTROY_*_RESP */
-		req.attrs[1].len = type == T_CQ ? sizeof(struct ib_uverbs_destroy_cq_resp) :
-						  sizeof(struct ib_uverbs_destroy_qp_resp);
-		req.attrs[1].data = (uintptr_t)resp_ptr(w, respbuf);
-	}
+	ioctl_destroy_req(&req, type, h, w);
 	if (garbage_req) {
 		/* the handle and response stay; extra attributes follow them */
 		unsigned int first = req.hdr.num_attrs;
@@ -2033,29 +2102,112 @@ static void raw_ioctl(struct fctx *f, int fd)
 	req.hdr.length = sizeof(req.hdr) + req.hdr.num_attrs * sizeof(req.attrs[0]);
 	if (garbage_req && chance(20))
 		req.hdr.length = (uint16_t)rnd();
-	err = ioctl(fd, RDMA_VERBS_IOCTL, &req) ? -errno : 0;
-	if (!err)
-		ok(K_IOCTL);
-	if (other_method) {
-		/* another method took it: what it did is not known */
-		if (!err)
-			f->untracked = 1;
-		return;
+	ioctl_destroy(f, fd, &req, type, h, o, w, other_method);
+}
+
+/* A raw PD or CQ (16 entries) on @f, tracked; NULL when refused (limits). */
+static struct obj *raw_make(struct fctx *f, int type)
+{
+	struct raw_cmd c;
+	uint32_t h;
+	int err;
+
+	memset(&c, 0, sizeof(c));
+	memset(respbuf, 0, sizeof(respbuf));
+	if (type == T_PD) {
+		((struct ib_uverbs_alloc_pd *)&c.u)->response = (uintptr_t)respbuf;
+		err = raw_write(f->ctx->cmd_fd, IB_USER_VERBS_CMD_ALLOC_PD, &c,
+				sizeof(struct ib_uverbs_alloc_pd),
+				sizeof(struct ib_uverbs_alloc_pd_resp), 0);
+	} else {
+		struct ib_uverbs_create_cq *r = (void *)&c.u;
+
+		r->response = (uintptr_t)respbuf;
+		r->cqe = 16;
+		r->comp_channel = -1;
+		err = raw_write(f->ctx->cmd_fd, IB_USER_VERBS_CMD_CREATE_CQ, &c, sizeof(*r),
+				sizeof(struct ib_uverbs_create_cq_resp) +
+				sizeof(struct cnuas_ib_create_cq_resp), 0);
 	}
-	if (err && o && req.hdr.num_attrs == 2 && !resp_writable(w) && !raw_alive(fd, type, h))
-		del_obj(f, o);	/* destroyed, only the response failed */
 	if (err)
-		return;
-	if (!live_as(f, h, type)) {
-		violation("ioctl destroy of %s handle %u (not one) succeeded", type_names[type], h);
-		return;
+		return NULL;
+	memcpy(&h, respbuf, sizeof(h));	/* pd_handle, cq_handle: the first u32 */
+	return add_obj(f, type, h, 1, NULL);
+}
+
+/*
+ * The two destroys through RDMA_VERBS_IOCTL whose outcome the table once
+ * got wrong, sent through ioctl_destroy() on a context of their own before
+ * the main sequence (no PRNG draws: the main sequence of a seed stays the
+ * same).  Afterwards the table must agree with the kernel:
+ *   - a PD destroy with a second attribute the kernel refuses (unknown and
+ *     mandatory) beside a response pointer that cannot be written: fails
+ *     before destroying, so the PD stays (the table dropped it, taking the
+ *     failure for a destroy whose response failed; seed 451355903 then saw
+ *     a raw create AH on that handle succeed, "not a PD");
+ *   - a CQ destroy with its response unwritable and a garbage attribute
+ *     after it: destroys, then fails with EFAULT writing the response, so
+ *     the CQ leaves the table (it stayed, as only a request of exactly two
+ *     attributes was checked; seed 451355904 then had the handle handed out
+ *     again to an MR, and a PD with that "user" destroyed).
+ * Prints "directed_ioctl ok", or "skipped" when the objects were refused.
+ */
+static void ioctl_directed(const struct fctx *m)
+{
+	struct fctx *f = calloc(1, sizeof(*f));
+	struct ioctl_req req;
+	struct obj *pd, *cq;
+	uint32_t pdh, cqh;
+	int err, alive;
+	long before = atomic_load(&violations);
+
+	if (!f)
+		DIE("calloc");
+	f->ctx = open_device_by_name(m->name);
+	pd = raw_make(f, T_PD);
+	cq = pd ? raw_make(f, T_CQ) : NULL;
+	if (!pd || !cq) {
+		printf("directed_ioctl skipped\n");
+		goto out;
 	}
-	if (!o)
-		return;
-	MUST_FAIL(busy && !o->pinned && !f->untracked,
-		  "ioctl destroy of %s %u with users succeeded",
-		  type_names[type], h);
-	del_obj(f, o);
+	pdh = pd->handle;
+	cqh = cq->handle;
+
+	ioctl_destroy_req(&req, T_PD, pdh, RW_RO);
+	req.hdr.num_attrs = 2;
+	req.attrs[1].attr_id = 0x7f;		/* no attribute of PD_DESTROY */
+	req.attrs[1].flags = UVERBS_ATTR_F_MANDATORY;
+	req.attrs[1].len = sizeof(uint32_t);
+	req.attrs[1].data = (uintptr_t)resp_ptr(RW_RO, respbuf);
+	req.hdr.length = sizeof(req.hdr) + req.hdr.num_attrs * sizeof(req.attrs[0]);
+	err = ioctl_destroy(f, f->ctx->cmd_fd, &req, T_PD, pdh, pd, RW_RO, 0);
+	MUST_FAIL(!err, "directed: ioctl destroy of PD %u with an unknown mandatory attribute "
+		  "succeeded", pdh);
+	if (err) {
+		MUST_FAIL(!live_as(f, pdh, T_PD), "directed: PD %u left the table after its "
+			  "destroy failed (%s)", pdh, strerror(-err));
+		/* and the kernel still has it: a plain destroy takes it */
+		ioctl_destroy_req(&req, T_PD, pdh, RW_OK);
+		err = ioctl_destroy(f, f->ctx->cmd_fd, &req, T_PD, pdh, find(f, pdh), RW_OK, 0);
+		MUST_FAIL(err, "directed: PD %u was gone after a destroy that failed (%s)", pdh,
+			  strerror(-err));
+	}
+
+	ioctl_destroy_req(&req, T_CQ, cqh, RW_RO);
+	req.hdr.num_attrs = 3;
+	req.attrs[2].attr_id = 0x7f;		/* unknown, not mandatory: ignored */
+	req.hdr.length = sizeof(req.hdr) + req.hdr.num_attrs * sizeof(req.attrs[0]);
+	/* find() again: a destroy above moved the table's entries */
+	err = ioctl_destroy(f, f->ctx->cmd_fd, &req, T_CQ, cqh, find(f, cqh), RW_RO, 0);
+	MUST_FAIL(!err, "directed: ioctl destroy of CQ %u with an unwritable response succeeded",
+		  cqh);
+	alive = raw_alive(f->ctx->cmd_fd, T_CQ, cqh);
+	MUST_FAIL(alive != live_as(f, cqh, T_CQ), "directed: CQ %u is %s, the table has it %s",
+		  cqh, alive ? "there" : "gone", alive ? "gone" : "live");
+	printf("directed_ioctl %s\n", atomic_load(&violations) == before ? "ok" : "FAIL");
+out:
+	ibv_close_device(f->ctx);	/* what is left goes with the context */
+	free(f);
 }
 
 /* Commands with right handles and wrong sizes: only have to return. */
@@ -2797,6 +2949,7 @@ int main(int argc, char **argv)
 		DIE("query_device: %s", strerror(errno));
 	find_gid(f);
 	printf("gid_index %d\n", f->gid_index);
+	ioctl_directed(f);
 
 	/* the main sequence: the calls asked for, the same for the same seed */
 	for (i = 0; total_calls() < want; i++) {
