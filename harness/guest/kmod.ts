@@ -11,6 +11,15 @@ import { shq } from "./shell.ts";
 export type ModuleParams = Record<string, string | number>;
 
 /**
+ * The shell line that unloads `name` if it is loaded. Callers that unload
+ * what udev may still be loading (cnuas_ib on cnuas_net's auxiliary
+ * device, cnuasgpu at boot) run `udevadm settle` before it.
+ */
+export function rmmodIfLoaded(name: string): string {
+  return `if grep -q '^${name} ' /proc/modules; then rmmod ${name}; fi`;
+}
+
+/**
  * Shell lines that leave `name` loaded with `params`: a module already
  * loaded with every parameter as asked (read back from
  * `/sys/module/<name>/parameters/`) stays; one loaded otherwise is removed

@@ -29,6 +29,7 @@ import {
   type SuiteRun,
 } from "../../harness/guest/cnuasdev.ts";
 import { shq } from "../../harness/guest/shell.ts";
+import { rmmodIfLoaded } from "../../harness/guest/kmod.ts";
 import { cnuasdevGuestNeeds } from "../../harness/matrix/needs.ts";
 import { type Row, type RowContext, RowMiss } from "../../harness/matrix/row.ts";
 import { LIBRARY_VERSIONS } from "../../harness/report/render.ts";
@@ -104,7 +105,7 @@ async function run(ctx: RowContext): Promise<void> {
 
   await ctx.step("no-device smoke in the guest, cnuasgpu (loaded at boot) unloaded", async () => {
     const r = await g.run(
-      "udevadm settle -t 30; if grep -q '^cnuasgpu ' /proc/modules; then rmmod cnuasgpu; fi; " +
+      `udevadm settle -t 30; ${rmmodIfLoaded("cnuasgpu")}; ` +
         `! grep -qE '^cnuasgpu(_host)? ' /proc/modules && ${shq(CNUASDEV_FAKE_SMOKE)}`,
       { timeoutSec: 300 },
     );

@@ -15,6 +15,7 @@ import {
 } from "../../harness/guest/cnuas_net.ts";
 import { sh, shq } from "../../harness/guest/shell.ts";
 import { CNUAS_IB } from "../../harness/guest/cnuas_ib.ts";
+import { rmmodIfLoaded } from "../../harness/guest/kmod.ts";
 import {
   countIn,
   flowTimes,
@@ -636,7 +637,7 @@ async function cycle(ctx: RowContext, g: Guest): Promise<void> {
       `for c in $(seq ${cycles}); do`,
       // udev loads cnuas_ib on the auxiliary device each time: it goes first
       "  udevadm settle -t 30",
-      `  if grep -q '^${CNUAS_IB} ' /proc/modules; then rmmod ${CNUAS_IB}; fi`,
+      `  ${rmmodIfLoaded(CNUAS_IB)}`,
       `  rmmod ${CNUAS_NET}`,
       // `!` pipelines are exempt from set -e: test and exit explicitly.
       `  if grep -q '^${CNUAS_NET} ' /proc/modules; then`,

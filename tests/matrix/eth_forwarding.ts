@@ -27,6 +27,7 @@ import {
 } from "../../harness/models/cnuas_net_rx.ts";
 import { sh, shq, waitListening } from "../../harness/guest/shell.ts";
 import { CNUAS_IB } from "../../harness/guest/cnuas_ib.ts";
+import { rmmodIfLoaded } from "../../harness/guest/kmod.ts";
 
 /** Addresses of g0 and g1 on the fabric. */
 const IPS = ["10.77.0.1", "10.77.0.2"];
@@ -351,10 +352,7 @@ async function rmmodUnderTraffic(ctx: RowContext, nodes: Node[], mtu: number): P
       const n = nodes[k];
       const peer = nodes[1 - k];
       // cnuas_ib (loaded by udev on cnuas_net's auxiliary device) holds cnuas_net: it goes first
-      await sh(
-        n.g,
-        `udevadm settle -t 30; if grep -q '^${CNUAS_IB} ' /proc/modules; then rmmod ${CNUAS_IB}; fi`,
-      );
+      await sh(n.g, `udevadm settle -t 30; ${rmmodIfLoaded(CNUAS_IB)}`);
       // Both directions busy: the peer floods n, n floods the peer.
       await sh(peer.g, `setsid ping -q -f -c 100000 -s 1400 ${n.ip} </dev/null >/dev/null 2>&1 &`);
       await sh(n.g, `setsid ping -q -f -c 100000 -s 1400 ${peer.ip} </dev/null >/dev/null 2>&1 &`);

@@ -75,6 +75,17 @@ export const FUZZ_DMESG_PATTERNS: RegExp[] = [
   /page allocation failure/,
 ];
 
+/**
+ * What a fuzzed guest's kernel log must not hold: the dmesg guard's findings
+ * and every line matching one of `patterns`.
+ */
+export function fuzzDmesgFindings(log: string, patterns: RegExp[] = FUZZ_DMESG_PATTERNS): string[] {
+  return [
+    ...dmesgViolations(log),
+    ...log.split("\n").filter((l) => patterns.some((p) => p.test(l))),
+  ];
+}
+
 /** The objects counted before and after. */
 const KINDS: readonly ResourceKind[] = ["pd", "cq", "qp", "mr", "srq"];
 
@@ -207,11 +218,7 @@ export const row: Row = {
     // traffic of every kind after the fuzz, under loss, cable pulls and switch restarts
     await runSoak(ctx, nodes, { minutes: FUZZ_SOAK_MINUTES[ctx.config.depth] });
     await ctx.step("kernel log clean (the dmesg guard, and no call trace)", async () => {
-      const log = await g.dmesg();
-      const bad = [
-        ...dmesgViolations(log),
-        ...log.split("\n").filter((l) => FUZZ_DMESG_PATTERNS.some((p) => p.test(l))),
-      ];
+      const bad = fuzzDmesgFindings(await g.dmesg());
       ctx.measure("oops", bad.length, "lines");
       ctx.expect(bad.length === 0, `dmesg: ${bad.slice(0, 5).join(" | ")}`);
     });

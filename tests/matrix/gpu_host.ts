@@ -42,8 +42,7 @@ import {
   readGpuSysfs,
   runGpuAbiFuzz,
 } from "../../harness/guest/cnuasgpu.ts";
-import { dmesgViolations } from "../../harness/matrix/dmesg_guard.ts";
-import { FUZZ_CALLS, FUZZ_DMESG_PATTERNS } from "./fuzz.ts";
+import { FUZZ_CALLS, FUZZ_DMESG_PATTERNS, fuzzDmesgFindings } from "./fuzz.ts";
 import { waitCarrier } from "../../harness/guest/cnuas_net.ts";
 import { shq } from "../../harness/guest/shell.ts";
 import {
@@ -453,10 +452,7 @@ async function abiFuzz(ctx: RowContext): Promise<void> {
   ctx.measure("gpuAbiFuzz.violations", violations, "violations");
   await ctx.step("ABI fuzz: dmesg has no call trace, WARN or BUG", async () => {
     const log = (await g.dmesg()).split("\n").slice(Math.max(0, marker - 1)).join("\n");
-    const bad = [
-      ...dmesgViolations(log),
-      ...log.split("\n").filter((l) => ABI_FUZZ_DMESG.some((p) => p.test(l))),
-    ];
+    const bad = fuzzDmesgFindings(log, ABI_FUZZ_DMESG);
     ctx.expect(bad.length === 0, `dmesg: ${[...new Set(bad)].slice(0, 8).join(" | ")}`);
   });
   await ctx.step("ABI fuzz: sysfs counters of both nodes at baseline", async () => {
