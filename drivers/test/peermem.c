@@ -151,6 +151,34 @@ static int check(const char *what, int ok)
 	return !ok;
 }
 
+/*
+ * Like check() for a step that moved data: on a mismatch say why (the work
+ * completion's status, or where the bytes first differ and how many do), so
+ * a failure that happens once in a while explains itself.
+ */
+static int check_data(const char *what, int status, const uint8_t *seen, const uint8_t *want,
+		      size_t len)
+{
+	size_t first = len, diff = 0;
+
+	for (size_t i = 0; i < len; i++) {
+		if (seen[i] == want[i])
+			continue;
+		if (first == len)
+			first = i;
+		diff++;
+	}
+	if (status == IBV_WC_SUCCESS && !diff)
+		return check(what, 1);
+	printf("%s: MISMATCH (status %d: %s", what, status, ibv_wc_status_str(status));
+	if (diff)
+		printf("; %zu of %zu bytes differ, the first at %zu: 0x%02x, want 0x%02x",
+		       diff, len, first, seen[first], want[first]);
+	printf(")\n");
+	fflush(stdout);
+	return 1;
+}
+
 int main(int argc, char **argv)
 {
 	const char *dev_name = NULL, *server = NULL, *node = "/dev/cnuasgpu0";
@@ -231,12 +259,14 @@ int main(int argc, char **argv)
 		tcp_xfer(sock, &me, &peer, sizeof(me));		/* both at RTS */
 		st = post_rdma(qp, mr, IBV_WR_RDMA_READ, IOVA + half, half, peer.addr, peer.rkey);
 		gpu_copy(&g, half, seen, half, 0);
-		failures += check("READ: the server's device memory into ours",
-				  st == IBV_WC_SUCCESS && !memcmp(seen, theirs, half));
+		failures += check_data("READ: the server's device memory into ours", st, seen,
+				       theirs, half);
 
 		st = post_rdma(qp, mr, IBV_WR_RDMA_WRITE, IOVA, half, peer.addr + half, peer.rkey);
 		tcp_xfer(sock, &me, &peer, sizeof(me));		/* done */
 		tcp_xfer(sock, &me, &peer, sizeof(me));		/* its verdict */
+		if (st != IBV_WC_SUCCESS)
+			printf("WRITE: status %d: %s\n", st, ibv_wc_status_str(st));
 		failures += check("WRITE: ours into the server's device memory",
 				  st == IBV_WC_SUCCESS && peer.status == 0);
 
@@ -269,8 +299,9 @@ int main(int argc, char **argv)
 		tcp_xfer(sock, &me, &peer, sizeof(me));
 		memcpy(mine + half, theirs, half);
 		gpu_copy(&g, 0, seen, size, 0);
-		me.status = memcmp(seen, mine, size) != 0;
-		failures += check("device memory after the client's READ and WRITE", !me.status);
+		me.status = check_data("device memory after the client's READ and WRITE",
+				       IBV_WC_SUCCESS, seen, mine, size);
+		failures += me.status;
 		tcp_xfer(sock, &me, &peer, sizeof(me));
 
 		if (ibv_post_recv(qp, &rwr, &bad))

@@ -36,16 +36,22 @@ export const PEERMEM_CHECKS = {
   ],
 };
 
-/** Which expected check lines are missing or not "ok" in `out`. */
+/**
+ * Which expected check lines are missing or not "ok" in `out`, each with
+ * what the program printed after its name (a mismatch says why).
+ */
 export function failedChecks(out: string, expected: string[]): string[] {
-  const lines = new Map<string, string>();
-  for (const l of out.split("\n")) {
-    const i = l.lastIndexOf(": ");
-    if (i > 0) lines.set(l.slice(0, i), l.slice(i + 2).trim());
-  }
-  return expected.filter((e) => lines.get(e) !== "ok").map((e) =>
-    `${e}: ${lines.get(e) ?? "not printed"}`
-  );
+  const lines = out.split("\n").map((l) => l.trim());
+  return expected.flatMap((e) => {
+    const line = lines.find((l) => l.startsWith(`${e}: `));
+    const verdict = line?.slice(e.length + 2) ?? "not printed";
+    return verdict === "ok" ? [] : [`${e}: ${verdict}`];
+  });
+}
+
+/** The lines where a peermem end gave up (`FAIL: ...`, drivers/test/verbs_util.h's DIE). */
+export function dieLines(out: string): string[] {
+  return out.split("\n").filter((l) => l.startsWith("FAIL: "));
 }
 
 /** An RDMA node whose guest has one cnuasgpu, for peermem. */
@@ -93,6 +99,8 @@ export async function peermem(ctx: RowContext, nodes: PeermemNode[]): Promise<vo
       const r = await runPair(s.g, args(s), c.g, `${args(c)} ${s.ip}`, 18870, 300);
       ctx.log(`server:\n${r.serverOut}\nclient:\n${r.clientOut}`);
       const bad = [
+        ...dieLines(r.serverOut).map((x) => `server: ${x}`),
+        ...dieLines(r.clientOut).map((x) => `client: ${x}`),
         ...failedChecks(r.serverOut, PEERMEM_CHECKS.server).map((x) => `server: ${x}`),
         ...failedChecks(r.clientOut, PEERMEM_CHECKS.client).map((x) => `client: ${x}`),
       ];

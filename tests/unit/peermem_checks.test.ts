@@ -1,6 +1,6 @@
 /** The peermem row reads drivers/test/peermem.c's check lines; names may hold ": " themselves. */
 import assert from "node:assert/strict";
-import { failedChecks, PEERMEM_CHECKS } from "../../harness/guest/peermem.ts";
+import { dieLines, failedChecks, PEERMEM_CHECKS } from "../../harness/guest/peermem.ts";
 
 const SERVER_OK = [
   "registered 4194304 bytes of /dev/cnuasgpu0 as a DMA-BUF MR: lkey 0x28f",
@@ -23,4 +23,22 @@ Deno.test("a MISMATCH and a missing line are both reported, by name", () => {
     "device memory after the client's SEND: not printed",
     "fd closed, MR still registered: still reserved: MISMATCH",
   ]);
+});
+
+Deno.test("a mismatch keeps its explanation, even when it holds ': ' itself", () => {
+  const why = "MISMATCH (status 0: success; 3 of 4194304 bytes differ, the first at 2097152: " +
+    "0x00, want 0x5e)";
+  const out = SERVER_OK.replace(
+    "device memory after the client's READ and WRITE: ok",
+    `device memory after the client's READ and WRITE: ${why}`,
+  );
+  assert.deepEqual(failedChecks(out, PEERMEM_CHECKS.server), [
+    `device memory after the client's READ and WRITE: ${why}`,
+  ]);
+});
+
+Deno.test("the line where an end gave up is found, other lines are not", () => {
+  const out = "READ: the server's device memory into ours: ok\nFAIL: no completion in 120 s\n";
+  assert.deepEqual(dieLines(out), ["FAIL: no completion in 120 s"]);
+  assert.deepEqual(dieLines(SERVER_OK), []);
 });
