@@ -10,9 +10,17 @@
  * and no byte changed in its canary half or in the memory around it.
  *
  * The seed is random per run (measurement `wireFuzz.seed`);
- * `CNUAS_HIL_WIRE_FUZZ_SEED=<seed>` replays one.
+ * `CNUAS_HIL_WIRE_FUZZ_SEED=<seed>` replays one. A run whose counters, QPs
+ * or memory differ from the model shrinks: subsets of its steps are replayed
+ * (without the live flow) on a new wire_victim until a minimal failing
+ * sequence is left, which the row logs and writes to
+ * `wire-fuzz-minimal.pcapng` (docs/fuzz.md, "Shrinking a wire fuzz failure").
  */
+import { join } from "node:path";
 import type { RowContext } from "../../harness/matrix/row.ts";
+import type { FabricOps } from "../../harness/fabric/client.ts";
+import { writePcapng } from "../../harness/fabric/pcapng.ts";
+import { shrinkOps } from "../../harness/oracle/shrink.ts";
 import { fuzzSeed } from "../../harness/config.ts";
 import { runPair } from "../../harness/guest/cnuas_ib.ts";
 import {
@@ -29,12 +37,16 @@ import {
   injectPaced,
   startVictim,
   stopVictim,
+  type VictimReport,
+  type VictimSetup,
 } from "../../harness/guest/wire_fuzz.ts";
 import { parseMac } from "../../harness/models/rdma/ethernet.ts";
 import { parseIpv4 } from "../../harness/models/rdma/ip.ts";
 import {
   CLASS_COUNTER,
   FATAL,
+  type FuzzFrame,
+  type FuzzStep,
   victimWindow,
   WireFuzz,
 } from "../../harness/models/rdma/wire_fuzz.ts";
@@ -64,6 +76,180 @@ const QPS_RTS = 3, QPS_ERR = 6;
 /** Counters that must not move at all: a frame dropped for a reason the model never predicts. */
 const MUST_STAY = ["rcvd_rxq_full"];
 
+/** How long a failing run may spend shrinking, per depth. */
+const SHRINK_BUDGET_SEC = { quick: 300, deep: 900 } as const;
+
+/** The generator for a started wire_victim. */
+async function generator(t: RoceNode, victim: VictimSetup, seed: number): Promise<WireFuzz> {
+  return new WireFuzz(
+    {
+      dstMac: parseMac(await nodeMac(t)),
+      dstIp: parseIpv4(t.ip),
+      peerMac: parseMac(FAKE_PEER.mac),
+      peerIp: parseIpv4(FAKE_PEER.ip),
+      foreignIp: parseIpv4(FOREIGN_IP),
+      victims: victim.qps,
+      mr: victim.mr,
+      pmtu: 1024,
+    },
+    seed,
+    victimWindow(victim.mr.len / 2),
+  );
+}
+
+/** `t`'s hw counters once the guest has worked through its backlog (rcvd_pkts still for 1 s). */
+async function settledCounters(t: RoceNode): Promise<Record<string, number>> {
+  let after = await hwCounters(t);
+  for (let i = 0; i < 60; i++) {
+    await new Promise((r) => setTimeout(r, 1000));
+    const again = await hwCounters(t);
+    const still = again.rcvd_pkts === after.rcvd_pkts;
+    after = again;
+    if (still) break;
+  }
+  return after;
+}
+
+/**
+ * Each class's counter against the model's prediction (`slack`: how far
+ * duplicate_request may exceed it, the live flow's resends); what differs.
+ */
+function judgeCounters(
+  fuzz: WireFuzz,
+  delta: Record<string, number>,
+  slack: number,
+  measure?: (name: string, value: number) => void,
+): string[] {
+  const wrong: string[] = [];
+  const predicted = fuzz.predicted();
+  for (const counter of new Set(Object.values(CLASS_COUNTER))) {
+    if (!counter) continue;
+    const want = predicted[counter] ?? 0, got = delta[counter] ?? 0;
+    measure?.(`wireFuzz.predicted.${counter}`, want);
+    measure?.(`wireFuzz.counted.${counter}`, got);
+    const s = counter === "duplicate_request" ? slack : 0;
+    if (got < want || got > want + s) {
+      wrong.push(
+        `${counter}: predicted ${want}${s ? ` (+ up to ${s} live resends)` : ""}, counted ${got}`,
+      );
+    }
+  }
+  for (const c of MUST_STAY) {
+    if (delta[c]) wrong.push(`${c}: ${delta[c]} (must stay 0)`);
+  }
+  return wrong;
+}
+
+/**
+ * wire_victim's report against the model: QP 0 RTS, each QP whose fault
+ * was sent in the error state and the others RTS, the window as computed,
+ * no canary byte changed, no completion; what differs.
+ */
+function judgeVictim(
+  fuzz: WireFuzz,
+  setup: VictimSetup,
+  report: VictimReport,
+  faults: Set<string>,
+  measure?: (name: string, value: number) => void,
+): string[] {
+  const wrong: string[] = [];
+  const names = Object.keys(FATAL);
+  const wantStates = setup.qps.map((_, i) => i > 0 && faults.has(names[i - 1]) ? QPS_ERR : QPS_RTS);
+  if (JSON.stringify(report.states) !== JSON.stringify(wantStates)) {
+    wrong.push(
+      `QP states ${report.states}, want ${wantStates} (main victim RTS, each sacrificed one ERR)`,
+    );
+  }
+  measure?.("wireFuzz.canaryOutside", report.canaryOutside);
+  measure?.("wireFuzz.canaryInside", report.canaryInside);
+  if (report.canaryOutside !== 0) wrong.push(`${report.canaryOutside} bytes around the MR changed`);
+  if (report.canaryInside !== 0) {
+    wrong.push(`${report.canaryInside} bytes of the MR's canary half changed`);
+  }
+  const diff = report.window.reduce((s, b, i) => s + (b === fuzz.window[i] ? 0 : 1), 0);
+  measure?.("wireFuzz.windowBytesWrong", diff);
+  if (diff !== 0) wrong.push(`${diff} bytes of the MR window differ from the model's`);
+  if (report.cqes !== 0) wrong.push(`${report.cqes} completions on a CQ with no work posted`);
+  return wrong;
+}
+
+/** Where a shrink ended: the steps left, their frames as injected and what their replay found. */
+interface Shrunk {
+  steps: FuzzStep[];
+  frames: FuzzFrame[];
+  wrong: string[];
+  runs: number;
+  minimal: boolean;
+}
+
+/**
+ * Replay subsets of a failing run's `steps` on a new wire_victim each,
+ * without the live flow, until no step can go (ddmin,
+ * harness/oracle/shrink.ts) or the depth's budget is spent. Undefined when
+ * all the steps alone do not fail (the failure needs the live flow).
+ */
+async function shrinkWireFailure(
+  ctx: RowContext,
+  t: RoceNode,
+  fabric: FabricOps,
+  port: number,
+  seed: number,
+  steps: FuzzStep[],
+): Promise<Shrunk | undefined> {
+  let last: { steps: FuzzStep[]; frames: FuzzFrame[]; wrong: string[] } | undefined;
+  const replay = async (cand: FuzzStep[]): Promise<string[]> => {
+    const victim = await startVictim(t.g, t.dev, t.gid, FAKE_PEER, VICTIMS);
+    const fuzz = await generator(t, victim, seed);
+    const frames = cand.flatMap((s) => fuzz.apply(s));
+    const before = await hwCounters(t);
+    await injectPaced(fabric, port, frames.map((f) => f.frame));
+    const delta = counterDelta(before, await settledCounters(t));
+    const { report, code } = await stopVictim(t.g);
+    const faults = new Set(cand.map((s) => s.what).filter((w) => w in FATAL));
+    const wrong = [
+      ...(code === 0 ? [] : [`wire_victim exit ${code}`]),
+      ...judgeCounters(fuzz, delta, 0),
+      ...judgeVictim(fuzz, victim, report, faults),
+    ];
+    if (wrong.length) last = { steps: cand, frames, wrong };
+    return wrong;
+  };
+  const all = await replay(steps);
+  ctx.log(`shrink: the ${steps.length} steps without the live flow: ${all.join("; ") || "pass"}`);
+  if (!all.length) return undefined;
+  const r = await shrinkOps(steps, async (cand) => (await replay(cand)).length > 0, {
+    maxRuns: 400,
+    budgetMs: SHRINK_BUDGET_SEC[ctx.config.depth] * 1000,
+  });
+  // the result is the last candidate that failed, unless nothing could go (then it is a copy)
+  let runs = r.runs + 1;
+  if (last?.steps !== r.ops) {
+    runs++;
+    await replay(r.ops);
+  }
+  if (last?.steps !== r.ops) {
+    const wrong = ["nothing: they passed when replayed once more (a flaky failure?)"];
+    return { steps: r.ops, frames: [], wrong, runs, minimal: false };
+  }
+  return { ...last, runs, minimal: r.minimal };
+}
+
+/** Write the shrunk frames, as injected, beside the row's logs, and list them in the log. */
+async function writeMinimal(ctx: RowContext, s: Shrunk): Promise<void> {
+  const file = join(ctx.dir, "wire-fuzz-minimal.pcapng");
+  await Deno.writeFile(
+    file,
+    writePcapng(
+      [{ linkType: 1, name: "injected" }],
+      s.frames.map((f, i) => ({ interfaceId: 0, timestampNs: BigInt(i) * 1000n, data: f.frame })),
+    ),
+  );
+  ctx.artifact(file);
+  for (const f of s.frames) {
+    ctx.log(`shrink: step ${f.step} ${f.what} (${f.cls}): ${f.frame.length} bytes`);
+  }
+}
+
 /** The wire fuzz; `nodes[0]` is the target, `nodes[1]` its live peer. */
 export async function wireFuzzSteps(ctx: RowContext, nodes: RoceNode[]): Promise<void> {
   const [t, peer] = nodes;
@@ -80,24 +266,13 @@ export async function wireFuzzSteps(ctx: RowContext, nodes: RoceNode[]): Promise
         JSON.stringify(victim, (_, v) => typeof v === "bigint" ? `0x${v.toString(16)}` : v)
       }`,
     );
-    const fuzz = new WireFuzz(
-      {
-        dstMac: parseMac(await nodeMac(t)),
-        dstIp: parseIpv4(t.ip),
-        peerMac: parseMac(FAKE_PEER.mac),
-        peerIp: parseIpv4(FAKE_PEER.ip),
-        foreignIp: parseIpv4(FOREIGN_IP),
-        victims: victim.qps,
-        mr: victim.mr,
-        pmtu: 1024,
-      },
-      seed,
-      victimWindow(victim.mr.len / 2),
-    );
+    const fuzz = await generator(t, victim, seed);
     return { port, victim, fuzz };
   });
   /** What the counters said against the model (checked after the victim's report is in). */
   const wrong: string[] = [];
+  /** The steps sent, main stream then faults (what a shrink starts from). */
+  const steps: FuzzStep[] = [];
   const before = await hwCounters(t);
   const peerBefore = await hwCounters(peer);
   const dropsBefore = (await fabric.ports()).find((p) => p.port === port)?.drops;
@@ -116,7 +291,11 @@ export async function wireFuzzSteps(ctx: RowContext, nodes: RoceNode[]): Promise
       await new Promise((r) => setTimeout(r, 3000)); // let it connect first
       const t0 = performance.now();
       const main = function* () {
-        for (let i = 0; i < frames; i++) yield fuzz.next().frame;
+        for (let i = 0; i < frames; i++) {
+          const s = fuzz.nextStep();
+          steps.push(s);
+          yield fuzz.apply(s)[0].frame;
+        }
       };
       let n = await injectPaced(fabric, port, main());
       const sec = (performance.now() - t0) / 1000;
@@ -125,7 +304,13 @@ export async function wireFuzzSteps(ctx: RowContext, nodes: RoceNode[]): Promise
       ctx.measure("liveFlow.overlap", liveDone ? 0 : 1, "bool");
       ctx.expect(!liveDone, "the live pingpong ended before the injection did (make it longer)");
       // the sacrifices, once the main stream is in (they write the window's other half)
-      n += await injectPaced(fabric, port, fuzz.fatalFrames().map((f) => f.frame));
+      const faults = fuzz.fatalSteps();
+      steps.push(...faults);
+      n += await injectPaced(
+        fabric,
+        port,
+        faults.flatMap((s) => fuzz.apply(s)).map((f) => f.frame),
+      );
       ctx.measure("framesInjected", n, "frames");
       const r = pingpongResult(
         `live ibv_rc_pingpong ${flags}`,
@@ -135,37 +320,12 @@ export async function wireFuzzSteps(ctx: RowContext, nodes: RoceNode[]): Promise
     },
   );
   await ctx.step("receive counters: each class's counter rose by the model's count", async () => {
-    // the guest may still be working through its socket's backlog: wait until rcvd_pkts is still
-    let after = await hwCounters(t);
-    for (let i = 0; i < 60; i++) {
-      await new Promise((r) => setTimeout(r, 1000));
-      const again = await hwCounters(t);
-      const still = again.rcvd_pkts === after.rcvd_pkts;
-      after = again;
-      if (still) break;
-    }
-    const delta = counterDelta(before, after);
+    // the guest may still be working through its socket's backlog
+    const delta = counterDelta(before, await settledCounters(t));
     // the live flow's own resends reach the target as duplicates: at most one per resend
     const resent = counterDelta(peerBefore, await hwCounters(peer)).retransmits ?? 0;
     ctx.measure("liveFlow.peerRetransmits", resent, "frames");
-    const predicted = fuzz.predicted();
-    for (const counter of new Set(Object.values(CLASS_COUNTER))) {
-      if (!counter) continue;
-      const want = predicted[counter] ?? 0, got = delta[counter] ?? 0;
-      ctx.measure(`wireFuzz.predicted.${counter}`, want, "frames");
-      ctx.measure(`wireFuzz.counted.${counter}`, got, "frames");
-      const slack = counter === "duplicate_request" ? resent : 0;
-      if (got < want || got > want + slack) {
-        wrong.push(
-          `${counter}: predicted ${want}${
-            slack ? ` (+ up to ${slack} live resends)` : ""
-          }, counted ${got}`,
-        );
-      }
-    }
-    for (const c of MUST_STAY) {
-      if (delta[c]) wrong.push(`${c}: ${delta[c]} (must stay 0)`);
-    }
+    wrong.push(...judgeCounters(fuzz, delta, resent, (n, v) => ctx.measure(n, v, "frames")));
     for (const [what, k] of Object.entries(fuzz.mutations)) {
       ctx.measure(`wireFuzz.frames.${what}`, k, "frames");
     }
@@ -181,30 +341,30 @@ export async function wireFuzzSteps(ctx: RowContext, nodes: RoceNode[]): Promise
   await ctx.step("victim QPs, MR window and canaries", async () => {
     const { report, code } = await stopVictim(t.g);
     ctx.expect(code === 0, `wire_victim exit ${code}`);
-    const wantStates = victim.qps.map((_, i) => i === 0 ? QPS_RTS : QPS_ERR);
-    if (JSON.stringify(report.states) !== JSON.stringify(wantStates)) {
-      wrong.push(
-        `QP states ${report.states}, want ${wantStates} (main victim RTS, each sacrificed one ERR)`,
-      );
-    }
-    ctx.measure("wireFuzz.canaryOutside", report.canaryOutside, "bytes");
-    ctx.measure("wireFuzz.canaryInside", report.canaryInside, "bytes");
-    if (report.canaryOutside !== 0) {
-      wrong.push(`${report.canaryOutside} bytes around the MR changed`);
-    }
-    if (report.canaryInside !== 0) {
-      wrong.push(`${report.canaryInside} bytes of the MR's canary half changed`);
-    }
-    const diff = report.window.reduce((s, b, i) => s + (b === fuzz.window[i] ? 0 : 1), 0);
-    ctx.measure("wireFuzz.windowBytesWrong", diff, "bytes");
-    if (diff !== 0) wrong.push(`${diff} bytes of the MR window differ from the model's`);
-    if (report.cqes !== 0) wrong.push(`${report.cqes} completions on a CQ with no work posted`);
-  });
-  await ctx.step("the counters, QPs and memory as the model predicted", () => {
-    ctx.expect(
-      wrong.length === 0,
-      `wire fuzz (seed ${seed}; replay: CNUAS_HIL_WIRE_FUZZ_SEED=${seed}): ${wrong.join("; ")}`,
+    const faults = new Set(steps.map((s) => s.what).filter((w) => w in FATAL));
+    wrong.push(
+      ...judgeVictim(fuzz, victim, report, faults, (n, v) => ctx.measure(n, v, "bytes")),
     );
-    return Promise.resolve();
+  });
+  await ctx.step("the counters, QPs and memory as the model predicted", async () => {
+    if (!wrong.length) return;
+    const failure = `wire fuzz (seed ${seed}; replay: CNUAS_HIL_WIRE_FUZZ_SEED=${seed}): ` +
+      wrong.join("; ");
+    ctx.log(failure);
+    const shrunk = await shrinkWireFailure(ctx, t, fabric, port, seed, steps);
+    if (!shrunk) {
+      ctx.expect(false, `${failure}; its steps alone pass: the failure needs the live flow`);
+      return;
+    }
+    ctx.measure("wireFuzz.shrink.steps", shrunk.steps.length, "steps");
+    ctx.measure("wireFuzz.shrink.runs", shrunk.runs, "runs");
+    await writeMinimal(ctx, shrunk);
+    const list = shrunk.steps.map((s) => `${s.what}@${s.index}`).join(", ");
+    ctx.expect(
+      false,
+      `${failure}; shrunk in ${shrunk.runs} replays to ${shrunk.steps.length} steps` +
+        `${shrunk.minimal ? " (1-minimal)" : " (budget spent)"}: ${list}; ` +
+        `they alone give: ${shrunk.wrong.join("; ")} (frames: wire-fuzz-minimal.pcapng)`,
+    );
   });
 }

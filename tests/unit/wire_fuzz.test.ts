@@ -186,3 +186,58 @@ Deno.test("the model's window follows taken writes and atomics, never dropped on
   }
   assert.ok(taken > 50);
 });
+
+/** The steps of a run (main stream then faults) and its frames. */
+function steps(seed: number, n: number) {
+  const fuzz = new WireFuzz(TARGET, seed, victimWindow(TARGET.mr.len / 2));
+  const main = Array.from({ length: n }, () => fuzz.nextStep());
+  return [...main, ...fuzz.fatalSteps()];
+}
+
+Deno.test("the steps, applied to a new generator, give the stream's frames exactly", () => {
+  const { frames } = stream(21, 3000);
+  const fresh = new WireFuzz(TARGET, 999, victimWindow(TARGET.mr.len / 2));
+  assert.deepEqual(steps(21, 3000).flatMap((s) => fresh.apply(s)), frames);
+});
+
+Deno.test("any subset of the steps gives frames whose classes, PSNs and window agree", () => {
+  const all = steps(23, 4000);
+  for (const keep of [2, 3, 7, 50]) {
+    const subset = all.filter((_, i) => i % keep === 0);
+    const fuzz = new WireFuzz(TARGET, 1, victimWindow(TARGET.mr.len / 2));
+    const frames = subset.flatMap((s) => fuzz.apply(s));
+    assert.deepEqual([...new Set(frames.map((f) => f.step))], subset.map((s) => s.index));
+    // the same claims as a whole stream: expected PSNs follow the taken requests of the subset
+    const bad = frames.map((f) => CLAIMS[f.cls](decode(f.frame), f)).filter((w) => w);
+    assert.deepEqual(bad, [], `every ${keep}th step`);
+    let epsn = TARGET.victims[0].rqPsn;
+    for (const f of frames.filter((f) => f.victim === 0 && f.cls === "accepted")) {
+      assert.equal(decode(f.frame).bth!.psn, epsn);
+      epsn = (epsn + 1) & 0xffffff;
+    }
+    const want = Object.fromEntries(Object.keys(fuzz.predicted()).map((c) => [c, 0]));
+    for (const f of frames) {
+      const c = CLASS_COUNTER[f.cls];
+      if (c) want[c]++;
+    }
+    assert.deepEqual(fuzz.predicted(), want);
+  }
+});
+
+Deno.test("a fault step alone gives its victim's frames; an unknown step is refused", () => {
+  const fuzz = new WireFuzz(TARGET, 4, victimWindow(TARGET.mr.len / 2));
+  const fatal = fuzz.fatalSteps().find((s) => s.what === "oversize")!;
+  const frames = new WireFuzz(TARGET, 5, victimWindow(TARGET.mr.len / 2)).apply(fatal);
+  assert.deepEqual(frames.map((f) => [f.what, f.cls]), [
+    ["oversize", "inv_req"],
+    ["write-after-error", "state_err"],
+  ]);
+  assert.throws(() => fuzz.apply({ index: 0, what: "no-such-thing", seed: 1 }), RangeError);
+  const small = new WireFuzz(
+    { ...TARGET, victims: TARGET.victims.slice(0, 2) },
+    4,
+    victimWindow(4096),
+  );
+  assert.equal(small.fatalSteps().length, 1);
+  assert.throws(() => small.apply(fatal), /no QP to sacrifice/);
+});

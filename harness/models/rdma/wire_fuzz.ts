@@ -12,6 +12,13 @@
  * sacrificed one fault each to the faults after which the IBTA puts the QP
  * into the error state ({@link fatalFrames}).
  *
+ * The stream is a list of steps ({@link FuzzStep}: a mutation or a fault and
+ * the seed of its own random choices). Every value a frame takes from the
+ * state (the expected PSN, the requests a duplicate may repeat, the window)
+ * is read when its step is applied, so any subset of the steps, applied in
+ * order to a new generator, gives frames and a prediction that agree with
+ * each other: a failing run shrinks to a few steps ({@link WireFuzz.apply}).
+ *
  * @example
  * ```ts
  * const fuzz = new WireFuzz(target, 42);
@@ -90,9 +97,23 @@ export const CLASS_COUNTER: Readonly<Record<WireClass, string | null>> = {
   inv_req: "send_inv_req_nak",
 };
 
+/**
+ * One step of the stream: mutation `what` of {@link MUTATIONS} (one frame) or
+ * fault `what` of {@link FATAL} (its frames for its sacrificed QP), with the
+ * seed of the step's own random choices.
+ */
+export interface FuzzStep {
+  /** Position in the stream that made it (main steps first, then the faults). */
+  index: number;
+  what: string;
+  seed: number;
+}
+
 /** One generated frame. */
 export interface FuzzFrame {
   frame: Uint8Array;
+  /** The step that made it ({@link FuzzStep.index}). */
+  step: number;
   /** The predicted class. */
   cls: WireClass;
   /** Which mutation or sequence made it (e.g. `ip-checksum`, `dup-atomic`). */
@@ -192,7 +213,12 @@ export class WireFuzz {
   /** The main victim's expected request PSN. */
   epsn: number;
   readonly #t: WireTarget;
-  readonly #rng: () => number;
+  /** Draws the steps: which mutation, and each step's seed. */
+  readonly #master: () => number;
+  /** The random choices of the step being applied. */
+  #rng: () => number;
+  /** Steps drawn so far. */
+  #drawn = 0;
   readonly #names: string[];
   /** Executed requests of QP 0 that a duplicate may name: PSN and kind. */
   readonly #done: { psn: number; kind: "write" | "read" | "atomic" }[] = [];
@@ -204,7 +230,8 @@ export class WireFuzz {
       throw new RangeError(`WireFuzz: window of ${window.length} bytes, MR of ${target.mr.len}`);
     }
     this.#t = target;
-    this.#rng = prng(seed);
+    this.#master = prng(seed);
+    this.#rng = this.#master;
     this.window = window.slice();
     this.epsn = target.victims[0].rqPsn;
     this.#names = Object.keys(MUTATIONS);
@@ -316,16 +343,48 @@ export class WireFuzz {
     return psnAdd(this.#t.victims[0].sqPsn, randInt(this.#rng, 0, 0x3fffff));
   }
 
-  /** The next frame of the main stream. */
+  /** Draw the next step of the main stream (nothing is applied). */
+  nextStep(): FuzzStep {
+    const m = this.#master;
+    const what = this.#names[randInt(m, 0, this.#names.length - 1)];
+    return { index: this.#drawn++, what, seed: randInt(m, 0, 0xffffffff) };
+  }
+
+  /** The next frame of the main stream: the next step, applied. */
   next(): FuzzFrame {
-    const r = this.#rng;
-    const what = this.#names[randInt(r, 0, this.#names.length - 1)];
+    return this.apply(this.nextStep())[0];
+  }
+
+  /**
+   * Apply `step` to the model: its frames, each counted in its class. A
+   * step of a generator with another seed may be applied too (a shrink
+   * replays a subset of a failing run's steps on a new generator).
+   *
+   * @throws {RangeError} for an unknown step, or a fault with no QP to sacrifice.
+   */
+  apply(step: FuzzStep): FuzzFrame[] {
+    this.#rng = prng(step.seed);
+    try {
+      if (step.what in MUTATIONS) return [this.#main(step)];
+      return this.#fatal(step);
+    } finally {
+      this.#rng = this.#master;
+    }
+  }
+
+  /** Apply a main-stream step: one frame. */
+  #main(step: FuzzStep): FuzzFrame {
+    const what = step.what;
     const epsn = this.epsn;
     const frame = this.#make(what);
     const cls = MUTATIONS[what];
+    this.#count(cls, what);
+    return { frame, step: step.index, cls, what, victim: what === "qpn-unused" ? -1 : 0, epsn };
+  }
+
+  #count(cls: WireClass, what: string): void {
     this.classes[cls]++;
     this.mutations[what] = (this.mutations[what] ?? 0) + 1;
-    return { frame, cls, what, victim: what === "qpn-unused" ? -1 : 0, epsn };
   }
 
   /** Build mutation `what`, updating the model when the frame is taken. */
@@ -499,92 +558,108 @@ export class WireFuzz {
   }
 
   /**
-   * The sacrifices: for victim i (1..), the frames of fault i−1 of
-   * {@link FATAL} (what precedes the fault is taken), then a WRITE the QP,
-   * now in the error state, must drop (`state_err`). Victims beyond the
-   * faults get nothing. The window of victim i is the same MR: a taken
+   * The sacrifices' steps: victim i (1..) gets fault i−1 of {@link FATAL}.
+   * Victims beyond the faults get nothing.
+   */
+  fatalSteps(): FuzzStep[] {
+    const names = Object.keys(FATAL).slice(0, Math.max(0, this.#t.victims.length - 1));
+    return names.map((what) => ({
+      index: this.#drawn++,
+      what,
+      seed: randInt(this.#master, 0, 0xffffffff),
+    }));
+  }
+
+  /** The sacrifices: {@link fatalSteps}, applied. */
+  fatalFrames(): FuzzFrame[] {
+    return this.fatalSteps().flatMap((s) => this.apply(s));
+  }
+
+  /**
+   * A fault step: for its victim, the frames of the fault (what precedes
+   * the fault is taken), then a WRITE the QP, now in the error state, must
+   * drop (`state_err`). The window of each victim is the same MR: a taken
    * prefix writes it and the model follows.
    */
-  fatalFrames(): FuzzFrame[] {
+  #fatal(step: FuzzStep): FuzzFrame[] {
     const t = this.#t;
     const r = this.#rng;
     const out: FuzzFrame[] = [];
-    const names = Object.keys(FATAL);
+    const what = step.what;
+    const v = Object.keys(FATAL).indexOf(what) + 1;
+    if (v === 0) throw new RangeError(`WireFuzz: no mutation or fault ${what}`);
+    if (v >= t.victims.length) throw new RangeError(`WireFuzz: no QP to sacrifice to ${what}`);
     const half = BigInt(t.mr.len / 2);
-    for (let v = 1; v < t.victims.length && v - 1 < names.length; v++) {
-      const what = names[v - 1];
-      const q = t.victims[v];
-      const write = (psn: number, va: bigint, len: number, dmaLen = len, rkey = t.mr.rkey) =>
-        this.#frame(v, {
-          bth: { opcode: OP.RC_RDMA_WRITE_ONLY, destQp: q.qpn, psn },
-          reth: { va, rkey, dmaLen },
-          payload: randBytes(r, len),
-        });
-      const push = (frame: Uint8Array, cls: WireClass, w: string) => {
-        out.push({ frame, cls, what: w, victim: v, epsn: psn });
-        this.classes[cls]++;
-        this.mutations[w] = (this.mutations[w] ?? 0) + 1;
-      };
-      let psn = q.rqPsn;
-      switch (what) {
-        case "bad-rkey":
-          push(
-            write(psn, t.mr.va, 16, 16, (t.mr.rkey ^ randInt(r, 1, 0xffffffff)) >>> 0),
-            "rem_access",
-            what,
-          );
-          break;
-        case "va-below-mr":
-          push(write(psn, t.mr.va - 64n, 32), "rem_access", what);
-          break;
-        case "va-beyond-mr":
-          push(write(psn, t.mr.va + BigInt(t.mr.len) - 16n, 32), "rem_access", what);
-          break;
-        case "dmalen-mismatch":
-          push(write(psn, t.mr.va, 32, 64), "inv_req", what);
-          break;
-        case "middle-without-first":
-          push(
-            this.#frame(v, {
-              bth: { opcode: OP.RC_RDMA_WRITE_MIDDLE, destQp: q.qpn, psn },
-              payload: randBytes(r, t.pmtu),
-            }),
-            "inv_req",
-            what,
-          );
-          break;
-        case "last-beyond-reth": {
-          // FIRST of a pmtu + 16 byte write ending where the MR's canary half starts, then a
-          // LAST of 64 bytes: 48 bytes more than the RETH allows, aimed at the canary
-          const va = t.mr.va + half - BigInt(t.pmtu + 16);
-          const first = randBytes(r, t.pmtu);
-          push(
-            this.#frame(v, {
-              bth: { opcode: OP.RC_RDMA_WRITE_FIRST, destQp: q.qpn, psn },
-              reth: { va, rkey: t.mr.rkey, dmaLen: t.pmtu + 16 },
-              payload: first,
-            }),
-            "accepted",
-            "last-beyond-reth-first",
-          );
-          this.window.set(first, Number(va - t.mr.va));
-          psn = psnAdd(psn, 1);
-          push(
-            this.#frame(v, {
-              bth: { opcode: OP.RC_RDMA_WRITE_LAST, destQp: q.qpn, psn },
-              payload: randBytes(r, 64),
-            }),
-            "inv_req",
-            what,
-          );
-          break;
-        }
-        case "oversize":
-          push(write(psn, t.mr.va, t.pmtu + 8), "inv_req", what);
-          break;
+    const q = t.victims[v];
+    const write = (psn: number, va: bigint, len: number, dmaLen = len, rkey = t.mr.rkey) =>
+      this.#frame(v, {
+        bth: { opcode: OP.RC_RDMA_WRITE_ONLY, destQp: q.qpn, psn },
+        reth: { va, rkey, dmaLen },
+        payload: randBytes(r, len),
+      });
+    const push = (frame: Uint8Array, cls: WireClass, w: string) => {
+      out.push({ frame, step: step.index, cls, what: w, victim: v, epsn: psn });
+      this.#count(cls, w);
+    };
+    let psn = q.rqPsn;
+    switch (what) {
+      case "bad-rkey":
+        push(
+          write(psn, t.mr.va, 16, 16, (t.mr.rkey ^ randInt(r, 1, 0xffffffff)) >>> 0),
+          "rem_access",
+          what,
+        );
+        break;
+      case "va-below-mr":
+        push(write(psn, t.mr.va - 64n, 32), "rem_access", what);
+        break;
+      case "va-beyond-mr":
+        push(write(psn, t.mr.va + BigInt(t.mr.len) - 16n, 32), "rem_access", what);
+        break;
+      case "dmalen-mismatch":
+        push(write(psn, t.mr.va, 32, 64), "inv_req", what);
+        break;
+      case "middle-without-first":
+        push(
+          this.#frame(v, {
+            bth: { opcode: OP.RC_RDMA_WRITE_MIDDLE, destQp: q.qpn, psn },
+            payload: randBytes(r, t.pmtu),
+          }),
+          "inv_req",
+          what,
+        );
+        break;
+      case "last-beyond-reth": {
+        // FIRST of a pmtu + 16 byte write ending where the MR's canary half starts, then a
+        // LAST of 64 bytes: 48 bytes more than the RETH allows, aimed at the canary
+        const va = t.mr.va + half - BigInt(t.pmtu + 16);
+        const first = randBytes(r, t.pmtu);
+        push(
+          this.#frame(v, {
+            bth: { opcode: OP.RC_RDMA_WRITE_FIRST, destQp: q.qpn, psn },
+            reth: { va, rkey: t.mr.rkey, dmaLen: t.pmtu + 16 },
+            payload: first,
+          }),
+          "accepted",
+          "last-beyond-reth-first",
+        );
+        this.window.set(first, Number(va - t.mr.va));
+        psn = psnAdd(psn, 1);
+        push(
+          this.#frame(v, {
+            bth: { opcode: OP.RC_RDMA_WRITE_LAST, destQp: q.qpn, psn },
+            payload: randBytes(r, 64),
+          }),
+          "inv_req",
+          what,
+        );
+        break;
       }
-      push(write(psn, t.mr.va, 8), "state_err", "write-after-error");
+      case "oversize":
+        push(write(psn, t.mr.va, t.pmtu + 8), "inv_req", what);
+        break;
     }
+    push(write(psn, t.mr.va, 8), "state_err", "write-after-error");
     return out;
   }
 }
