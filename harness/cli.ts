@@ -62,6 +62,7 @@ import { loadRows, ROW_IDS, shardRows } from "./matrix/registry.ts";
 import { checkShard, durationsFromIndex, formatPlan, planShards } from "./matrix/shard_plan.ts";
 import { readIndex } from "./report/history.ts";
 import { runMatrix } from "./matrix/run.ts";
+import { keepFailedRows, transcriptTail } from "./matrix/keep_failed.ts";
 import type { BuildTarget, Row } from "./matrix/row.ts";
 import { fetchSource, readPins, repin } from "./pins.ts";
 import { progress } from "./progress.ts";
@@ -181,9 +182,15 @@ async function matrix(config: Config, values: Record<string, unknown>) {
       }`,
     );
   }
-  const failing = report.rows.filter((r) => isFailing(r.status)).length;
+  const failed = report.rows.filter((r) => isFailing(r.status)).map((r) => r.id);
+  const kept = await keepFailedRows(config.cacheDir, dir, failed);
+  for (const id of failed) {
+    console.log(`\n${id}: the end of its transcript`);
+    for (const l of await transcriptTail(dir, id, 8)) console.log(`  ${l.slice(0, 400)}`);
+  }
+  if (kept) console.log(`\nthe failing rows' logs are kept in ${kept}`);
   const passing = report.rows.filter((r) => r.status === "PASS" || r.status === "DONE").length;
-  return { failing, passing, dir };
+  return { failing: failed.length, passing, dir };
 }
 
 /** The Deno test directories `task test` runs (the matrix rows run after them). */
