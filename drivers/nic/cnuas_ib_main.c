@@ -297,9 +297,12 @@ static int cnuas_ib_probe(struct auxiliary_device *adev,
 				  BIT_ULL(IB_USER_VERBS_CMD_REQ_NOTIFY_CQ);
 	ib_set_device_ops(ibdev, &cnuas_ib_dev_ops);
 	if (layer == CNUAS_LL_IB) {
-		/* what the SM reads in NodeDescription: host and device */
-		snprintf(ibdev->node_desc, sizeof(ibdev->node_desc),
-			 "%s cnuas_ib InfiniBand", utsname()->nodename);
+		/*
+		 * what the SM reads in NodeDescription: host and device, cut at
+		 * its 64 bytes for a long host name (scnprintf: cut on purpose)
+		 */
+		scnprintf(ibdev->node_desc, sizeof(ibdev->node_desc),
+			  "%s cnuas_ib InfiniBand", utsname()->nodename);
 		ib_set_device_ops(ibdev, &cnuas_ib_ib_mode_ops);
 	} else {
 		strscpy(ibdev->node_desc, "cnuas_ib RoCEv2",
