@@ -424,6 +424,7 @@ void cnuas_ib_rx_cnp(struct cnuas_ib_dev *dev, struct sk_buff *skb)
 	struct cnuas_ib_qp *qp;
 
 	if (pkt->paylen != CNUAS_CNP_PAYLOAD_BYTES) {
+		cnuas_stat_inc(dev, CNUAS_STAT_RCVD_HDR_ERR);
 		cnuas_stat_inc(dev, CNUAS_STAT_RCVD_DROP);
 		goto free;
 	}

@@ -706,6 +706,7 @@ static void cnuas_ib_rx_mcast(struct cnuas_ib_dev *dev, struct sk_buff *skb)
 	const u8 *ip = skb->data + pkt->net_off;
 	union ib_gid mgid;
 
+	/* docs/devices.md, "cnuas_ib: receive drop reasons", rules 3c and 3d */
 	if (!(pkt->mask & CNUAS_OP_UD))
 		goto drop;
 	if (!pkt->family) {
@@ -727,12 +728,15 @@ static void cnuas_ib_rx_mcast(struct cnuas_ib_dev *dev, struct sk_buff *skb)
 			goto drop;
 		memcpy(mgid.raw, daddr, sizeof(mgid.raw));
 	}
-	if (cnuas_ib_mcast_rx(dev, skb, &mgid))
+	if (cnuas_ib_mcast_rx(dev, skb, &mgid)) {
 		cnuas_stat_inc(dev, CNUAS_STAT_RCVD_MCAST_PKTS);
-	else
+	} else {
+		cnuas_stat_inc(dev, CNUAS_STAT_RCVD_MCAST_NO_MEMBER);
 		cnuas_stat_inc(dev, CNUAS_STAT_RCVD_DROP);
+	}
 	return;
 drop:
+	cnuas_stat_inc(dev, CNUAS_STAT_RCVD_ADDR_ERR);
 	cnuas_stat_inc(dev, CNUAS_STAT_RCVD_DROP);
 	kfree_skb(skb);
 }
@@ -798,8 +802,9 @@ void cnuas_ib_rx(void *ctx, struct sk_buff *skb)
 			cnuas_stat_inc(dev, CNUAS_STAT_RCVD_ICRC_ERR);
 			goto free;
 		}
+		why = CNUAS_STAT_RCVD_ADDR_ERR;
 		if (!cnuas_ib_rx_ib_addr(dev, pkt))
-			goto drop;
+			goto counted_drop;
 	} else {
 		err = cnuas_ib_parse(skb);
 		if (err)
@@ -821,8 +826,9 @@ void cnuas_ib_rx(void *ctx, struct sk_buff *skb)
 		}
 	}
 	/* native IB has no CNP of this kind (its CC is another protocol) */
+	err = -EINVAL;
 	if (pkt->mask & CNUAS_OP_CNP)
-		goto drop;
+		goto bad_hdr;
 
 	if (pkt->qpn == CNUAS_IB_MCAST_QPN) {
 		cnuas_ib_rx_mcast(dev, skb);
@@ -852,6 +858,7 @@ bad_hdr:
 	goto drop;
 unlock_drop:
 	rcu_read_unlock();
+counted_drop:
 	cnuas_stat_inc(dev, why);
 drop:
 	cnuas_stat_inc(dev, CNUAS_STAT_RCVD_DROP);

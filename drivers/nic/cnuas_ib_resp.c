@@ -504,13 +504,15 @@ static void cnuas_ib_resp_ud(struct cnuas_ib_qp *qp, struct sk_buff *skb)
 	u32 qkey = be32_to_cpu(deth->qkey);
 	int err;
 
+	/* docs/devices.md, "cnuas_ib: receive drop reasons", rules 7 to 7c */
 	if (cnuas_ib_is_ib(qp->dev) && !cnuas_ib_resp_ud_ib_ok(qp, src_qp)) {
-		cnuas_stat_inc(qp->dev, CNUAS_STAT_RCVD_DROP);
+		cnuas_stat_inc(qp->dev, CNUAS_STAT_RCVD_SRC_ERR);
 		return;
 	}
 	/* IBA 13.4.1: every MAD is 256 bytes; QP0 and QP1 carry nothing else */
 	if ((qp->type == IB_QPT_SMI || qp->type == IB_QPT_GSI) &&
 	    pkt->paylen != IB_MGMT_MAD_SIZE) {
+		cnuas_stat_inc(qp->dev, CNUAS_STAT_RCVD_HDR_ERR);
 		cnuas_stat_inc(qp->dev, CNUAS_STAT_RCVD_DROP);
 		return;
 	}
@@ -523,6 +525,7 @@ static void cnuas_ib_resp_ud(struct cnuas_ib_qp *qp, struct sk_buff *skb)
 		return;
 	}
 	if (!cnuas_ib_rq_take(qp, &wqe)) {
+		cnuas_stat_inc(qp->dev, CNUAS_STAT_RCVD_NO_RECV);
 		cnuas_stat_inc(qp->dev, CNUAS_STAT_RCVD_DROP);
 		return;
 	}

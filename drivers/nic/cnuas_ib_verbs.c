@@ -277,6 +277,9 @@ static const struct rdma_stat_desc cnuas_ib_stat_desc[CNUAS_STAT_NUM] = {
 	[CNUAS_STAT_RCVD_SRC_ERR] = { .name = "rcvd_src_err" },
 	[CNUAS_STAT_RCVD_PSN_ERR] = { .name = "rcvd_psn_err" },
 	[CNUAS_STAT_RCVD_GHOST_RESP] = { .name = "rcvd_ghost_resp" },
+	[CNUAS_STAT_RCVD_ADDR_ERR] = { .name = "rcvd_addr_err" },
+	[CNUAS_STAT_RCVD_MCAST_NO_MEMBER] = { .name = "rcvd_mcast_no_member" },
+	[CNUAS_STAT_RCVD_NO_RECV] = { .name = "rcvd_no_recv" },
 };
 
 static struct rdma_hw_stats *cnuas_ib_alloc_port_stats(struct ib_device *ibdev,

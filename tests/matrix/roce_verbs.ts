@@ -199,10 +199,13 @@ async function multicast(ctx: RowContext, nodes: Node[]): Promise<void> {
         if ((d.rcvd_drop ?? 0) >= messages) break;
         await new Promise((r) => setTimeout(r, 250));
       }
+      // docs/devices.md, "cnuas_ib: receive drop reasons", rule 3d
       ctx.expect(
-        (d.rcvd_mcast_pkts ?? 0) === 0 && d.rcvd_drop === messages,
-        `${c.g.name}: rcvd_mcast_pkts +${d.rcvd_mcast_pkts}, rcvd_drop +${d.rcvd_drop}; ` +
-          `want +0 and +${messages} (no member left)`,
+        (d.rcvd_mcast_pkts ?? 0) === 0 && d.rcvd_drop === messages &&
+          d.rcvd_mcast_no_member === messages,
+        `${c.g.name}: rcvd_mcast_pkts +${d.rcvd_mcast_pkts}, rcvd_drop +${d.rcvd_drop}, ` +
+          `rcvd_mcast_no_member +${d.rcvd_mcast_no_member}; want +0, +${messages} and ` +
+          `+${messages} (no member left)`,
       );
     },
   );
