@@ -2,18 +2,21 @@
 /*
  * wire_victim: the target of the wire fuzz (tests/matrix/fuzz.ts).  It sets
  * up RC QPs connected to a peer that does not exist (the fuzz speaks for it
- * from the switch), one MR for them, and then waits; when told to stop it
- * reports what the frames did: each QP's state, the MR's first half (the
- * window the fuzz may write), and whether its second half or the memory
- * around the MR (canaries, never registered) changed.
+ * from the switch), one MR for them, and a UD QP with no receive posted,
+ * and then waits; when told to stop it reports what the frames did: each
+ * QP's state, the MR's first half (the window the fuzz may write), and
+ * whether its second half or the memory around the MR (canaries, never
+ * registered) changed.
  *
- *   wire_victim -d DEV -g GIDX -r PEER_IP -q PEER_QPN -n NQP -f STOPFILE
+ *   wire_victim -d DEV -g GIDX (-r PEER_IP | -l PEER_LID) -q PEER_QPN -n NQP -f STOPFILE
  *
+ * -r: RoCEv2, the peer by its IPv4 address; -l: native InfiniBand, by LID.
  * Output, one line each: "mr va 0x.. rkey 0x.. len N", "qp I qpn 0x..
- * rq_psn 0x.. sq_psn 0x..", "ready"; after STOPFILE appears: "qp I state
- * S", "cqes N", "canary_outside_changed N", "canary_inside_changed N",
- * "window HEX", "done".  QP i expects PSN rq_psn and would send from
- * sq_psn; its peer QPN is PEER_QPN + i; path MTU 1024.
+ * rq_psn 0x.. sq_psn 0x..", "ud qpn 0x.. qkey 0x..", "ready"; after
+ * STOPFILE appears: "qp I state S", "ud state S", "cqes N",
+ * "canary_outside_changed N", "canary_inside_changed N", "window HEX",
+ * "done".  QP i expects PSN rq_psn and would send from sq_psn; its peer QPN
+ * is PEER_QPN + i; path MTU 1024.
  */
 #include <arpa/inet.h>
 #include <getopt.h>
@@ -30,11 +33,48 @@
 #define GUARD_BYTES	4096	/* unregistered canary on each side */
 #define CANARY		0xa5
 #define MAX_QPS		64
+#define UD_QKEY		0x11111111u
 
 /* The window's initial bytes: what the fuzz model starts from. */
 static uint8_t window_byte(size_t i)
 {
 	return (uint8_t)(i * 7 + 3);
+}
+
+/* A UD QP at RTS, nothing posted on it: every datagram for it finds no receive. */
+static struct ibv_qp *ud_create(struct ibv_pd *pd, struct ibv_cq *cq)
+{
+	struct ibv_qp_init_attr init = {
+		.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_UD,
+		.cap = { .max_send_wr = 1, .max_recv_wr = 1, .max_send_sge = 1,
+			 .max_recv_sge = 1 },
+	};
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = UD_QKEY };
+	struct ibv_qp *qp = ibv_create_qp(pd, &init);
+
+	if (!qp)
+		DIE("create UD QP");
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY))
+		DIE("UD INIT");
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE))
+		DIE("UD RTR");
+	a.qp_state = IBV_QPS_RTS;
+	a.sq_psn = 0;
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN))
+		DIE("UD RTS");
+	return qp;
+}
+
+static int qp_state(struct ibv_qp *qp)
+{
+	struct ibv_qp_init_attr init;
+	struct ibv_qp_attr qa;
+
+	if (ibv_query_qp(qp, &qa, IBV_QP_STATE, &init))
+		DIE("ibv_query_qp");
+	return qa.qp_state;
 }
 
 static size_t changed(const uint8_t *p, size_t len)
@@ -49,9 +89,9 @@ static size_t changed(const uint8_t *p, size_t len)
 int main(int argc, char **argv)
 {
 	const char *dev_name = NULL, *peer_ip = NULL, *stop = NULL;
-	int gid_index = 0, port = 0, opt, nqp = 1;
+	int gid_index = 0, port = 0, opt, nqp = 1, peer_lid = 0;
 	uint32_t peer_qpn = 0;
-	struct ibv_qp *qp[MAX_QPS];
+	struct ibv_qp *qp[MAX_QPS], *ud;
 	uint8_t peer_gid[16] = {0};
 	struct ibv_context *ctx;
 	struct ibv_wc wc;
@@ -62,11 +102,13 @@ int main(int argc, char **argv)
 	uint8_t *mem, *buf;
 	int acc, cqes = 0;
 
-	while ((opt = getopt(argc, argv, "d:g:p:r:q:n:f:")) != -1) {
+	while ((opt = getopt(argc, argv, "d:g:p:r:l:q:n:f:")) != -1) {
 		if (rc_pair_opt(opt, optarg, &dev_name, &gid_index, &port))
 			continue;
 		if (opt == 'r')
 			peer_ip = optarg;
+		else if (opt == 'l')
+			peer_lid = atoi(optarg);
 		else if (opt == 'q')
 			peer_qpn = strtoul(optarg, NULL, 0);
 		else if (opt == 'n')
@@ -74,15 +116,21 @@ int main(int argc, char **argv)
 		else if (opt == 'f')
 			stop = optarg;
 		else
-			DIE("usage: wire_victim -d DEV -g GIDX -r PEER_IP -q PEER_QPN "
-			    "-n NQP -f STOPFILE");
+			DIE("usage: wire_victim -d DEV -g GIDX (-r PEER_IP | -l PEER_LID) "
+			    "-q PEER_QPN -n NQP -f STOPFILE");
 	}
-	if (!peer_ip || !stop || nqp < 1 || nqp > MAX_QPS || inet_pton(AF_INET, peer_ip, &a) != 1)
-		DIE("need -r PEER_IP (IPv4), -f STOPFILE and 1 <= -n <= %d", MAX_QPS);
-	/* the IPv4-mapped GID of the peer */
-	peer_gid[10] = 0xff;
-	peer_gid[11] = 0xff;
-	memcpy(peer_gid + 12, &a, 4);
+	if (!stop || nqp < 1 || nqp > MAX_QPS || !peer_ip == !peer_lid)
+		DIE("need -r PEER_IP or -l PEER_LID, -f STOPFILE and 1 <= -n <= %d", MAX_QPS);
+	if (peer_lid < 0 || peer_lid >= 0xc000)
+		DIE("-l %d: not a unicast LID", peer_lid);
+	if (peer_ip) {
+		if (inet_pton(AF_INET, peer_ip, &a) != 1)
+			DIE("-r %s: not an IPv4 address", peer_ip);
+		/* the IPv4-mapped GID of the peer */
+		peer_gid[10] = 0xff;
+		peer_gid[11] = 0xff;
+		memcpy(peer_gid + 12, &a, 4);
+	}
 
 	mem = mmap(NULL, GUARD_BYTES * 2 + MR_BYTES, PROT_READ | PROT_WRITE,
 		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -110,25 +158,22 @@ int main(int argc, char **argv)
 		uint32_t sq_psn = (0x700000u + 0x1000u * i) & 0xffffff;
 
 		qp[i] = rc_create_qp(pd, cq, acc);
-		rc_connect(qp[i], sq_psn, peer_qpn + i, rq_psn, peer_gid, 0, gid_index,
+		rc_connect(qp[i], sq_psn, peer_qpn + i, rq_psn, peer_gid, peer_lid, gid_index,
 			   IBV_MTU_1024, 7);
 		printf("qp %d qpn 0x%x rq_psn 0x%x sq_psn 0x%x\n", i, qp[i]->qp_num,
 		       rq_psn, sq_psn);
 	}
+	ud = ud_create(pd, cq);
+	printf("ud qpn 0x%x qkey 0x%x\n", ud->qp_num, UD_QKEY);
 	printf("ready\n");
 	fflush(stdout);
 
 	while (access(stop, F_OK))
 		usleep(100000);
 
-	for (int i = 0; i < nqp; i++) {
-		struct ibv_qp_init_attr init;
-		struct ibv_qp_attr qa;
-
-		if (ibv_query_qp(qp[i], &qa, IBV_QP_STATE, &init))
-			DIE("ibv_query_qp");
-		printf("qp %d state %d\n", i, qa.qp_state);
-	}
+	for (int i = 0; i < nqp; i++)
+		printf("qp %d state %d\n", i, qp_state(qp[i]));
+	printf("ud state %d\n", qp_state(ud));
 	while (ibv_poll_cq(cq, 1, &wc) > 0)
 		cqes++;
 	printf("cqes %d\n", cqes);
@@ -142,6 +187,7 @@ int main(int argc, char **argv)
 	fflush(stdout);
 	for (int i = 0; i < nqp; i++)
 		ibv_destroy_qp(qp[i]);
+	ibv_destroy_qp(ud);
 	ibv_dereg_mr(mr);
 	ibv_destroy_cq(cq);
 	ibv_dealloc_pd(pd);

@@ -24,24 +24,32 @@ export const WIRE_VICTIM = `${GUEST_PATHS.bin}/wire_victim`;
 const TAG = "/tmp/wire_victim";
 const STOP = "/tmp/wire_victim.stop";
 
-/** The peer the victims are connected to: nobody has it, the fuzz speaks for it. */
-export interface FakePeer {
-  ip: string;
-  mac: string;
-  /** The victims' remote QPN base (QP i: base + i); no QP on the wire has it. */
-  qpnBase: number;
-}
+/**
+ * The peer the victims are connected to: nobody has it, the fuzz speaks
+ * for it. RoCEv2: by `ip` (with `mac` as its neighbour entry); native
+ * InfiniBand: by `lid`.
+ */
+export type FakePeer =
+  & {
+    /** The victims' remote QPN base (QP i: base + i); no QP on the wire has it. */
+    qpnBase: number;
+  }
+  & ({ ip: string; mac: string; lid?: undefined } | { lid: number; ip?: undefined });
 
 /** What wire_victim printed when ready. */
 export interface VictimSetup {
   mr: { va: bigint; rkey: number; len: number };
   qps: { qpn: number; rqPsn: number; sqPsn: number }[];
+  /** Its UD QP, with no receive ever posted, and the QP's Q_Key. */
+  ud: { qpn: number; qkey: number };
 }
 
 /** What wire_victim printed when stopped. */
 export interface VictimReport {
   /** ibv_qp_state of each QP (3 RTS, 6 ERR). */
   states: number[];
+  /** ibv_qp_state of the UD QP. */
+  udState: number;
   /** Completions found on its CQ (no WR was posted: 0). */
   cqes: number;
   /** Bytes changed in the unregistered memory on both sides of the MR. */
@@ -62,10 +70,15 @@ export function parseVictimSetup(out: string): VictimSetup {
     ...out.matchAll(/^qp (\d+) qpn (0x[0-9a-f]+) rq_psn (0x[0-9a-f]+) sq_psn (0x[0-9a-f]+)$/gm),
   ]
     .map((m) => ({ qpn: Number(m[2]), rqPsn: Number(m[3]), sqPsn: Number(m[4]) }));
-  if (!mr || !qps.length || !/^ready$/m.test(out)) {
+  const ud = /^ud qpn (0x[0-9a-f]+) qkey (0x[0-9a-f]+)$/m.exec(out);
+  if (!mr || !qps.length || !ud || !/^ready$/m.test(out)) {
     throw new WireVictimError(`wire_victim did not get ready: ${out.slice(-1500)}`);
   }
-  return { mr: { va: BigInt(mr[1]), rkey: Number(mr[2]), len: Number(mr[3]) }, qps };
+  return {
+    mr: { va: BigInt(mr[1]), rkey: Number(mr[2]), len: Number(mr[3]) },
+    qps,
+    ud: { qpn: Number(ud[1]), qkey: Number(ud[2]) },
+  };
 }
 
 /** Read wire_victim's report lines. */
@@ -84,6 +97,7 @@ export function parseVictimReport(out: string): VictimReport {
   for (let i = 0; i < window.length; i++) window[i] = parseInt(w[1].slice(2 * i, 2 * i + 2), 16);
   return {
     states,
+    udState: num(/^ud state (\d+)$/m),
     cqes: num(/^cqes (\d+)$/m),
     canaryOutside: num(/^canary_outside_changed (\d+)$/m),
     canaryInside: num(/^canary_inside_changed (\d+)$/m),
@@ -92,8 +106,9 @@ export function parseVictimReport(out: string): VictimReport {
 }
 
 /**
- * Give `dev`'s interface a permanent neighbour entry for the fake peer and
- * start wire_victim with `nqp` QPs connected to it; resolves once ready.
+ * RoCEv2: give `dev`'s interface a permanent neighbour entry for the fake
+ * peer. Start wire_victim with `nqp` QPs connected to it; resolves once
+ * ready.
  */
 export async function startVictim(
   g: Guest,
@@ -102,10 +117,14 @@ export async function startVictim(
   peer: FakePeer,
   nqp: number,
 ): Promise<VictimSetup> {
-  await g.run(`ip neigh replace ${peer.ip} lladdr ${peer.mac} dev ${dev.iface} nud permanent`, {
-    check: true,
-  });
-  const cmd = `${WIRE_VICTIM} -d ${dev.ibdev} -g ${gidIndex} -r ${peer.ip} -q ${peer.qpnBase} ` +
+  if (peer.ip !== undefined) {
+    await g.run(
+      `ip neigh replace ${peer.ip} lladdr ${peer.mac} dev ${dev.iface} nud permanent`,
+      { check: true },
+    );
+  }
+  const to = peer.ip !== undefined ? `-r ${peer.ip}` : `-l ${peer.lid}`;
+  const cmd = `${WIRE_VICTIM} -d ${dev.ibdev} -g ${gidIndex} ${to} -q ${peer.qpnBase} ` +
     `-n ${nqp} -f ${STOP}`;
   const r = await g.run(
     `rm -f ${STOP}; ${inBackground(TAG, cmd, 3600)}\n` +

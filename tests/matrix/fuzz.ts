@@ -146,7 +146,7 @@ export const row: Row = {
     const nodes = await setupRoceNodes(ctx, [IP, PEER_IP]);
     const [n] = nodes;
     const g = n.g;
-    await wireFuzzSteps(ctx, nodes);
+    await wireFuzzSteps(ctx, ["eth", nodes[0], nodes[1]]);
     const before = await ctx.step("objects of the device before", async () => {
       const b = await deviceObjects(n);
       ctx.log(`before: ${JSON.stringify(b)}`);

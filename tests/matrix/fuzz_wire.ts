@@ -1,8 +1,9 @@
 /**
- * The wire fuzz part of row `fuzz` (issue 20): while a live
- * `ibv_rc_pingpong --chk` runs between the two guests, the switch injects
- * generated RoCEv2 frames (harness/models/rdma/wire_fuzz.ts) at the first
- * guest's port, aimed at wire_victim's QPs and MR. Afterwards: the live flow
+ * The wire fuzz of rows `fuzz` (RoCEv2) and `fuzz-ib` (native InfiniBand)
+ * (issue 20): while a live `ibv_rc_pingpong --chk` runs between the two
+ * guests, the switch injects generated frames
+ * (harness/models/rdma/wire_fuzz.ts) at the first guest's port, aimed at
+ * wire_victim's QPs, its MR and its UD QP. Afterwards: the live flow
  * completed with its data checked, every receive counter the classes name
  * rose by exactly the model's prediction, no frame was dropped at the switch
  * or on a full QP queue, the main victim QP is still RTS and each sacrificed
@@ -24,12 +25,13 @@ import { shrinkOps } from "../../harness/oracle/shrink.ts";
 import { fuzzSeed } from "../../harness/config.ts";
 import { runPair } from "../../harness/guest/cnuas_ib.ts";
 import {
+  addrFlag,
   counterDelta,
   expectBothExit0,
   hwCounters,
   nodeMac,
   pingpongResult,
-  type RoceNode,
+  type RdmaNode,
   switchPortOf,
 } from "../../harness/guest/roce_pair.ts";
 import {
@@ -40,6 +42,7 @@ import {
   type VictimReport,
   type VictimSetup,
 } from "../../harness/guest/wire_fuzz.ts";
+import type { IbNode } from "../../harness/guest/ib_pair.ts";
 import { parseMac } from "../../harness/models/rdma/ethernet.ts";
 import { parseIpv4 } from "../../harness/models/rdma/ip.ts";
 import {
@@ -55,7 +58,7 @@ import {
 export const WIRE_FUZZ_FRAMES = { quick: 100_000, deep: 100_000 } as const;
 
 /** The address the victims talk to (on the guests' /24; nobody has it). */
-export const FAKE_PEER: FakePeer = {
+export const FAKE_PEER = {
   ip: "10.77.0.99",
   mac: "02:00:00:00:ff:99",
   qpnBase: 0xffff00,
@@ -63,6 +66,18 @@ export const FAKE_PEER: FakePeer = {
 
 /** A source that is not the victims' peer. */
 const FOREIGN_IP = "10.77.0.98";
+
+/** Native IB: the LID the victims are connected to and another one (the SM gives neither). */
+export const FAKE_PEER_IB = { lid: 0x9999, qpnBase: FAKE_PEER.qpnBase } as const;
+const FOREIGN_LID = 0x9998;
+
+/** The guest the fuzz aims at and its peer: RoCEv2 nodes, or native IB ones. */
+export type WireFuzzNodes = ["eth", RdmaNode & { gid: number }, RdmaNode] | ["ib", IbNode, IbNode];
+
+/** What a target node is, whichever the link layer. */
+type Target = WireFuzzNodes[1];
+
+const fakePeer = (t: Target): FakePeer => "lid" in t ? FAKE_PEER_IB : FAKE_PEER;
 
 /** Victim QPs: the main one and one per fault. */
 const VICTIMS = 1 + Object.keys(FATAL).length;
@@ -80,25 +95,40 @@ const MUST_STAY = ["rcvd_rxq_full"];
 const SHRINK_BUDGET_SEC = { quick: 300, deep: 900 } as const;
 
 /** The generator for a started wire_victim. */
-async function generator(t: RoceNode, victim: VictimSetup, seed: number): Promise<WireFuzz> {
-  return new WireFuzz(
-    {
+async function generator(t: Target, victim: VictimSetup, seed: number): Promise<WireFuzz> {
+  const common = { victims: victim.qps, mr: victim.mr, ud: victim.ud, pmtu: 1024 };
+  // native IB: the MAC and IP fields are not used
+  const target = "lid" in t
+    ? {
+      ...common,
+      dstMac: 0,
+      dstIp: 0,
+      peerMac: 0,
+      peerIp: 0,
+      foreignIp: 0,
+      ib: { dstLid: t.lid, peerLid: FAKE_PEER_IB.lid, foreignLid: FOREIGN_LID },
+    }
+    : {
+      ...common,
       dstMac: parseMac(await nodeMac(t)),
       dstIp: parseIpv4(t.ip),
       peerMac: parseMac(FAKE_PEER.mac),
       peerIp: parseIpv4(FAKE_PEER.ip),
       foreignIp: parseIpv4(FOREIGN_IP),
-      victims: victim.qps,
-      mr: victim.mr,
-      pmtu: 1024,
-    },
-    seed,
-    victimWindow(victim.mr.len / 2),
-  );
+    };
+  return new WireFuzz(target, seed, victimWindow(victim.mr.len / 2));
 }
 
+/** The switch port of the target. */
+const portOf = async (ctx: RowContext, t: Target) =>
+  "swPort" in t ? t.swPort : await switchPortOf(ctx, t);
+
+/** Start wire_victim on the target. */
+const startOn = (t: Target) =>
+  startVictim(t.g, t.dev, "gid" in t ? t.gid : 0, fakePeer(t), VICTIMS);
+
 /** `t`'s hw counters once the guest has worked through its backlog (rcvd_pkts still for 1 s). */
-async function settledCounters(t: RoceNode): Promise<Record<string, number>> {
+async function settledCounters(t: RdmaNode): Promise<Record<string, number>> {
   let after = await hwCounters(t);
   for (let i = 0; i < 60; i++) {
     await new Promise((r) => setTimeout(r, 1000));
@@ -160,6 +190,7 @@ function judgeVictim(
       `QP states ${report.states}, want ${wantStates} (main victim RTS, each sacrificed one ERR)`,
     );
   }
+  if (report.udState !== QPS_RTS) wrong.push(`UD QP state ${report.udState}, want ${QPS_RTS}`);
   measure?.("wireFuzz.canaryOutside", report.canaryOutside);
   measure?.("wireFuzz.canaryInside", report.canaryInside);
   if (report.canaryOutside !== 0) wrong.push(`${report.canaryOutside} bytes around the MR changed`);
@@ -190,7 +221,7 @@ interface Shrunk {
  */
 async function shrinkWireFailure(
   ctx: RowContext,
-  t: RoceNode,
+  t: Target,
   fabric: FabricOps,
   port: number,
   seed: number,
@@ -198,7 +229,7 @@ async function shrinkWireFailure(
 ): Promise<Shrunk | undefined> {
   let last: { steps: FuzzStep[]; frames: FuzzFrame[]; wrong: string[] } | undefined;
   const replay = async (cand: FuzzStep[]): Promise<string[]> => {
-    const victim = await startVictim(t.g, t.dev, t.gid, FAKE_PEER, VICTIMS);
+    const victim = await startOn(t);
     const fuzz = await generator(t, victim, seed);
     const frames = cand.flatMap((s) => fuzz.apply(s));
     const before = await hwCounters(t);
@@ -250,17 +281,17 @@ async function writeMinimal(ctx: RowContext, s: Shrunk): Promise<void> {
   }
 }
 
-/** The wire fuzz; `nodes[0]` is the target, `nodes[1]` its live peer. */
-export async function wireFuzzSteps(ctx: RowContext, nodes: RoceNode[]): Promise<void> {
-  const [t, peer] = nodes;
+/** The wire fuzz; the first node is the target, the second its live peer. */
+export async function wireFuzzSteps(ctx: RowContext, nodes: WireFuzzNodes): Promise<void> {
+  const [, t, peer] = nodes;
   const fabric = ctx.fabric;
   if (!fabric) throw new Error("row fuzz: the wire fuzz needs the row's fabric");
   const seed = fuzzSeed("CNUAS_HIL_WIRE_FUZZ_SEED");
   ctx.measure("wireFuzz.seed", seed, "seed");
   const frames = WIRE_FUZZ_FRAMES[ctx.config.depth];
   const { port, victim, fuzz } = await ctx.step("wire_victim: victim QPs and MR", async () => {
-    const port = await switchPortOf(ctx, t);
-    const victim = await startVictim(t.g, t.dev, t.gid, FAKE_PEER, VICTIMS);
+    const port = await portOf(ctx, t);
+    const victim = await startOn(t);
     ctx.log(
       `wire_victim: ${
         JSON.stringify(victim, (_, v) => typeof v === "bigint" ? `0x${v.toString(16)}` : v)
@@ -282,9 +313,10 @@ export async function wireFuzzSteps(ctx: RowContext, nodes: RoceNode[]): Promise
       // the live flow: long enough to outlast the injection (measured: liveFlow.overlap)
       const iters = Math.max(2000, Math.round(frames / 4));
       const flags = `-s ${LIVE.size} -n ${iters} --chk`;
-      const cmd = `ibv_rc_pingpong -d ${t.dev.ibdev} -g ${t.gid} -p ${LIVE.port} ${flags}`;
-      const pcmd =
-        `ibv_rc_pingpong -d ${peer.dev.ibdev} -g ${peer.gid} -p ${LIVE.port} ${flags} ${t.ip}`;
+      const cmd = `ibv_rc_pingpong -d ${t.dev.ibdev}${addrFlag(t, "-g")} -p ${LIVE.port} ${flags}`;
+      const pcmd = `ibv_rc_pingpong -d ${peer.dev.ibdev}${
+        addrFlag(peer, "-g")
+      } -p ${LIVE.port} ${flags} ${t.ip}`;
       const live = runPair(t.g, cmd, peer.g, pcmd, LIVE.port, 3000);
       let liveDone = false;
       live.finally(() => liveDone = true).catch(() => {});
