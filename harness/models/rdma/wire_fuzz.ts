@@ -19,19 +19,34 @@
  * order to a new generator, gives frames and a prediction that agree with
  * each other: a failing run shrinks to a few steps ({@link WireFuzz.apply}).
  *
+ * Two link layers ({@link WireTarget.ib}): RoCEv2 over IPv4 ({@link MUTATIONS})
+ * or native InfiniBand, frames starting at the LRH ({@link IB_MUTATIONS}).
+ * The IB table keeps the transport mutations that make sense without IP and
+ * UDP and adds the link's own: `vcrc-flip` (rule 1a), `lver`, `lnh-raw`,
+ * `pktlen`, `trunc-lrh` (rule 1), `slid-zero`, `slid-mcast`, `grh-bad`
+ * (rule 1b), and the frames not addressed to this port (rule 3a):
+ * `vl15-to-rc`, `dlid-other`, `dlid-permissive`, `mcast-dlid-no-grh`. Every
+ * IB frame carries a right VCRC, and a right ICRC, unless its mutation is
+ * about them: a CRC is recomputed after the edit so that only the named
+ * fault is present. With a UD QP in the target ({@link WireTarget.ud}) the
+ * stream of either mode also gets {@link UD_MUTATIONS} (rules 3c, 3d, 7b,
+ * 7c): `ud-no-recv`, `ud-qkey`, `mcast-no-member`, `mcast-not-ud`,
+ * `mcast-unicast-dst`, and on native IB {@link IB_UD_MUTATIONS}
+ * (`ud-src-qp0`, rule 7). The UD frames never touch the main victim's model.
+ *
  * @example
  * ```ts
- * const fuzz = new WireFuzz(target, 42);
+ * const fuzz = new WireFuzz(target, 42, victimWindow(target.mr.len / 2));
  * for (let i = 0; i < 1000; i++) await fabric.inject(port, fuzz.next().frame, "egress");
  * const predicted = fuzz.predicted(); // counter name -> count
  * ```
  */
-import { rd16, wr16, wr24 } from "./bytes.ts";
-import { buildRoceFrame, type RoceFrameSpec } from "./build.ts";
-import { roceIcrc, writeIcrc } from "./icrc.ts";
+import { rd16, wr16, wr24, wr32 } from "./bytes.ts";
+import { buildIbFrame, buildRoceFrame, type TransportSpec } from "./build.ts";
+import { ibIcrc, ibVcrc, roceIcrc, writeIcrc, writeVcrc } from "./icrc.ts";
 import { ipv4HeaderChecksum } from "./ip.ts";
-import { OP } from "./opcodes.ts";
-import { psnAdd } from "./transport.ts";
+import { CNP_OPCODE, OP } from "./opcodes.ts";
+import { type Bth, psnAdd } from "./transport.ts";
 import { prng, randBytes, randInt, randU64 } from "../../prng.ts";
 
 /** Offsets in an untagged IPv4 RoCEv2 frame. */
@@ -40,6 +55,12 @@ export const IP_OFF = 14;
 export const UDP_OFF = 34;
 /** The BTH's offset (the end of the UDP header: where a RoCE parser starts). */
 export const BTH_OFF = 42;
+/** The BTH's offset in a native IB frame without a GRH (after the 8-byte LRH at 0). */
+export const IB_BTH_OFF = 8;
+/** The shortest native IB frame that is not malformed by length alone: LRH + BTH + ICRC + VCRC. */
+export const IB_MIN_FRAME = 8 + 12 + 4 + 2;
+/** The multicast QPN (IBA 10.5): a UD SEND to it goes to the QPs attached to its group. */
+export const MCAST_QPN = 0xffffff;
 
 /** The QPs and memory the fuzz aims at, as wire_victim printed them. */
 export interface WireTarget {
@@ -57,6 +78,10 @@ export interface WireTarget {
   mr: { va: bigint; rkey: number; len: number };
   /** Path MTU of the victims. */
   pmtu: number;
+  /** Native InfiniBand (link_layer=ib): frames start at the LRH (LNH 0b10, no GRH, VL 0, SL 0); absent: RoCEv2 over IPv4. */
+  ib?: { dstLid: number; peerLid: number; foreignLid: number };
+  /** wire_victim's UD QP (no receive ever posted on it) and its Q_Key; absent: no UD mutations. */
+  ud?: { qpn: number; qkey: number };
 }
 
 /**
@@ -78,7 +103,12 @@ export type WireClass =
   | "ghost_resp"
   | "state_err"
   | "rem_access"
-  | "inv_req";
+  | "inv_req"
+  | "vcrc_err"
+  | "addr_err"
+  | "mcast_no_member"
+  | "no_recv"
+  | "qkey_err";
 
 /** The hw_counter each class raises by one per frame (docs/devices.md, "Receive drop reasons"). */
 export const CLASS_COUNTER: Readonly<Record<WireClass, string | null>> = {
@@ -95,12 +125,18 @@ export const CLASS_COUNTER: Readonly<Record<WireClass, string | null>> = {
   state_err: "rcvd_state_err",
   rem_access: "send_rem_access_nak",
   inv_req: "send_inv_req_nak",
+  vcrc_err: "rcvd_vcrc_err",
+  addr_err: "rcvd_addr_err",
+  mcast_no_member: "rcvd_mcast_no_member",
+  no_recv: "rcvd_no_recv",
+  qkey_err: "rcvd_qkey_err",
 };
 
 /**
- * One step of the stream: mutation `what` of {@link MUTATIONS} (one frame) or
- * fault `what` of {@link FATAL} (its frames for its sacrificed QP), with the
- * seed of the step's own random choices.
+ * One step of the stream: mutation `what` of the generator's table
+ * ({@link mutationTable}: one frame) or fault `what` of {@link FATAL} (its
+ * frames for its sacrificed QP), with the seed of the step's own random
+ * choices.
  */
 export interface FuzzStep {
   /** Position in the stream that made it (main steps first, then the faults). */
@@ -124,7 +160,7 @@ export interface FuzzFrame {
   epsn: number;
 }
 
-/** The mutations of the main stream, each with its class (a table: the unit tests walk it). */
+/** The mutations of the RoCEv2 main stream, each with its class (a table: the unit tests walk it). */
 export const MUTATIONS: Readonly<Record<string, WireClass>> = {
   "valid-write": "accepted",
   "valid-read": "accepted",
@@ -163,6 +199,90 @@ export const MUTATIONS: Readonly<Record<string, WireClass>> = {
   "ghost-atomic-ack": "ghost_resp",
 };
 
+/**
+ * The mutations of the native InfiniBand main stream ({@link WireTarget.ib}),
+ * each with its class: the transport mutations of {@link MUTATIONS} that need
+ * no IP or UDP (same names, IB framing; `opcode-unknown` also draws the CNP
+ * opcode, unknown on native IB by rule 1b), then the link's own (rules 1, 1a,
+ * 1b and 3a of docs/devices.md, "cnuas_ib: receive drop reasons").
+ */
+export const IB_MUTATIONS: Readonly<Record<string, WireClass>> = {
+  "valid-write": "accepted",
+  "valid-read": "accepted",
+  "valid-atomic": "accepted",
+  "icrc-flip": "icrc_err",
+  "stale-icrc-payload": "icrc_err",
+  "stale-icrc-psn": "icrc_err",
+  "stale-icrc-qpn": "icrc_err",
+  "stale-icrc-rkey": "icrc_err",
+  "stale-icrc-va": "icrc_err",
+  "stale-icrc-dmalen": "icrc_err",
+  "trunc-transport": "hdr_err",
+  "tver": "hdr_err",
+  "opcode-unknown": "hdr_err",
+  "pad-too-long": "hdr_err",
+  "payload-on-ack": "hdr_err",
+  "pkey": "pkey_err",
+  "qpn-unused": "qpn_err",
+  "ud-to-rc": "qpn_err",
+  "foreign-src": "src_err",
+  "foreign-src-ack": "src_err",
+  "psn-ahead": "psn_err",
+  "dup-write": "duplicate",
+  "dup-read": "duplicate",
+  "dup-atomic": "duplicate",
+  "ghost-ack": "ghost_resp",
+  "ghost-read-resp": "ghost_resp",
+  "ghost-atomic-ack": "ghost_resp",
+  "vcrc-flip": "vcrc_err",
+  "lver": "hdr_err",
+  "lnh-raw": "hdr_err",
+  "pktlen": "hdr_err",
+  "trunc-lrh": "hdr_err",
+  "slid-zero": "hdr_err",
+  "slid-mcast": "hdr_err",
+  "grh-bad": "hdr_err",
+  "vl15-to-rc": "addr_err",
+  "dlid-other": "addr_err",
+  "dlid-permissive": "addr_err",
+  "mcast-dlid-no-grh": "addr_err",
+};
+
+/**
+ * The UD and multicast mutations, in the stream of either link layer when
+ * the target has a UD QP ({@link WireTarget.ud}): rules 3c, 3d, 7b and 7c.
+ * None of them touches the main victim's model.
+ */
+export const UD_MUTATIONS: Readonly<Record<string, WireClass>> = {
+  "ud-no-recv": "no_recv",
+  "ud-qkey": "qkey_err",
+  "mcast-no-member": "mcast_no_member",
+  "mcast-not-ud": "addr_err",
+  "mcast-unicast-dst": "addr_err",
+};
+
+/**
+ * The UD mutations of native IB only (with {@link UD_MUTATIONS}): a UD from
+ * source QP 0 to a UD QP other than QP0 (rule 7; RoCEv2 has no such rule).
+ */
+export const IB_UD_MUTATIONS: Readonly<Record<string, WireClass>> = {
+  "ud-src-qp0": "src_err",
+};
+
+/**
+ * The mutations a generator for `target` draws its main stream from:
+ * {@link MUTATIONS} (RoCEv2) or {@link IB_MUTATIONS} (native IB), with
+ * {@link UD_MUTATIONS} (and on IB {@link IB_UD_MUTATIONS}) when the target
+ * has a UD QP. A step's `what` is looked up here.
+ */
+export function mutationTable(target: WireTarget): Readonly<Record<string, WireClass>> {
+  return {
+    ...(target.ib ? IB_MUTATIONS : MUTATIONS),
+    ...(target.ud ? UD_MUTATIONS : {}),
+    ...(target.ud && target.ib ? IB_UD_MUTATIONS : {}),
+  };
+}
+
 /** The faults {@link fatalFrames} gives one sacrificed QP each, with their class. */
 export const FATAL: Readonly<Record<string, WireClass>> = {
   "bad-rkey": "rem_access",
@@ -179,10 +299,63 @@ export const UNUSED_QPN = { lo: 0xf00000, hi: 0xfffffe } as const;
 
 /** Opcodes outside the transports cnuas_ib implements (RC, UD, the CNP): reserved, UC, RD. */
 const UNKNOWN_OPCODES = [0x15, 0x18, 0x1f, 0x20, 0x24, 0x2a, 0x40, 0x44, 0x66, 0x7f, 0xc0, 0xff];
+/** Native IB: the same, and the CNP (a RoCEv2 packet only: rule 1b). */
+const IB_UNKNOWN_OPCODES = [...UNKNOWN_OPCODES, CNP_OPCODE];
 
-/** Recompute the ICRC at the end of a frame. */
-function recrc(f: Uint8Array): void {
-  writeIcrc(f, f.length - 4, roceIcrc(f, IP_OFF, BTH_OFF, f.length - 4));
+/** RC opcodes a multicast frame may wrongly carry (rule 3c: only a UD SEND may go to QPN 0xFFFFFF). */
+const RC_TO_MCAST = [OP.RC_SEND_ONLY, OP.RC_RDMA_WRITE_ONLY];
+
+/**
+ * Where a frame goes and comes from, beyond its transport part (default: from
+ * the victims' peer to the target). Fields of the other link layer are ignored.
+ */
+interface Route {
+  /** From the foreign address (RoCEv2: `foreignIp`; IB: SLID `foreignLid`). */
+  foreign?: boolean;
+  /**
+   * To multicast group `mcast` (below 0xFF0000): RoCEv2 to 239.x.y.z (its
+   * low 24 bits) and its MAC 01:00:5e:…; IB to a multicast DLID with a GRH
+   * whose DGID is ff12:401b:ffff::ef<mcast> ({@link mcastGid}).
+   */
+  mcast?: number;
+  /** IB: LRH fields overriding the route's. */
+  lrh?: { dlid?: number; slid?: number; vl?: number };
+  /** IB: a GRH from the peer's GID to the target's (unicast; ignored with `mcast`). */
+  grh?: boolean;
+  /** RoCEv2: the UDP checksum (default 0). */
+  udpChecksum?: number;
+}
+
+/** A transport part whose DestQP defaults to the frame's victim. */
+type Transport = Omit<TransportSpec, "bth"> & {
+  bth: Partial<Bth> & { opcode: number; psn: number };
+};
+
+/** The DGID of multicast group `g` (the IPoIB mapping of IPv4 group 239.x.y.z, P_Key 0xFFFF). */
+export function mcastGid(g: number): Uint8Array {
+  const gid = new Uint8Array(16);
+  gid.set([0xff, 0x12, 0x40, 0x1b, 0xff, 0xff]);
+  wr32(gid, 12, (0xef000000 | (g & 0xffffff)) >>> 0);
+  return gid;
+}
+
+/** The multicast DLID the fuzz uses for group `g` (0xC000..0xFFFE). */
+export function mcastLid(g: number): number {
+  return 0xc000 + (g % 0x3fff);
+}
+
+/** A link-local GID for a LID (the fuzz's stand-in: nothing checks a unicast GRH's GIDs). */
+function lidGid(lid: number): Uint8Array {
+  const gid = new Uint8Array(16);
+  gid.set([0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0x02, 0x00, 0x5e, 0xff, 0xfe, 0]);
+  wr16(gid, 14, lid);
+  return gid;
+}
+
+/** Set PktLen of an IB frame to its length and recompute its VCRC (its ICRC left as it is). */
+function fixIbLength(f: Uint8Array): void {
+  wr16(f, 4, (rd16(f, 4) & 0xf800) | ((f.length - 2) >> 2));
+  writeVcrc(f, f.length - 2, ibVcrc(f, f.length - 2));
 }
 
 /** Set IP total length and UDP length to the frame's length, and the IP checksum. */
@@ -220,6 +393,10 @@ export class WireFuzz {
   /** Steps drawn so far. */
   #drawn = 0;
   readonly #names: string[];
+  /** The mutations of this generator's mode ({@link mutationTable}). */
+  readonly #table: Readonly<Record<string, WireClass>>;
+  /** The BTH's offset in a frame without a GRH. */
+  readonly #bth: number;
   /** Executed requests of QP 0 that a duplicate may name: PSN and kind. */
   readonly #done: { psn: number; kind: "write" | "read" | "atomic" }[] = [];
 
@@ -234,7 +411,9 @@ export class WireFuzz {
     this.#rng = this.#master;
     this.window = window.slice();
     this.epsn = target.victims[0].rqPsn;
-    this.#names = Object.keys(MUTATIONS);
+    this.#table = mutationTable(target);
+    this.#names = Object.keys(this.#table);
+    this.#bth = target.ib ? IB_BTH_OFF : BTH_OFF;
     this.classes = Object.fromEntries(
       Object.keys(CLASS_COUNTER).map((k) => [k, 0]),
     ) as Record<WireClass, number>;
@@ -249,18 +428,62 @@ export class WireFuzz {
     return out;
   }
 
-  /** A frame from the victims' peer to victim `v`, well formed. */
-  #frame(v: number, spec: Partial<RoceFrameSpec> & Pick<RoceFrameSpec, "bth">): Uint8Array {
+  /**
+   * A frame from the victims' peer to victim `v` (its DestQP unless the BTH
+   * names one), well formed, in the generator's link layer; `route` moves
+   * its source or destination.
+   */
+  #frame(v: number, spec: Transport, route: Route = {}): Uint8Array {
     const t = this.#t;
+    const bth = { ...spec.bth, destQp: spec.bth.destQp ?? t.victims[v].qpn };
+    const g = route.mcast;
+    if (t.ib) {
+      const ib = t.ib;
+      return buildIbFrame({
+        ...spec,
+        bth,
+        lrh: {
+          dlid: g === undefined ? ib.dstLid : mcastLid(g),
+          slid: route.foreign ? ib.foreignLid : ib.peerLid,
+          ...route.lrh,
+        },
+        grh: g !== undefined
+          ? { sgid: lidGid(ib.peerLid), dgid: mcastGid(g) }
+          : route.grh
+          ? { sgid: lidGid(ib.peerLid), dgid: lidGid(ib.dstLid) }
+          : undefined,
+      });
+    }
     return buildRoceFrame({
       srcMac: t.peerMac,
-      dstMac: t.dstMac,
-      srcIp: t.peerIp,
-      dstIp: t.dstIp,
+      dstMac: g === undefined ? t.dstMac : 0x01005e000000 + (g & 0x7fffff),
+      srcIp: route.foreign ? t.foreignIp : t.peerIp,
+      dstIp: g === undefined ? t.dstIp : (0xef000000 | (g & 0xffffff)) >>> 0,
       srcPort: 0xc000 + randInt(this.#rng, 0, 0x3fff),
+      udpChecksum: route.udpChecksum,
       ...spec,
-      bth: { ...spec.bth, destQp: spec.bth.destQp ?? t.victims[v].qpn },
+      bth,
     });
+  }
+
+  /** Recompute the ICRC (and on IB then the VCRC) at the end of a frame without a GRH. */
+  #recrc(f: Uint8Array): void {
+    if (!this.#t.ib) {
+      writeIcrc(f, f.length - 4, roceIcrc(f, IP_OFF, BTH_OFF, f.length - 4));
+      return;
+    }
+    writeIcrc(f, f.length - 6, ibIcrc(f, f.length - 6));
+    this.#revcrc(f);
+  }
+
+  /** IB: recompute the VCRC over the frame (RoCEv2: nothing). */
+  #revcrc(f: Uint8Array): void {
+    if (this.#t.ib) writeVcrc(f, f.length - 2, ibVcrc(f, f.length - 2));
+  }
+
+  /** Bytes after the ICRC: the VCRC on IB, none on RoCEv2. */
+  get #tail(): number {
+    return this.#t.ib ? 2 : 0;
   }
 
   /**
@@ -273,15 +496,14 @@ export class WireFuzz {
   }
 
   /** A WRITE_ONLY of QP 0 at `psn` into the window; `take` applies it to the model. */
-  #write(psn: number, take: boolean, extra: Partial<RoceFrameSpec> = {}): Uint8Array {
+  #write(psn: number, take: boolean, route: Route = {}): Uint8Array {
     const { off, len } = this.#span(64);
     const payload = randBytes(this.#rng, len);
     const f = this.#frame(0, {
       bth: { opcode: OP.RC_RDMA_WRITE_ONLY, destQp: this.#t.victims[0].qpn, psn, ackReq: 1 },
       reth: { va: this.#t.mr.va + BigInt(off), rkey: this.#t.mr.rkey, dmaLen: len },
       payload,
-      ...extra,
-    });
+    }, route);
     if (take) this.window.set(payload, off);
     return f;
   }
@@ -315,27 +537,46 @@ export class WireFuzz {
   }
 
   /** A response (ACK, READ response, atomic ACK) to QP 0 at `psn`. */
-  #response(kind: "ack" | "read" | "atomic", psn: number, srcIp?: number): Uint8Array {
+  #response(kind: "ack" | "read" | "atomic", psn: number, foreign = false): Uint8Array {
     const qpn = this.#t.victims[0].qpn;
     const aeth = { syndrome: 0x1f, msn: randInt(this.#rng, 0, 0xffffff) };
-    const src = srcIp === undefined ? {} : { srcIp };
+    const route = { foreign };
     if (kind === "ack") {
-      return this.#frame(0, { ...src, bth: { opcode: OP.RC_ACKNOWLEDGE, destQp: qpn, psn }, aeth });
+      return this.#frame(0, { bth: { opcode: OP.RC_ACKNOWLEDGE, destQp: qpn, psn }, aeth }, route);
     }
     if (kind === "read") {
       return this.#frame(0, {
-        ...src,
         bth: { opcode: OP.RC_RDMA_READ_RESPONSE_ONLY, destQp: qpn, psn },
         aeth,
         payload: randBytes(this.#rng, randInt(this.#rng, 1, 64)),
-      });
+      }, route);
     }
     return this.#frame(0, {
-      ...src,
       bth: { opcode: OP.RC_ATOMIC_ACKNOWLEDGE, destQp: qpn, psn },
       aeth,
       atomicAckEth: { origRemoteData: randU64(this.#rng) },
-    });
+    }, route);
+  }
+
+  /** A UD SEND_ONLY to `destQp` from source QP `srcQp` with Q_Key `qkey` (any PSN: UD has none to check). */
+  #ud(destQp: number, qkey: number, srcQp: number, route: Route = {}): Uint8Array {
+    const r = this.#rng;
+    return this.#frame(-1, {
+      bth: { opcode: OP.UD_SEND_ONLY, destQp, psn: randInt(r, 0, 0xffffff) },
+      deth: { qkey, reserved8: 0, srcQp },
+      payload: randBytes(r, randInt(r, 0, 64)),
+    }, route);
+  }
+
+  /** A multicast group nobody joins: 239.0.0.0..239.254.255.255 (239.255/16 is the local scope). */
+  #group(): number {
+    return randInt(this.#rng, 0, 0xfeffff);
+  }
+
+  /** The target's UD QP. */
+  #udQp(): { qpn: number; qkey: number } {
+    if (!this.#t.ud) throw new RangeError("WireFuzz: a UD mutation for a target without a UD QP");
+    return this.#t.ud;
   }
 
   /** A PSN QP 0 never sent: from its first send PSN on, less than half the space ahead. */
@@ -365,7 +606,7 @@ export class WireFuzz {
   apply(step: FuzzStep): FuzzFrame[] {
     this.#rng = prng(step.seed);
     try {
-      if (step.what in MUTATIONS) return [this.#main(step)];
+      if (step.what in this.#table) return [this.#main(step)];
       return this.#fatal(step);
     } finally {
       this.#rng = this.#master;
@@ -377,9 +618,12 @@ export class WireFuzz {
     const what = step.what;
     const epsn = this.epsn;
     const frame = this.#make(what);
-    const cls = MUTATIONS[what];
+    const cls = this.#table[what];
     this.#count(cls, what);
-    return { frame, step: step.index, cls, what, victim: what === "qpn-unused" ? -1 : 0, epsn };
+    const victim = what === "qpn-unused" || what in UD_MUTATIONS || what in IB_UD_MUTATIONS
+      ? -1
+      : 0;
+    return { frame, step: step.index, cls, what, victim, epsn };
   }
 
   #count(cls: WireClass, what: string): void {
@@ -392,6 +636,7 @@ export class WireFuzz {
     const r = this.#rng;
     const t = this.#t;
     const e = this.epsn;
+    const B = this.#bth;
     switch (what) {
       case "valid-write":
         this.#done.push({ psn: e, kind: "write" });
@@ -412,23 +657,27 @@ export class WireFuzz {
         return this.#write(e, true, { udpChecksum: randInt(r, 1, 0xffff) });
       case "icrc-flip": {
         const f = this.#write(e, false);
-        f[f.length - 1 - randInt(r, 0, 3)] ^= 1 << randInt(r, 0, 7);
+        f[f.length - this.#tail - 1 - randInt(r, 0, 3)] ^= 1 << randInt(r, 0, 7);
+        this.#revcrc(f);
         return f;
       }
       case "stale-icrc-payload": {
         const f = this.#write(e, false);
         // the payload starts after BTH + RETH; the last byte before the pad and ICRC is payload
-        f[BTH_OFF + 12 + 16] ^= 1 << randInt(r, 0, 7);
+        f[B + 12 + 16] ^= 1 << randInt(r, 0, 7);
+        this.#revcrc(f);
         return f;
       }
       case "stale-icrc-psn": {
         const f = this.#write(e, false);
-        f[BTH_OFF + 11] ^= 1 << randInt(r, 0, 7);
+        f[B + 11] ^= 1 << randInt(r, 0, 7);
+        this.#revcrc(f);
         return f;
       }
       case "stale-icrc-qpn": {
         const f = this.#write(e, false);
-        f[BTH_OFF + 7] ^= 1 << randInt(r, 0, 7);
+        f[B + 7] ^= 1 << randInt(r, 0, 7);
+        this.#revcrc(f);
         return f;
       }
       case "stale-icrc-rkey":
@@ -436,7 +685,8 @@ export class WireFuzz {
       case "stale-icrc-dmalen": {
         const f = this.#write(e, false);
         const at = { "stale-icrc-va": 0, "stale-icrc-rkey": 8, "stale-icrc-dmalen": 12 }[what];
-        f[BTH_OFF + 12 + at + randInt(r, 0, 3)] ^= 1 << randInt(r, 0, 7);
+        f[B + 12 + at + randInt(r, 0, 3)] ^= 1 << randInt(r, 0, 7);
+        this.#revcrc(f);
         return f;
       }
       case "trunc-l2":
@@ -454,6 +704,14 @@ export class WireFuzz {
           () => [this.#atomic(e, false), 44] as const,
           () => [this.#response("ack", this.#ghostPsn()), 20] as const,
         ][randInt(r, 0, 3)]();
+        if (t.ib) {
+          // whole words (PktLen counts words) after the LRH, then a VCRC over them
+          const n = B + 4 * randInt(r, 0, (need - 1) >> 2);
+          const cut = new Uint8Array(n + 2);
+          cut.set(f.subarray(0, n));
+          fixIbLength(cut);
+          return cut;
+        }
         const cut = f.slice(0, BTH_OFF + randInt(r, 0, need - 1));
         fixLengths(cut);
         return cut;
@@ -482,21 +740,22 @@ export class WireFuzz {
       }
       case "tver": {
         const f = this.#write(e, false);
-        f[BTH_OFF + 1] = (f[BTH_OFF + 1] & 0xf0) | randInt(r, 1, 15);
-        recrc(f);
+        f[B + 1] = (f[B + 1] & 0xf0) | randInt(r, 1, 15);
+        this.#recrc(f);
         return f;
       }
       case "opcode-unknown": {
         const f = this.#write(e, false);
-        f[BTH_OFF] = UNKNOWN_OPCODES[randInt(r, 0, UNKNOWN_OPCODES.length - 1)];
-        recrc(f);
+        const ops = t.ib ? IB_UNKNOWN_OPCODES : UNKNOWN_OPCODES;
+        f[B] = ops[randInt(r, 0, ops.length - 1)];
+        this.#recrc(f);
         return f;
       }
       case "pad-too-long": {
         // a response with no payload: any pad count claims bytes that are not there
         const f = this.#response("ack", this.#ghostPsn());
-        f[BTH_OFF + 1] |= randInt(r, 1, 3) << 4;
-        recrc(f);
+        f[B + 1] |= randInt(r, 1, 3) << 4;
+        this.#recrc(f);
         return f;
       }
       case "payload-on-ack":
@@ -507,14 +766,14 @@ export class WireFuzz {
         });
       case "pkey": {
         const f = this.#write(e, false);
-        wr16(f, BTH_OFF + 2, (randInt(r, 0, 0x7ffe) | (randInt(r, 0, 1) << 15)) & 0xffff);
-        recrc(f);
+        wr16(f, B + 2, (randInt(r, 0, 0x7ffe) | (randInt(r, 0, 1) << 15)) & 0xffff);
+        this.#recrc(f);
         return f;
       }
       case "qpn-unused": {
         const f = this.#write(e, false);
-        wr24(f, BTH_OFF + 5, randInt(r, UNUSED_QPN.lo, UNUSED_QPN.hi));
-        recrc(f);
+        wr24(f, B + 5, randInt(r, UNUSED_QPN.lo, UNUSED_QPN.hi));
+        this.#recrc(f);
         return f;
       }
       case "ud-to-rc":
@@ -524,9 +783,9 @@ export class WireFuzz {
           payload: randBytes(r, randInt(r, 0, 64)),
         });
       case "foreign-src":
-        return this.#write(e, false, { srcIp: t.foreignIp });
+        return this.#write(e, false, { foreign: true });
       case "foreign-src-ack":
-        return this.#response("ack", this.#ghostPsn(), t.foreignIp);
+        return this.#response("ack", this.#ghostPsn(), true);
       case "psn-ahead":
         return this.#write(psnAdd(e, randInt(r, 1, 0x7fffff)), false);
       case "dup-write":
@@ -542,6 +801,143 @@ export class WireFuzz {
         return this.#response("read", this.#ghostPsn());
       case "ghost-atomic-ack":
         return this.#response("atomic", this.#ghostPsn());
+    }
+    if (t.ib) return this.#makeIb(what) ?? this.#makeUd(what);
+    return this.#makeUd(what);
+  }
+
+  /** Build native IB link mutation `what` (undefined: not one); none is taken. */
+  #makeIb(what: string): Uint8Array | undefined {
+    const r = this.#rng;
+    const ib = this.#t.ib!;
+    const e = this.epsn;
+    switch (what) {
+      case "vcrc-flip": {
+        const f = this.#write(e, false);
+        f[f.length - 1 - randInt(r, 0, 1)] ^= 1 << randInt(r, 0, 7);
+        return f;
+      }
+      case "lver": {
+        const f = this.#write(e, false);
+        f[0] = (f[0] & 0xf0) | randInt(r, 1, 15);
+        this.#recrc(f);
+        return f;
+      }
+      case "lnh-raw": {
+        // raw (0b00) or IPv6 non-IBA (0b01): not an IBA packet cnuas_ib takes
+        const f = this.#write(e, false);
+        f[1] = (f[1] & 0xfc) | randInt(r, 0, 1);
+        this.#recrc(f);
+        return f;
+      }
+      case "pktlen": {
+        // PktLen ± 1..8 words; ICRC and VCRC where the frame's own length puts them
+        const f = this.#write(e, false);
+        const d = randInt(r, 1, 8) * (randInt(r, 0, 1) ? 1 : -1);
+        const w = rd16(f, 4);
+        wr16(f, 4, (w & 0xf800) | (((w & 0x7ff) + d) & 0x7ff));
+        this.#recrc(f);
+        return f;
+      }
+      case "trunc-lrh": {
+        // shorter than LRH + BTH + ICRC + VCRC: any cut, or whole words with PktLen and VCRC agreeing
+        const f = this.#write(e, false);
+        if (randInt(r, 0, 1)) return f.slice(0, randInt(r, 1, IB_MIN_FRAME - 1));
+        const n = 4 * randInt(r, 2, (IB_MIN_FRAME - 3) >> 2);
+        const cut = new Uint8Array(n + 2);
+        cut.set(f.subarray(0, n));
+        fixIbLength(cut);
+        return cut;
+      }
+      case "slid-zero":
+      case "slid-mcast": {
+        // the LRH of a local packet is in the ICRC (VL masked): both CRCs recomputed
+        const f = this.#write(e, false);
+        wr16(f, 6, what === "slid-zero" ? 0 : randInt(r, 0xc000, 0xfffe));
+        this.#recrc(f);
+        return f;
+      }
+      case "grh-bad": {
+        // a unicast WRITE with a GRH, then one GRH fault: IPVer, NxtHdr, PayLen, or VL15
+        const f = this.#write(e, false, { grh: true });
+        const g = IB_BTH_OFF;
+        switch (randInt(r, 0, 3)) {
+          case 0: {
+            const v = randInt(r, 0, 14);
+            f[g] = (f[g] & 0x0f) | ((v >= 6 ? v + 1 : v) << 4);
+            break;
+          }
+          case 1: {
+            const n = randInt(r, 0, 0xfe);
+            f[g + 6] = n >= 0x1b ? n + 1 : n;
+            break;
+          }
+          case 2: {
+            const d = randInt(r, 1, 64) * (randInt(r, 0, 1) ? 1 : -1);
+            wr16(f, g + 4, (rd16(f, g + 4) + d) & 0xffff);
+            break;
+          }
+          default:
+            f[0] = 0xf0 | (f[0] & 0x0f);
+        }
+        writeIcrc(f, f.length - 6, ibIcrc(f, f.length - 6));
+        this.#revcrc(f);
+        return f;
+      }
+      case "vl15-to-rc":
+        // VL15 masked in the ICRC: the builder's CRCs are right
+        return this.#write(e, false, { lrh: { vl: 15 } });
+      case "dlid-other": {
+        const d = randInt(r, 1, 0xbffe);
+        return this.#write(e, false, { lrh: { dlid: d >= ib.dstLid ? d + 1 : d } });
+      }
+      case "dlid-permissive":
+        return this.#write(e, false, { lrh: { dlid: 0xffff } });
+      case "mcast-dlid-no-grh": {
+        // a multicast DLID without a GRH: an RC WRITE to the victim, or a UD SEND to QPN 0xFFFFFF
+        const route = { lrh: { dlid: randInt(r, 0xc000, 0xfffe) } };
+        if (randInt(r, 0, 1)) return this.#write(e, false, route);
+        return this.#ud(MCAST_QPN, this.#t.ud?.qkey ?? randInt(r, 0, 0xffffffff), 1, route);
+      }
+      case "ud-src-qp0": {
+        const ud = this.#udQp();
+        return this.#ud(ud.qpn, ud.qkey, 0);
+      }
+    }
+    return undefined;
+  }
+
+  /** Build UD mutation `what` (aimed at the target's UD QP or a multicast group). */
+  #makeUd(what: string): Uint8Array {
+    const r = this.#rng;
+    const srcQp = () => randInt(r, 1, 0xfffffe);
+    switch (what) {
+      case "ud-no-recv": {
+        const ud = this.#udQp();
+        return this.#ud(ud.qpn, ud.qkey, srcQp());
+      }
+      case "ud-qkey": {
+        const ud = this.#udQp();
+        return this.#ud(ud.qpn, (ud.qkey ^ randInt(r, 1, 0xffffffff)) >>> 0, srcQp());
+      }
+      case "mcast-no-member": {
+        const ud = this.#udQp();
+        return this.#ud(MCAST_QPN, ud.qkey, srcQp(), { mcast: this.#group() });
+      }
+      case "mcast-not-ud":
+        return this.#frame(-1, {
+          bth: {
+            opcode: RC_TO_MCAST[randInt(r, 0, RC_TO_MCAST.length - 1)],
+            destQp: MCAST_QPN,
+            psn: randInt(r, 0, 0xffffff),
+          },
+          reth: { va: this.#t.mr.va, rkey: this.#t.mr.rkey, dmaLen: 16 },
+          payload: randBytes(r, 16),
+        }, { mcast: this.#group() });
+      case "mcast-unicast-dst": {
+        const ud = this.#udQp();
+        return this.#ud(MCAST_QPN, ud.qkey, srcQp());
+      }
     }
     throw new RangeError(`WireFuzz: no mutation ${what}`);
   }
