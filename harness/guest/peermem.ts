@@ -11,7 +11,7 @@ import { type RowContext, RowFailure } from "../matrix/row.ts";
 import { type Guest, GUEST_PATHS } from "../vm/types.ts";
 import { runPair } from "./cnuas_ib.ts";
 import { loadCnuasgpu } from "./cnuasgpu.ts";
-import { addrFlag, type RdmaNode } from "./roce_pair.ts";
+import { addrFlag, hwCounters, type RdmaNode } from "./roce_pair.ts";
 
 /** Device memory each end registers (the program's default is 1 MiB). */
 export const PEERMEM_BYTES = 4 << 20;
@@ -52,6 +52,31 @@ export function failedChecks(out: string, expected: string[]): string[] {
 /** The lines where a peermem end gave up (`FAIL: ...`, drivers/test/verbs_util.h's DIE). */
 export function dieLines(out: string): string[] {
   return out.split("\n").filter((l) => l.startsWith("FAIL: "));
+}
+
+/**
+ * The counters that say why a transfer failed, those that are not zero
+ * (`retry_exceeded=1 rcvd_psn_err=3`): what a failing peermem run adds to
+ * its failure so that one that happens once in a while explains itself.
+ */
+export function errorCounters(c: Record<string, number>): string {
+  const quiet = /^(sent_pkts|rcvd_pkts|acks_sent|sent_kernel_pkts|loopback_pkts|rcvd_mcast_pkts)$/;
+  return Object.entries(c)
+    .filter(([k, v]) => v !== 0 && !quiet.test(k))
+    .map(([k, v]) => `${k}=${v}`)
+    .join(" ") || "none";
+}
+
+/** What a failing run leaves in the transcript: each end's counters and kernel log tail. */
+async function failureEvidence(ctx: RowContext, nodes: PeermemNode[]): Promise<string> {
+  const said: string[] = [];
+  for (const n of nodes) {
+    const counters = errorCounters(await hwCounters(n));
+    const dmesg = await n.g.run("dmesg | tail -n 30", { timeoutSec: 30 });
+    ctx.log(`${n.g.name} dmesg tail:\n${dmesg.stdout}`);
+    said.push(`${n.g.name} counters: ${counters}`);
+  }
+  return said.join("; ");
 }
 
 /** An RDMA node whose guest has one cnuasgpu, for peermem. */
@@ -105,9 +130,10 @@ export async function peermem(ctx: RowContext, nodes: PeermemNode[]): Promise<vo
         ...failedChecks(r.clientOut, PEERMEM_CHECKS.client).map((x) => `client: ${x}`),
       ];
       if (r.serverCode !== 0 || r.clientCode !== 0 || bad.length) {
+        const evidence = await failureEvidence(ctx, nodes);
         throw new RowFailure(
           `peermem: server exit ${r.serverCode}, client exit ${r.clientCode}; ` +
-            (bad.length ? bad.join("; ") : r.clientOut.slice(-600)),
+            (bad.length ? bad.join("; ") : r.clientOut.slice(-600)) + `; ${evidence}`,
         );
       }
       ctx.expect(

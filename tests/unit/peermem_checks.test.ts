@@ -1,6 +1,6 @@
 /** The peermem row reads drivers/test/peermem.c's check lines; names may hold ": " themselves. */
 import assert from "node:assert/strict";
-import { dieLines, failedChecks, PEERMEM_CHECKS } from "../../harness/guest/peermem.ts";
+import { dieLines, errorCounters, failedChecks, PEERMEM_CHECKS } from "../../harness/guest/peermem.ts";
 
 const SERVER_OK = [
   "registered 4194304 bytes of /dev/cnuasgpu0 as a DMA-BUF MR: lkey 0x28f",
@@ -41,4 +41,12 @@ Deno.test("the line where an end gave up is found, other lines are not", () => {
   const out = "READ: the server's device memory into ours: ok\nFAIL: no completion in 120 s\n";
   assert.deepEqual(dieLines(out), ["FAIL: no completion in 120 s"]);
   assert.deepEqual(dieLines(SERVER_OK), []);
+});
+
+Deno.test("peermem failure evidence names the error counters that moved, not the traffic ones", () => {
+  assert.equal(
+    errorCounters({ sent_pkts: 900, rcvd_pkts: 800, retry_exceeded: 1, rcvd_psn_err: 0, retransmits: 7 }),
+    "retry_exceeded=1 retransmits=7",
+  );
+  assert.equal(errorCounters({ sent_pkts: 5, acks_sent: 2 }), "none");
 });
