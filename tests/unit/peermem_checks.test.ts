@@ -1,6 +1,11 @@
 /** The peermem row reads drivers/test/peermem.c's check lines; names may hold ": " themselves. */
 import assert from "node:assert/strict";
-import { dieLines, errorCounters, failedChecks, PEERMEM_CHECKS } from "../../harness/guest/peermem.ts";
+import {
+  dieLines,
+  errorCounters,
+  failedChecks,
+  PEERMEM_CHECKS,
+} from "../../harness/guest/peermem.ts";
 
 const SERVER_OK = [
   "registered 4194304 bytes of /dev/cnuasgpu0 as a DMA-BUF MR: lkey 0x28f",
@@ -45,7 +50,13 @@ Deno.test("the line where an end gave up is found, other lines are not", () => {
 
 Deno.test("peermem failure evidence names the error counters that moved, not the traffic ones", () => {
   assert.equal(
-    errorCounters({ sent_pkts: 900, rcvd_pkts: 800, retry_exceeded: 1, rcvd_psn_err: 0, retransmits: 7 }),
+    errorCounters({
+      sent_pkts: 900,
+      rcvd_pkts: 800,
+      retry_exceeded: 1,
+      rcvd_psn_err: 0,
+      retransmits: 7,
+    }),
     "retry_exceeded=1 retransmits=7",
   );
   assert.equal(errorCounters({ sent_pkts: 5, acks_sent: 2 }), "none");
