@@ -15,7 +15,7 @@
  * or memory differ from the model shrinks: subsets of its steps are replayed
  * (without the live flow) on a new wire_victim until a minimal failing
  * sequence is left, which the row logs and writes to
- * `wire-fuzz-minimal.pcapng` (docs/fuzz.md, "Shrinking a wire fuzz failure").
+ * `wire-fuzz-minimal.pcapng` (README.md, row `fuzz`: "A failing run shrinks").
  */
 import { join } from "node:path";
 import type { RowContext } from "../../harness/matrix/row.ts";
