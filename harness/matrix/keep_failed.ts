@@ -7,6 +7,7 @@
  */
 import { basename, join } from "node:path";
 import { removeTree } from "../cache.ts";
+import { exec, tailOf } from "../exec.ts";
 
 /** How many runs' failed rows are kept. */
 export const KEEP_RUNS = 5;
@@ -30,11 +31,8 @@ export async function keepFailedRows(
     join(reportDir, "matrix.json"),
   ];
   for (const src of sources) {
-    const out = await new Deno.Command("cp", { args: ["-a", src, dest], stderr: "piped" })
-      .output();
-    if (!out.success) {
-      console.error(`keep failed rows: cp ${src}: ${new TextDecoder().decode(out.stderr).trim()}`);
-    }
+    const out = await exec(["cp", "-a", src, dest], { allowFail: true });
+    if (out.code !== 0) console.error(`keep failed rows: cp ${src}: ${out.stderr.trim()}`);
   }
   const runs: string[] = [];
   for await (const e of Deno.readDir(root)) if (e.isDirectory) runs.push(e.name);
@@ -48,8 +46,6 @@ export async function keepFailedRows(
 
 /** The last `n` lines of a failing row's transcript, or nothing when it has none. */
 export async function transcriptTail(reportDir: string, row: string, n: number): Promise<string[]> {
-  const text = await Deno.readTextFile(join(reportDir, "rows", row, "transcript.log")).catch(() =>
-    ""
-  );
-  return text.trimEnd().split("\n").slice(-n).filter((l) => l);
+  const tail = await tailOf(join(reportDir, "rows", row, "transcript.log"), n);
+  return tail.split("\n").filter((l) => l);
 }
