@@ -1,6 +1,6 @@
 /**
- * The wire fuzz of rows `fuzz` (RoCEv2) and `fuzz-ib` (native InfiniBand)
- * (issue 20): while a live `ibv_rc_pingpong --chk` runs between the two
+ * The wire fuzz of row `fuzz` (RoCEv2; it takes native InfiniBand nodes
+ * too, for a row `fuzz-ib` not registered yet) (issue 20): while a live `ibv_rc_pingpong --chk` runs between the two
  * guests, the switch injects generated frames
  * (harness/models/rdma/wire_fuzz.ts) at the first guest's port, aimed at
  * wire_victim's QPs, its MR and its UD QP. Afterwards: the live flow
