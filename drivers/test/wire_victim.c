@@ -49,21 +49,11 @@ static struct ibv_qp *ud_create(struct ibv_pd *pd, struct ibv_cq *cq)
 		.cap = { .max_send_wr = 1, .max_recv_wr = 1, .max_send_sge = 1,
 			 .max_recv_sge = 1 },
 	};
-	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = UD_QKEY };
 	struct ibv_qp *qp = ibv_create_qp(pd, &init);
 
 	if (!qp)
 		DIE("create UD QP");
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY))
-		DIE("UD INIT");
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE))
-		DIE("UD RTR");
-	a.qp_state = IBV_QPS_RTS;
-	a.sq_psn = 0;
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN))
-		DIE("UD RTS");
+	ud_qp_to_rts(qp, UD_QKEY);
 	return qp;
 }
 
