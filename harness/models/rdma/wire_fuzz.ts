@@ -199,6 +199,18 @@ export const MUTATIONS: Readonly<Record<string, WireClass>> = {
   "ghost-atomic-ack": "ghost_resp",
 };
 
+/** The RoCEv2 mutations that need IP or UDP, or the Ethernet framing: none on native IB. */
+const ROCE_ONLY = new Set([
+  "udp-checksum",
+  "trunc-l2",
+  "trunc-ip",
+  "trunc-udp",
+  "trunc-raw",
+  "ip-totlen",
+  "udp-len",
+  "ip-checksum",
+]);
+
 /**
  * The mutations of the native InfiniBand main stream ({@link WireTarget.ib}),
  * each with its class: the transport mutations of {@link MUTATIONS} that need
@@ -207,33 +219,7 @@ export const MUTATIONS: Readonly<Record<string, WireClass>> = {
  * 1b and 3a of docs/devices.md, "cnuas_ib: receive drop reasons").
  */
 export const IB_MUTATIONS: Readonly<Record<string, WireClass>> = {
-  "valid-write": "accepted",
-  "valid-read": "accepted",
-  "valid-atomic": "accepted",
-  "icrc-flip": "icrc_err",
-  "stale-icrc-payload": "icrc_err",
-  "stale-icrc-psn": "icrc_err",
-  "stale-icrc-qpn": "icrc_err",
-  "stale-icrc-rkey": "icrc_err",
-  "stale-icrc-va": "icrc_err",
-  "stale-icrc-dmalen": "icrc_err",
-  "trunc-transport": "hdr_err",
-  "tver": "hdr_err",
-  "opcode-unknown": "hdr_err",
-  "pad-too-long": "hdr_err",
-  "payload-on-ack": "hdr_err",
-  "pkey": "pkey_err",
-  "qpn-unused": "qpn_err",
-  "ud-to-rc": "qpn_err",
-  "foreign-src": "src_err",
-  "foreign-src-ack": "src_err",
-  "psn-ahead": "psn_err",
-  "dup-write": "duplicate",
-  "dup-read": "duplicate",
-  "dup-atomic": "duplicate",
-  "ghost-ack": "ghost_resp",
-  "ghost-read-resp": "ghost_resp",
-  "ghost-atomic-ack": "ghost_resp",
+  ...Object.fromEntries(Object.entries(MUTATIONS).filter(([what]) => !ROCE_ONLY.has(what))),
   "vcrc-flip": "vcrc_err",
   "lver": "hdr_err",
   "lnh-raw": "hdr_err",
