@@ -255,12 +255,13 @@ async function shrinkWireFailure(
   // the result is the last candidate that failed, unless nothing could go (then it is a copy)
   let runs = r.runs + 1;
   if (last?.steps !== r.ops) {
+    // a copy: replay it once more for its frames and what it finds
     runs++;
     await replay(r.ops);
-  }
-  if (last?.steps !== r.ops) {
-    const wrong = ["nothing: they passed when replayed once more (a flaky failure?)"];
-    return { steps: r.ops, frames: [], wrong, runs, minimal: false };
+    if (last?.steps !== r.ops) {
+      const wrong = ["nothing: they passed when replayed once more (a flaky failure?)"];
+      return { steps: r.ops, frames: [], wrong, runs, minimal: false };
+    }
   }
   return { ...last, runs, minimal: r.minimal };
 }
