@@ -215,9 +215,10 @@ struct cnuas_ib_port {
  * @wq: runs the QP engines
  * @stats: port counters
  * @node_guid: EUI-64 from the MAC
- * @drop_lock: protects @drop_state and @drop_gen
+ * @drop_lock: protects @drop_state, @drop_gen and @drop_drawn
  * @drop_state: the injected receive loss's generator (cnuas_ib_net.c)
  * @drop_gen: the parameter generation @drop_state was seeded for
+ * @drop_drawn: frames drawn for since that seeding (rx_drop_frames)
  * @loop_q: frames to our own addresses, delivered by @loop_work
  * @loop_work: feeds @loop_q to the receive path (not inline: the sender
  *	       holds its QP's lock, and the receiver may be the same QP);
@@ -252,6 +253,7 @@ struct cnuas_ib_dev {
 	spinlock_t drop_lock;	/* see above */
 	struct rnd_state drop_state;
 	u32 drop_gen;
+	u32 drop_drawn;
 	struct sk_buff_head loop_q;
 	struct work_struct loop_work;
 	spinlock_t mcast_lock;	/* see above */

@@ -31,13 +31,24 @@
  * switch still shows every frame a conformant sender sent.  Pseudo-random,
  * not every Nth: a periodic loss can hit the same packet of every go-back-N
  * resend.  The generator is seeded from rx_drop_seed, and re-seeded on every
- * write of either parameter, so a run can be repeated: each device draws
- * one number per received frame from its own stream, hence the same seed
- * and the same frame sequence drop the same frames.  0, the default N,
- * drops none.
+ * write of any of the three parameters, so a run can be repeated: each
+ * device draws one number per received frame from its own stream, hence
+ * the same seed and the same frame sequence drop the same frames.  0, the
+ * default N, drops none.
+ *
+ * rx_drop_frames = F (0: no limit) confines the loss to the first F frames
+ * a device receives after that seeding.  A test tool's last exchange is not
+ * loss-tolerant on any hardware: an ibv_rc_pingpong server leaves once its
+ * own work is done, so a lost ACK of the client's last SEND leaves the
+ * client retrying into a QP that is gone, and an rping client destroys its
+ * ID right after sending the DREQ, which stops the CM resending it, so a
+ * lost DREQ leaves the server waiting forever.  A test that knows a lower
+ * bound of the frames each end receives before that exchange sets F below
+ * it: the loss hits the transfer, never its end (docs/devices.md).
  */
 static unsigned int rx_drop_one_in;
 static unsigned int rx_drop_seed;
+static unsigned int rx_drop_frames;
 /* Bumped (after the new values are stored) by every parameter write. */
 static atomic_t rx_drop_gen = ATOMIC_INIT(0);
 
@@ -52,8 +63,8 @@ static int cnuas_ib_rx_drop_set(const char *val, const struct kernel_param *kp)
 	atomic_inc_return_release(&rx_drop_gen);
 	n = READ_ONCE(rx_drop_one_in);
 	if (n)
-		pr_info("cnuas_ib: rx loss injection 1/%u seed %u\n", n,
-			READ_ONCE(rx_drop_seed));
+		pr_info("cnuas_ib: rx loss injection 1/%u seed %u frames %u\n",
+			n, READ_ONCE(rx_drop_seed), READ_ONCE(rx_drop_frames));
 	return 0;
 }
 
@@ -68,6 +79,9 @@ MODULE_PARM_DESC(rx_drop_one_in,
 module_param_cb(rx_drop_seed, &cnuas_ib_rx_drop_ops, &rx_drop_seed, 0644);
 MODULE_PARM_DESC(rx_drop_seed,
 		 "Test only: seed of the rx_drop_one_in loss pattern (each write re-seeds)");
+module_param_cb(rx_drop_frames, &cnuas_ib_rx_drop_ops, &rx_drop_frames, 0644);
+MODULE_PARM_DESC(rx_drop_frames,
+		 "Test only: lose only among the first F frames after a write (0: all)");
 
 /**
  * cnuas_ib_rx_drop_init - start a device's loss stream from the parameters
@@ -77,6 +91,7 @@ void cnuas_ib_rx_drop_init(struct cnuas_ib_dev *dev)
 {
 	spin_lock_init(&dev->drop_lock);
 	dev->drop_gen = atomic_read_acquire(&rx_drop_gen);
+	dev->drop_drawn = 0;
 	prandom_seed_state(&dev->drop_state, READ_ONCE(rx_drop_seed));
 }
 
@@ -84,7 +99,7 @@ void cnuas_ib_rx_drop_init(struct cnuas_ib_dev *dev)
 static bool cnuas_ib_rx_drop(struct cnuas_ib_dev *dev)
 {
 	unsigned long flags;
-	unsigned int n;
+	unsigned int n, f;
 	bool drop;
 	u32 gen;
 
@@ -95,11 +110,17 @@ static bool cnuas_ib_rx_drop(struct cnuas_ib_dev *dev)
 	gen = atomic_read_acquire(&rx_drop_gen);
 	if (gen != dev->drop_gen) {
 		dev->drop_gen = gen;
+		dev->drop_drawn = 0;
 		prandom_seed_state(&dev->drop_state, READ_ONCE(rx_drop_seed));
 	}
 	n = READ_ONCE(rx_drop_one_in);
-	/* one draw per frame while N != 0, whatever it decides */
-	drop = n && !reciprocal_scale(prandom_u32_state(&dev->drop_state), n);
+	f = READ_ONCE(rx_drop_frames);
+	/* one draw per frame while N != 0 and within the first F, whatever it decides */
+	drop = false;
+	if (n && (!f || dev->drop_drawn < f)) {
+		dev->drop_drawn++;
+		drop = !reciprocal_scale(prandom_u32_state(&dev->drop_state), n);
+	}
 	spin_unlock_irqrestore(&dev->drop_lock, flags);
 	return drop;
 }

@@ -187,10 +187,16 @@ export async function security(ctx: RowContext, nodes: RdmaNode[]): Promise<void
 /** Each frame either guest's cnuas_ib receives is dropped with probability 1/N in the loss step. */
 export const LOSS_ONE_IN = 100;
 
-/** Set each node's cnuas_ib `rx_drop_one_in` to `every` (0: no loss); each write re-seeds the pattern. */
-export async function setLoss(nodes: RdmaNode[], every: number): Promise<void> {
+/**
+ * Set each node's cnuas_ib `rx_drop_one_in` to `every` (0: no loss) and
+ * `rx_drop_frames` to `frames` (the loss takes only the first that many
+ * frames each device receives from now; 0: no limit). Each write
+ * re-seeds the pattern.
+ */
+export async function setLoss(nodes: RdmaNode[], every: number, frames = 0): Promise<void> {
+  const p = "/sys/module/cnuas_ib/parameters";
   for (const n of nodes) {
-    await n.g.run(`echo ${every} >/sys/module/cnuas_ib/parameters/rx_drop_one_in`, {
+    await n.g.run(`echo ${frames} >${p}/rx_drop_frames && echo ${every} >${p}/rx_drop_one_in`, {
       check: true,
       timeoutSec: 30,
     });
@@ -202,17 +208,22 @@ export function lossSeed(asked: number | undefined): number {
   return asked ?? crypto.getRandomValues(new Uint32Array(1))[0];
 }
 
-/** The seed and ratio of the last "rx loss injection" line of a kernel log. */
-export function lastLossLine(dmesg: string): { oneIn: number; seed: number } | undefined {
-  const all = [...dmesg.matchAll(/cnuas_ib: rx loss injection 1\/(\d+) seed (\d+)\s*$/gm)];
+/** The ratio, seed and frame window of the last "rx loss injection" line of a kernel log. */
+export function lastLossLine(
+  dmesg: string,
+): { oneIn: number; seed: number; frames: number } | undefined {
+  const all = [
+    ...dmesg.matchAll(/cnuas_ib: rx loss injection 1\/(\d+) seed (\d+) frames (\d+)\s*$/gm),
+  ];
   const m = all.at(-1);
-  return m ? { oneIn: Number(m[1]), seed: Number(m[2]) } : undefined;
+  return m ? { oneIn: Number(m[1]), seed: Number(m[2]), frames: Number(m[3]) } : undefined;
 }
 
 /**
  * Seed the loss pattern, then switch loss on (the seed first: the driver
- * re-seeds on each write and says so in dmesg once N is set); check that
- * each guest's kernel says it drops 1 in `every` with that seed.
+ * re-seeds on each write and says so in dmesg once N is set) with no frame
+ * window; check that each guest's kernel says it drops 1 in `every` with
+ * that seed.
  */
 export async function startLoss(
   ctx: RowContext,
@@ -222,16 +233,17 @@ export async function startLoss(
 ): Promise<void> {
   const p = "/sys/module/cnuas_ib/parameters";
   for (const n of nodes) {
-    await n.g.run(`echo ${seed} >${p}/rx_drop_seed && echo ${every} >${p}/rx_drop_one_in`, {
-      check: true,
-      timeoutSec: 30,
-    });
+    await n.g.run(
+      `echo 0 >${p}/rx_drop_frames && echo ${seed} >${p}/rx_drop_seed && ` +
+        `echo ${every} >${p}/rx_drop_one_in`,
+      { check: true, timeoutSec: 30 },
+    );
     const said = lastLossLine((await n.g.run("dmesg", { timeoutSec: 30 })).stdout);
     ctx.expect(
-      said?.oneIn === every && said?.seed === seed,
+      said?.oneIn === every && said?.seed === seed && said?.frames === 0,
       `${n.g.name}: dmesg says ${
-        said ? `1/${said.oneIn} seed ${said.seed}` : "nothing"
-      } about rx loss injection, want 1/${every} seed ${seed}`,
+        said ? `1/${said.oneIn} seed ${said.seed} frames ${said.frames}` : "nothing"
+      } about rx loss injection, want 1/${every} seed ${seed} frames 0`,
     );
   }
 }

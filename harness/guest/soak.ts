@@ -8,14 +8,17 @@
  *
  * Disruptions are scheduled BETWEEN traffic runs, never during one: a run
  * that overlapped a pulled cable or a dead switch would legitimately fail,
- * and telling such failures from real ones is guesswork. A run under loss
- * may still fail for a reason of the tools, not of the device (an
- * `ibv_rc_pingpong` server exits once its work is done, so a lost ACK of the
- * client's last SEND leaves the client retrying into a QP that is gone —
- * see rdma_e2e.ts, LOSS_PINGPONG): such a run is repeated, at most
- * {@link SOAK_RETRIES} times, and counted (`soak.retries`) — but only when
- * its data check found nothing wrong. A wrong byte fails the soak at once,
- * retry or not.
+ * and telling such failures from real ones is guesswork. For the same
+ * reason the loss stops before each run's end: a tool's last exchange is
+ * not loss-tolerant on any hardware (an `ibv_rc_pingpong` server exits once
+ * its work is done, so a lost ACK of the client's last SEND leaves the
+ * client retrying into a QP that is gone; an rping client destroys its
+ * rdma_cm ID right after its DREQ, which stops the CM resending it, so a
+ * lost DREQ leaves the server waiting forever). Each run under loss arms
+ * cnuas_ib's `rx_drop_frames` window with {@link TrafficRun.lossFrames},
+ * fewer frames than either end surely receives before that last exchange:
+ * a deterministic cut (the same seed drops the same frames), not a timer.
+ * Nothing is retried: any failed run fails the soak.
  */
 import { type RowContext, RowFailure } from "../matrix/row.ts";
 import {
@@ -49,9 +52,6 @@ export interface SoakOptions {
   /** The loss pattern's seed (default: ctx.config.lossSeed, else random). */
   seed?: number;
 }
-
-/** How often a traffic run that failed with clean data is repeated. */
-export const SOAK_RETRIES = 2;
 
 /**
  * Bounds of growth from the sample after the warm-up round to the one at
@@ -237,17 +237,24 @@ export function counterProblems(d: Record<string, number>[], lossOneIn: number):
 export interface SoakResult {
   rounds: number;
   runs: number;
-  retries: number;
+  /** Frames the loss could take (the runs' windows, each end), `soak.lossWindowFrames`. */
+  lossWindowFrames: number;
   cablePulls: number;
   switchRestarts: number;
   /** Payload bytes whose check came out clean. */
   verifiedBytes: number;
 }
 
-/** One traffic run: how to start it, whether loss is on, what its data check found. */
-interface TrafficRun {
+/** One traffic run: how to start it, where loss is on, what its data check found. */
+export interface TrafficRun {
   name: string;
-  loss: boolean;
+  /**
+   * The loss takes only the first this many frames each end receives (0:
+   * loss off for the run): half of a lower bound of the frames either end
+   * receives before the tool's last exchange, so that exchange is never
+   * hit (see the module comment).
+   */
+  lossFrames: number;
   run(): Promise<PairResult>;
   /** Lines of wrong data in its output (never retried). */
   dataErrors(r: PairResult): string[];
@@ -266,7 +273,8 @@ function trafficMix([s, c]: RoceNode[]): TrafficRun[] {
     const cmd = (n: RoceNode) => `ibv_rc_pingpong -d ${n.dev.ibdev}${addrFlag(n, "-g")} ${flags}`;
     return {
       name: `ibv_rc_pingpong -s ${size} -n ${iters}`,
-      loss: true,
+      // each end receives the peer's messages (size/1024 packets each) before the last one
+      lossFrames: pingpongLossFrames(size, iters, 1024),
       run: pair(port, cmd(s), `${cmd(c)} ${s.ip}`),
       dataErrors: (r) => pingpongDataErrors(r.serverOut),
       incomplete: (r) => parsePingpong(r.clientOut) ? "" : "the client printed no figures",
@@ -285,7 +293,7 @@ function trafficMix([s, c]: RoceNode[]): TrafficRun[] {
     {
       // UD has no recovery: one lost datagram and the pingpong waits forever
       name: "ibv_ud_pingpong -s 1024 -n 100 (loss off: UD does not recover)",
-      loss: false,
+      lossFrames: 0,
       run: pair(18531, ud(s), `${ud(c)} ${s.ip}`),
       dataErrors: (r) => [...pingpongDataErrors(r.serverOut), ...pingpongDataErrors(r.clientOut)],
       incomplete: (r) => parsePingpong(r.clientOut) ? "" : "the client printed no figures",
@@ -293,7 +301,9 @@ function trafficMix([s, c]: RoceNode[]): TrafficRun[] {
     },
     {
       name: "rping -V -C 10 -S 1024 (rdma_cm connect, READ/WRITE, disconnect)",
-      loss: true,
+      // per ping the server receives 3 frames (2 SENDs, a READ response), the client 4
+      // (a READ request, a WRITE, 2 SENDs): >= 30 each before the DREQ
+      lossFrames: RPING_LOSS_FRAMES,
       run: pair(0, rping("-s"), rping("-c")),
       dataErrors: (r) => [...rpingDataErrors(r.clientOut), ...rpingDataErrors(r.serverOut)],
       incomplete: (r) => {
@@ -305,7 +315,8 @@ function trafficMix([s, c]: RoceNode[]): TrafficRun[] {
     {
       // perftest checks no data: completion under loss only
       name: "ib_atomic_bw -n 200 (atomics; no data check exists)",
-      loss: true,
+      // 200 requests in, 200 responses in; perftest ends on a TCP barrier after them
+      lossFrames: 100,
       run: pair(18533, atomic(s), `${atomic(c)} ${s.ip}`),
       dataErrors: () => [],
       incomplete: () => "",
@@ -345,28 +356,41 @@ async function switchRestart(ctx: RowContext, nodes: RoceNode[]): Promise<void> 
 }
 
 /**
- * Run one traffic run; repeat it (at most {@link SOAK_RETRIES} times) when
- * it failed with loss on and clean data. Returns the retries it took.
+ * The loss window of an `ibv_rc_pingpong -s size -n iters` at path MTU
+ * `mtu`: each end receives at least `iters - 1` of its peer's messages
+ * (`ceil(size / mtu)` packets each) before the last exchange; half of it.
  */
+export function pingpongLossFrames(size: number, iters: number, mtu: number): number {
+  return Math.floor((iters - 1) * Math.ceil(size / mtu) / 2);
+}
+
+/** The loss window of `rping -C 10`: half of the 30 frames either end surely receives. */
+export const RPING_LOSS_FRAMES = 15;
+
+/** Run one traffic run with its loss window; any failure fails the soak. */
 async function runChecked(ctx: RowContext, nodes: RoceNode[], t: TrafficRun, every: number) {
-  for (let attempt = 0;; attempt++) {
-    await setLoss(nodes, t.loss ? every : 0);
-    const r = await t.run();
+  await setLoss(nodes, t.lossFrames ? every : 0, t.lossFrames);
+  let r: PairResult;
+  try {
+    r = await t.run();
+  } finally {
     await setLoss(nodes, 0);
-    const bad = t.dataErrors(r);
-    if (bad.length) {
-      throw new RowFailure(`${t.name}: the data check found wrong data: ${bad.join("; ")}`);
-    }
-    const why = r.serverCode !== 0 || r.clientCode !== 0
-      ? `server exit ${r.serverCode}, client exit ${r.clientCode}`
-      : t.incomplete(r);
-    if (!why) return attempt;
-    const tail = `server: ${r.serverOut.slice(-600)}\nclient: ${r.clientOut.slice(-600)}`;
-    if (!t.loss || attempt >= SOAK_RETRIES) {
-      throw new RowFailure(`${t.name}: ${why} (attempt ${attempt + 1})\n${tail}`);
-    }
-    ctx.log(`${t.name}: ${why} under loss, data clean; again (${attempt + 1}/${SOAK_RETRIES})`);
   }
+  const bad = t.dataErrors(r);
+  if (bad.length) {
+    throw new RowFailure(`${t.name}: the data check found wrong data: ${bad.join("; ")}`);
+  }
+  const why = r.serverCode !== 0 || r.clientCode !== 0
+    ? `server exit ${r.serverCode}, client exit ${r.clientCode}`
+    : t.incomplete(r);
+  if (why) {
+    const loss = t.lossFrames ? `loss 1/${every} in the first ${t.lossFrames} frames` : "no loss";
+    throw new RowFailure(
+      `${t.name} (${loss}): ${why}\n` +
+        `server: ${r.serverOut.slice(-600)}\nclient: ${r.clientOut.slice(-600)}`,
+    );
+  }
+  ctx.log(`${t.name}: clean (${t.lossFrames ? `loss window ${t.lossFrames} frames` : "no loss"})`);
 }
 
 /**
@@ -399,7 +423,7 @@ export async function runSoak(
   const res: SoakResult = {
     rounds: 0,
     runs: 0,
-    retries: 0,
+    lossWindowFrames: 0,
     cablePulls: 0,
     switchRestarts: 0,
     verifiedBytes: 0,
@@ -415,8 +439,9 @@ export async function runSoak(
     const round = ++res.rounds;
     await ctx.step(`soak round ${round}`, async () => {
       for (const t of trafficMix(nodes)) {
-        res.retries += await runChecked(ctx, nodes, t, every);
+        await runChecked(ctx, nodes, t, every);
         res.runs++;
+        res.lossWindowFrames += 2 * t.lossFrames;
         res.verifiedBytes += t.bytes;
       }
     });
@@ -462,7 +487,7 @@ export async function runSoak(
   m("wallSec", Number(wallSec.toFixed(1)), "s");
   m("rounds", res.rounds, "count");
   m("runs", res.runs, "count");
-  m("retries", res.retries, "count");
+  m("lossWindowFrames", res.lossWindowFrames, "frames");
   m("cablePulls", res.cablePulls, "count");
   m("switchRestarts", res.switchRestarts, "count");
   m("verifiedBytes", res.verifiedBytes, "bytes");

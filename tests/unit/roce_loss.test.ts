@@ -24,11 +24,11 @@ Deno.test("lossSeed keeps an asked seed and draws a uint32 otherwise", () => {
 
 Deno.test("lastLossLine reads the driver's last loss line", () => {
   const log = [
-    "[   30.100000] cnuas_ib: rx loss injection 1/100 seed 7",
+    "[   30.100000] cnuas_ib: rx loss injection 1/100 seed 7 frames 0",
     "[   31.000000] cnuas_net 0000:00:03.0 eth1: link up",
-    "[   42.250000] cnuas_ib: rx loss injection 1/100 seed 3735928559",
+    "[   42.250000] cnuas_ib: rx loss injection 1/100 seed 3735928559 frames 120",
   ].join("\n");
-  assert.deepEqual(lastLossLine(log), { oneIn: 100, seed: 3735928559 });
+  assert.deepEqual(lastLossLine(log), { oneIn: 100, seed: 3735928559, frames: 120 });
   assert.equal(lastLossLine("[ 1.0] cnuas_ib: probed"), undefined);
 });
 

@@ -6,6 +6,7 @@ import {
   parseMeminfo,
   parseSlabinfo,
   parseStatusRss,
+  pingpongLossFrames,
   slabGrowth,
   SOAK_BOUNDS,
   switchRssGrowth,
@@ -177,4 +178,18 @@ Deno.test("counters: the clean soak's are consistent; each inconsistency named",
     counterProblems([{ ...g0, rx_drop_injected: 300 }, { ...g1, rx_drop_injected: 300 }], 100),
     ["injected loss 2.64% is above twice 1/100"],
   );
+});
+
+Deno.test("loss windows: half the peer's packets before the last message, never into it", () => {
+  // 64 B x 100: one packet per message, 99 before the last
+  assert.equal(pingpongLossFrames(64, 100, 1024), 49);
+  assert.equal(pingpongLossFrames(4096, 100, 1024), 198);
+  assert.equal(pingpongLossFrames(65536, 30, 1024), 928);
+  // a partial packet still is a packet
+  assert.equal(pingpongLossFrames(1500, 3, 1024), 2);
+  for (const [size, iters] of [[64, 100], [4096, 100], [65536, 30], [1, 2]]) {
+    assert.ok(
+      pingpongLossFrames(size, iters, 1024) < (iters - 1) * Math.ceil(size / 1024) || iters < 2,
+    );
+  }
 });
