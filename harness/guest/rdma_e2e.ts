@@ -190,16 +190,22 @@ export const LOSS_ONE_IN = 100;
 /**
  * Set each node's cnuas_ib `rx_drop_one_in` to `every` (0: no loss) and
  * `rx_drop_frames` to `frames` (the loss takes only the first that many
- * frames each device receives from now; 0: no limit). Each write
- * re-seeds the pattern.
+ * frames each device receives from now; 0: no limit), and `rx_drop_seed`
+ * to `seed` when one is given. Each write re-seeds the pattern.
  */
-export async function setLoss(nodes: RdmaNode[], every: number, frames = 0): Promise<void> {
+export async function setLoss(
+  nodes: RdmaNode[],
+  every: number,
+  frames = 0,
+  seed?: number,
+): Promise<void> {
   const p = "/sys/module/cnuas_ib/parameters";
+  const seedFirst = seed === undefined ? "" : `echo ${seed} >${p}/rx_drop_seed && `;
   for (const n of nodes) {
-    await n.g.run(`echo ${frames} >${p}/rx_drop_frames && echo ${every} >${p}/rx_drop_one_in`, {
-      check: true,
-      timeoutSec: 30,
-    });
+    await n.g.run(
+      `${seedFirst}echo ${frames} >${p}/rx_drop_frames && echo ${every} >${p}/rx_drop_one_in`,
+      { check: true, timeoutSec: 30 },
+    );
   }
 }
 

@@ -18,6 +18,9 @@
  * cnuas_ib's `rx_drop_frames` window with {@link TrafficRun.lossFrames},
  * fewer frames than either end surely receives before that last exchange:
  * a deterministic cut (the same seed drops the same frames), not a timer.
+ * Every run draws from its own seed ({@link runLossSeed}): re-seeded with
+ * one seed, every run would lose the same frame positions, and a seed
+ * whose first loss lies past a short window would never touch that run.
  * Nothing is retried: any failed run fails the soak.
  */
 import { type RowContext, RowFailure } from "../matrix/row.ts";
@@ -367,9 +370,24 @@ export function pingpongLossFrames(size: number, iters: number, mtu: number): nu
 /** The loss window of `rping -C 10`: half of the 30 frames either end surely receives. */
 export const RPING_LOSS_FRAMES = 15;
 
-/** Run one traffic run with its loss window; any failure fails the soak. */
-async function runChecked(ctx: RowContext, nodes: RoceNode[], t: TrafficRun, every: number) {
-  await setLoss(nodes, t.lossFrames ? every : 0, t.lossFrames);
+/**
+ * The loss seed of the soak's `run`-th traffic run (from 0), derived from
+ * the soak's seed so `--loss-seed` replays every run (golden-ratio steps:
+ * neighbouring runs get unrelated seeds).
+ */
+export function runLossSeed(soakSeed: number, run: number): number {
+  return (soakSeed + Math.imul(run, 0x9e3779b9)) >>> 0;
+}
+
+/** Run one traffic run with its loss window and seed; any failure fails the soak. */
+async function runChecked(
+  ctx: RowContext,
+  nodes: RoceNode[],
+  t: TrafficRun,
+  every: number,
+  seed: number,
+) {
+  await setLoss(nodes, t.lossFrames ? every : 0, t.lossFrames, seed);
   let r: PairResult;
   try {
     r = await t.run();
@@ -384,13 +402,19 @@ async function runChecked(ctx: RowContext, nodes: RoceNode[], t: TrafficRun, eve
     ? `server exit ${r.serverCode}, client exit ${r.clientCode}`
     : t.incomplete(r);
   if (why) {
-    const loss = t.lossFrames ? `loss 1/${every} in the first ${t.lossFrames} frames` : "no loss";
+    const loss = t.lossFrames
+      ? `loss 1/${every} in the first ${t.lossFrames} frames, seed ${seed}`
+      : "no loss";
     throw new RowFailure(
       `${t.name} (${loss}): ${why}\n` +
         `server: ${r.serverOut.slice(-600)}\nclient: ${r.clientOut.slice(-600)}`,
     );
   }
-  ctx.log(`${t.name}: clean (${t.lossFrames ? `loss window ${t.lossFrames} frames` : "no loss"})`);
+  ctx.log(
+    `${t.name}: clean (${
+      t.lossFrames ? `loss window ${t.lossFrames} frames, seed ${seed}` : "no loss"
+    })`,
+  );
 }
 
 /**
@@ -439,7 +463,7 @@ export async function runSoak(
     const round = ++res.rounds;
     await ctx.step(`soak round ${round}`, async () => {
       for (const t of trafficMix(nodes)) {
-        await runChecked(ctx, nodes, t, every);
+        await runChecked(ctx, nodes, t, every, runLossSeed(seed, res.runs));
         res.runs++;
         res.lossWindowFrames += 2 * t.lossFrames;
         res.verifiedBytes += t.bytes;

@@ -7,6 +7,7 @@ import {
   parseSlabinfo,
   parseStatusRss,
   pingpongLossFrames,
+  runLossSeed,
   slabGrowth,
   SOAK_BOUNDS,
   switchRssGrowth,
@@ -192,4 +193,12 @@ Deno.test("loss windows: half the peer's packets before the last message, never 
       pingpongLossFrames(size, iters, 1024) < (iters - 1) * Math.ceil(size / 1024) || iters < 2,
     );
   }
+});
+
+Deno.test("each run's loss seed: a uint32 from the soak's seed and the run, distinct per run", () => {
+  assert.equal(runLossSeed(7, 0), 7);
+  const seeds = Array.from({ length: 64 }, (_, i) => runLossSeed(4294967295, i));
+  assert.equal(new Set(seeds).size, 64);
+  for (const s of seeds) assert.ok(Number.isInteger(s) && s >= 0 && s <= 0xffffffff);
+  assert.equal(runLossSeed(1073972035, 5), runLossSeed(1073972035, 5));
 });
