@@ -43,9 +43,9 @@
  *   skb->len is the frame length, skb_mac_header(skb) == skb->data, skb->dev
  *   is the net_device; in ETH mode skb->protocol is the EtherType and the
  *   network header is set after the 14-byte Ethernet header.  The frame has
- *   passed the length checks (ETH: 14..MTU+18 bytes; IB: 8..9216 bytes);
- *   nothing else is validated - checksums, ICRC, addresses are the
- *   consumer's business.
+ *   passed the length checks (ETH: 14..MTU+18 bytes; IB: 1..9216 bytes,
+ *   a runt included); nothing else is validated - lengths in IB mode,
+ *   checksums, ICRC, addresses are the consumer's business.
  *
  * TRANSMIT
  *   cnuas_net_xmit() takes a complete frame (in ETH mode the consumer builds

@@ -20,7 +20,6 @@
 #define CNUAS_MAC_CTRL_PAUSE	0x0001
 #define CNUAS_MAC_CTRL_PFC	0x0101
 #define CNUAS_PFC_FRAME_LEN	(ETH_HLEN + 2 + 2 + 2 * CNUAS_NUM_PRIO)
-#define CNUAS_IB_LRH_LEN	8
 
 static bool cnuas_is_roce(const u8 *f, unsigned int len)
 {
@@ -99,13 +98,13 @@ static enum cnuas_rx_dest cnuas_rx_classify(struct cnuas_net *net,
 		cnuas_rx_stat_add(net, CNUAS_RX_DROP_BAD_LEN, 1);
 		return CNUAS_RX_CONSUMED;
 	}
-	if (layer == CNUAS_LL_IB) {
-		if (len < CNUAS_IB_LRH_LEN) {
-			cnuas_rx_stat_add(net, CNUAS_RX_DROP_RUNT, 1);
-			return CNUAS_RX_CONSUMED;
-		}
+	/*
+	 * Native IB: every frame is cnuas_ib's to judge, a runt included; it
+	 * counts one shorter than its headers in rcvd_hdr_err
+	 * (docs/devices.md, "cnuas_ib: receive drop reasons", rule 1).
+	 */
+	if (layer == CNUAS_LL_IB)
 		return CNUAS_RX_RDMA;
-	}
 	if (len < ETH_HLEN) {
 		cnuas_rx_stat_add(net, CNUAS_RX_DROP_RUNT, 1);
 		return CNUAS_RX_CONSUMED;
