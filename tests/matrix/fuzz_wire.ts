@@ -1,6 +1,6 @@
 /**
- * The wire fuzz of row `fuzz` (RoCEv2; it takes native InfiniBand nodes
- * too, for a row `fuzz-ib` not registered yet) (issue 20): while a live `ibv_rc_pingpong --chk` runs between the two
+ * The wire fuzz of row `fuzz` (RoCEv2) and row `fuzz-ib` (native
+ * InfiniBand) (issue 20): while a live `ibv_rc_pingpong --chk` runs between the two
  * guests, the switch injects generated frames
  * (harness/models/rdma/wire_fuzz.ts) at the first guest's port, aimed at
  * wire_victim's QPs, its MR and its UD QP. Afterwards: the live flow
@@ -9,6 +9,17 @@
  * or on a full QP queue, the main victim QP is still RTS and each sacrificed
  * one is in the error state, the MR's window holds what the model computed,
  * and no byte changed in its canary half or in the memory around it.
+ *
+ * The victims answer the fake peer (ACKs, READ responses, atomic ACKs,
+ * NAKs). On RoCEv2 the switch floods those to the other ports (the fake
+ * MAC is never learned); on native IB the fake peer's LID gets an LFT entry
+ * to the live peer's port for the fuzz's duration, whose cnuas_ib drops them
+ * as not addressed to it — without it the switch drops them as `bad_dlid`
+ * at the target's ingress (docs/switch.md, "Forwarding", ib step 3), as a
+ * real switch drops a DLID it has no route for, and a check of the switch's
+ * drops at the target's port could not tell them from injected frames lost.
+ * An injected (egress) frame meets no forwarding rule: the only place the
+ * switch can lose one is the target port's queue (`queue_full`).
  *
  * The seed is random per run (measurement `wireFuzz.seed`);
  * `CNUAS_HIL_WIRE_FUZZ_SEED=<seed>` replays one. A run whose counters, QPs
@@ -284,9 +295,28 @@ async function writeMinimal(ctx: RowContext, s: Shrunk): Promise<void> {
 
 /** The wire fuzz; the first node is the target, the second its live peer. */
 export async function wireFuzzSteps(ctx: RowContext, nodes: WireFuzzNodes): Promise<void> {
-  const [, t, peer] = nodes;
   const fabric = ctx.fabric;
   if (!fabric) throw new Error("row fuzz: the wire fuzz needs the row's fabric");
+  if (nodes[0] === "eth") return await fuzzSteps(ctx, nodes, fabric);
+  const [, , peer] = nodes;
+  // the victims' answers to the fake peer: to the live peer's port, whose cnuas_ib drops them
+  // (rcvd_addr_err: not its LID), not bad_dlid drops at the target's ingress (the module comment)
+  const lid = FAKE_PEER_IB.lid;
+  await ctx.step(
+    `LFT: the fake peer's LID 0x${lid.toString(16)} to ${peer.g.name}'s port ${peer.swPort}`,
+    () => fabric.setLft([{ lid, port: peer.swPort }]),
+  );
+  try {
+    await fuzzSteps(ctx, nodes, fabric);
+  } finally {
+    // the route goes with the fuzz; a failure here must not hide the fuzz's own
+    await fabric.setLft([{ lid, port: null }]).catch((e) => ctx.log(`LFT: ${e}`));
+  }
+}
+
+/** {@link wireFuzzSteps} once the fabric is ready for it. */
+async function fuzzSteps(ctx: RowContext, nodes: WireFuzzNodes, fabric: FabricOps): Promise<void> {
+  const [, t, peer] = nodes;
   const seed = fuzzSeed("CNUAS_HIL_WIRE_FUZZ_SEED");
   ctx.measure("wireFuzz.seed", seed, "seed");
   const frames = WIRE_FUZZ_FRAMES[ctx.config.depth];
@@ -363,12 +393,18 @@ export async function wireFuzzSteps(ctx: RowContext, nodes: WireFuzzNodes): Prom
       ctx.measure(`wireFuzz.frames.${what}`, k, "frames");
     }
     const dropsAfter = (await fabric.ports()).find((p) => p.port === port)?.drops;
-    const switchDrops = Object.entries(dropsAfter ?? {}).reduce(
-      (s, [k, v]) => s + v - ((dropsBefore as Record<string, number> | undefined)?.[k] ?? 0),
-      0,
-    );
+    const byReason = Object.entries(dropsAfter ?? {})
+      .map(([k, v]) => [k, v - ((dropsBefore as Record<string, number> | undefined)?.[k] ?? 0)])
+      .filter(([, d]) => d !== 0) as [string, number][];
+    const switchDrops = byReason.reduce((s, [, d]) => s + d, 0);
     ctx.measure("wireFuzz.switchDrops", switchDrops, "frames");
-    if (switchDrops) wrong.push(`the switch dropped ${switchDrops} frames at port ${port}`);
+    if (switchDrops) {
+      wrong.push(
+        `the switch dropped ${switchDrops} frames at port ${port} (${
+          byReason.map(([k, d]) => `${k} ${d}`).join(", ")
+        })`,
+      );
+    }
     ctx.log(`counter deltas: ${JSON.stringify(delta)}`);
   });
   await ctx.step("victim QPs, MR window and canaries", async () => {
