@@ -35,6 +35,7 @@ import { writePcapng } from "../../harness/fabric/pcapng.ts";
 import { shrinkOps } from "../../harness/oracle/shrink.ts";
 import { fuzzSeed } from "../../harness/config.ts";
 import { runPair } from "../../harness/guest/cnuas_ib.ts";
+import { ethtoolStats } from "../../harness/guest/cnuas_net.ts";
 import {
   addrFlag,
   counterDelta,
@@ -101,6 +102,9 @@ const QPS_RTS = 3, QPS_ERR = 6;
 
 /** Counters that must not move at all: a frame dropped for a reason the model never predicts. */
 const MUST_STAY = ["rcvd_rxq_full"];
+
+/** The LRH's length: a native IB frame shorter than it has none. */
+const IB_LRH_BYTES = 8;
 
 /** How long a failing run may spend shrinking, per depth. */
 const SHRINK_BUDGET_SEC = { quick: 300, deep: 900 } as const;
@@ -316,7 +320,7 @@ export async function wireFuzzSteps(ctx: RowContext, nodes: WireFuzzNodes): Prom
 
 /** {@link wireFuzzSteps} once the fabric is ready for it. */
 async function fuzzSteps(ctx: RowContext, nodes: WireFuzzNodes, fabric: FabricOps): Promise<void> {
-  const [, t, peer] = nodes;
+  const [mode, t, peer] = nodes;
   const seed = fuzzSeed("CNUAS_HIL_WIRE_FUZZ_SEED");
   ctx.measure("wireFuzz.seed", seed, "seed");
   const frames = WIRE_FUZZ_FRAMES[ctx.config.depth];
@@ -337,7 +341,10 @@ async function fuzzSteps(ctx: RowContext, nodes: WireFuzzNodes, fabric: FabricOp
   const steps: FuzzStep[] = [];
   const before = await hwCounters(t);
   const peerBefore = await hwCounters(peer);
+  const netBefore = await ethtoolStats(t.g, t.dev.iface);
   const dropsBefore = (await fabric.ports()).find((p) => p.port === port)?.drops;
+  /** Native IB: frames of the main stream shorter than the LRH. */
+  let shortOfLrh = 0;
   await ctx.step(
     `${frames} fuzz frames at ${t.g.name} beside a live ibv_rc_pingpong --chk`,
     async () => {
@@ -357,7 +364,9 @@ async function fuzzSteps(ctx: RowContext, nodes: WireFuzzNodes, fabric: FabricOp
         for (let i = 0; i < frames; i++) {
           const s = fuzz.nextStep();
           steps.push(s);
-          yield fuzz.apply(s)[0].frame;
+          const f = fuzz.apply(s)[0].frame;
+          if (mode === "ib" && f.length < IB_LRH_BYTES) shortOfLrh++;
+          yield f;
         }
       };
       let n = await injectPaced(fabric, port, main());
@@ -404,6 +413,20 @@ async function fuzzSteps(ctx: RowContext, nodes: WireFuzzNodes, fabric: FabricOp
           byReason.map(([k, d]) => `${k} ${d}`).join(", ")
         })`,
       );
+    }
+    // cnuas_net's own length check, before cnuas_ib: on a native IB port every frame must get
+    // through to cnuas_ib (docs/devices.md, "cnuas_ib: receive drop reasons", rule 1)
+    const runts = counterDelta(netBefore, await ethtoolStats(t.g, t.dev.iface)).rx_drop_runt ?? 0;
+    ctx.measure("wireFuzz.cnuasNet.rxDropRunt", runts, "frames");
+    if (mode === "ib") {
+      ctx.measure("wireFuzz.frames.shorterThanLrh", shortOfLrh, "frames");
+      if (runts) {
+        wrong.push(
+          `cnuas_net rx_drop_runt: ${runts} (must stay 0: on a native IB port every frame reaches ` +
+            `cnuas_ib; ${shortOfLrh} injected frames are shorter than the ${IB_LRH_BYTES}-byte ` +
+            `LRH, rule 1 puts them in rcvd_hdr_err)`,
+        );
+      }
     }
     ctx.log(`counter deltas: ${JSON.stringify(delta)}`);
   });
