@@ -30,8 +30,17 @@ export const row: Row = {
   async run(ctx) {
     if (!ctx.fabric) throw new RowFailure("fuzz-ib needs the ib fabric and got none");
     const nodes = await setupIbNodes(ctx, ctx.fabric, ctx.guests, IPS);
+    // IPv6 off on IPoIB: a guest's IPv6 multicast (MLD reports to ff02::16, router
+    // solicitations to ff02::2) goes to groups both guests' ipoib joined only to send to, so the
+    // switch forwards it to the target, which attached no QP to them: rcvd_mcast_no_member beside
+    // the model's frames (the first run: 7 over). ARP goes to the broadcast group, which the
+    // target's ipoib attached to (rcvd_mcast_pkts: liveFlow.mcastDelivered); an IPv4 group a
+    // guest daemon joined would bring IGMP reports (224.0.0.22) back in the same way.
     for (const n of nodes) {
-      await ctx.step(`${n.g.name}: IPoIB up with ${n.ip}`, () => startIpoib(n));
+      await ctx.step(
+        `${n.g.name}: IPoIB up with ${n.ip}, no IPv6`,
+        () => startIpoib(n, { ipv6: false }),
+      );
     }
     await wireFuzzSteps(ctx, ["ib", nodes[0], nodes[1]]);
     await ctx.step("kernel logs clean (the dmesg guard, and no call trace)", async () => {

@@ -302,7 +302,7 @@ export async function wireFuzzSteps(ctx: RowContext, nodes: WireFuzzNodes): Prom
   const fabric = ctx.fabric;
   if (!fabric) throw new Error("row fuzz: the wire fuzz needs the row's fabric");
   if (nodes[0] === "eth") return await fuzzSteps(ctx, nodes, fabric);
-  const [, , peer] = nodes;
+  const [, t, peer] = nodes;
   // the victims' answers to the fake peer: to the live peer's port, whose cnuas_ib drops them
   // (rcvd_addr_err: not its LID), not bad_dlid drops at the target's ingress (the module comment)
   const lid = FAKE_PEER_IB.lid;
@@ -310,10 +310,22 @@ export async function wireFuzzSteps(ctx: RowContext, nodes: WireFuzzNodes): Prom
     `LFT: the fake peer's LID 0x${lid.toString(16)} to ${peer.g.name}'s port ${peer.swPort}`,
     () => fabric.setLft([{ lid, port: peer.swPort }]),
   );
+  // the SA groups the target's port is in (a live multicast frame to one its IPoIB did not attach
+  // a QP to counts in the target's rcvd_mcast_no_member): logged for a run whose count differs
+  const groups = async (when: string) => {
+    const mine = (await fabric.sm()).groups.filter((g) => g.ports.includes(t.swPort));
+    ctx.log(
+      `SA groups with ${t.g.name}'s port ${t.swPort} ${when}: ${
+        mine.map((g) => `${g.mgid} (mlid 0x${g.mlid.toString(16)}, ports ${g.ports})`).join("; ")
+      }`,
+    );
+  };
+  await groups("before the fuzz");
   try {
     await fuzzSteps(ctx, nodes, fabric);
   } finally {
     // the route goes with the fuzz; a failure here must not hide the fuzz's own
+    await groups("after the fuzz").catch((e) => ctx.log(`SA groups: ${e}`));
     await fabric.setLft([{ lid, port: null }]).catch((e) => ctx.log(`LFT: ${e}`));
   }
 }
@@ -401,6 +413,8 @@ async function fuzzSteps(ctx: RowContext, nodes: WireFuzzNodes, fabric: FabricOp
     for (const [what, k] of Object.entries(fuzz.mutations)) {
       ctx.measure(`wireFuzz.frames.${what}`, k, "frames");
     }
+    // injected frames never reach a multicast group anyone joined: this is the live multicast
+    ctx.measure("liveFlow.mcastDelivered", delta.rcvd_mcast_pkts ?? 0, "frames");
     const dropsAfter = (await fabric.ports()).find((p) => p.port === port)?.drops;
     const byReason = Object.entries(dropsAfter ?? {})
       .map(([k, v]) => [k, v - ((dropsBefore as Record<string, number> | undefined)?.[k] ?? 0)])
