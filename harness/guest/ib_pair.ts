@@ -153,9 +153,14 @@ export async function waitGuestActive(
 /**
  * Load ib_ipoib, find the IPoIB interface (ARPHRD_INFINIBAND; each guest
  * has one IB device), give it the node's address /24 and bring it up
- * (datagram mode, ipoib's default).
+ * (datagram mode, ipoib's default). `ipv6: false` turns IPv6 off on the
+ * interface before it comes up: no link-local address and no IPv6
+ * multicast (MLD reports, router and neighbour solicitations), so none of
+ * the SA groups ipoib joins only to send to: it attaches no QP to those,
+ * yet the switch, like OpenSM, forwards the group's traffic to every
+ * member's port, where cnuas_ib counts it in `rcvd_mcast_no_member`.
  */
-export async function startIpoib(n: IbNode): Promise<string> {
+export async function startIpoib(n: IbNode, opts: { ipv6?: boolean } = {}): Promise<string> {
   // the guest has one InfiniBand device: the one ARPHRD_INFINIBAND (32) interface is its
   const script = [
     "modprobe ib_ipoib || exit 3",
@@ -170,8 +175,10 @@ export async function startIpoib(n: IbNode): Promise<string> {
   if (r.code !== 0 || !iface) {
     throw new RowFailure(`${n.g.name}: no IPoIB interface (exit ${r.code}): ${r.stderr}`);
   }
+  const v6 = `/proc/sys/net/ipv6/conf/${iface}/disable_ipv6`;
+  const noV6 = opts.ipv6 === false ? `{ [ ! -e ${shq(v6)} ] || echo 1 > ${shq(v6)}; } && ` : "";
   const up = await n.g.run(
-    `ip addr add ${n.ip}/24 dev ${iface} && ip link set ${iface} up`,
+    `${noV6}ip addr add ${n.ip}/24 dev ${iface} && ip link set ${iface} up`,
     { timeoutSec: 30 },
   );
   if (up.code !== 0) throw new RowFailure(`${n.g.name}: ${iface} up: ${up.stderr}`);

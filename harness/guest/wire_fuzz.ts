@@ -158,7 +158,8 @@ export async function injectPaced(
   let n = 0;
   for (const f of frames) {
     if (n % batch === 0) {
-      while (((await fabric.qosStats(port))[0]?.queueLen ?? 0) > maxQueue) {
+      // the port's whole queue (ports(): both link layers; qosStats is Ethernet only)
+      while (((await fabric.ports()).find((p) => p.port === port)?.queueLen ?? 0) > maxQueue) {
         await new Promise((r) => setTimeout(r, 2));
       }
     }

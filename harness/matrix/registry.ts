@@ -33,6 +33,7 @@ export const ROW_IDS = [
   "cnuasdev",
   "peermem",
   "fuzz",
+  "fuzz-ib",
   "docs",
 ] as const;
 

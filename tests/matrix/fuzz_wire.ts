@@ -1,6 +1,6 @@
 /**
- * The wire fuzz of row `fuzz` (RoCEv2; it takes native InfiniBand nodes
- * too, for a row `fuzz-ib` not registered yet) (issue 20): while a live `ibv_rc_pingpong --chk` runs between the two
+ * The wire fuzz of row `fuzz` (RoCEv2) and row `fuzz-ib` (native
+ * InfiniBand) (issue 20): while a live `ibv_rc_pingpong --chk` runs between the two
  * guests, the switch injects generated frames
  * (harness/models/rdma/wire_fuzz.ts) at the first guest's port, aimed at
  * wire_victim's QPs, its MR and its UD QP. Afterwards: the live flow
@@ -9,6 +9,17 @@
  * or on a full QP queue, the main victim QP is still RTS and each sacrificed
  * one is in the error state, the MR's window holds what the model computed,
  * and no byte changed in its canary half or in the memory around it.
+ *
+ * The victims answer the fake peer (ACKs, READ responses, atomic ACKs,
+ * NAKs). On RoCEv2 the switch floods those to the other ports (the fake
+ * MAC is never learned); on native IB the fake peer's LID gets an LFT entry
+ * to the live peer's port for the fuzz's duration, whose cnuas_ib drops them
+ * as not addressed to it — without it the switch drops them as `bad_dlid`
+ * at the target's ingress (docs/switch.md, "Forwarding", ib step 3), as a
+ * real switch drops a DLID it has no route for, and a check of the switch's
+ * drops at the target's port could not tell them from injected frames lost.
+ * An injected (egress) frame meets no forwarding rule: the only place the
+ * switch can lose one is the target port's queue (`queue_full`).
  *
  * The seed is random per run (measurement `wireFuzz.seed`);
  * `CNUAS_HIL_WIRE_FUZZ_SEED=<seed>` replays one. A run whose counters, QPs
@@ -24,6 +35,7 @@ import { writePcapng } from "../../harness/fabric/pcapng.ts";
 import { shrinkOps } from "../../harness/oracle/shrink.ts";
 import { fuzzSeed } from "../../harness/config.ts";
 import { runPair } from "../../harness/guest/cnuas_ib.ts";
+import { ethtoolStats } from "../../harness/guest/cnuas_net.ts";
 import {
   addrFlag,
   counterDelta,
@@ -90,6 +102,9 @@ const QPS_RTS = 3, QPS_ERR = 6;
 
 /** Counters that must not move at all: a frame dropped for a reason the model never predicts. */
 const MUST_STAY = ["rcvd_rxq_full"];
+
+/** The LRH's length: a native IB frame shorter than it has none. */
+const IB_LRH_BYTES = 8;
 
 /** How long a failing run may spend shrinking, per depth. */
 const SHRINK_BUDGET_SEC = { quick: 300, deep: 900 } as const;
@@ -284,9 +299,40 @@ async function writeMinimal(ctx: RowContext, s: Shrunk): Promise<void> {
 
 /** The wire fuzz; the first node is the target, the second its live peer. */
 export async function wireFuzzSteps(ctx: RowContext, nodes: WireFuzzNodes): Promise<void> {
-  const [, t, peer] = nodes;
   const fabric = ctx.fabric;
   if (!fabric) throw new Error("row fuzz: the wire fuzz needs the row's fabric");
+  if (nodes[0] === "eth") return await fuzzSteps(ctx, nodes, fabric);
+  const [, t, peer] = nodes;
+  // the victims' answers to the fake peer: to the live peer's port, whose cnuas_ib drops them
+  // (rcvd_addr_err: not its LID), not bad_dlid drops at the target's ingress (the module comment)
+  const lid = FAKE_PEER_IB.lid;
+  await ctx.step(
+    `LFT: the fake peer's LID 0x${lid.toString(16)} to ${peer.g.name}'s port ${peer.swPort}`,
+    () => fabric.setLft([{ lid, port: peer.swPort }]),
+  );
+  // the SA groups the target's port is in (a live multicast frame to one its IPoIB did not attach
+  // a QP to counts in the target's rcvd_mcast_no_member): logged for a run whose count differs
+  const groups = async (when: string) => {
+    const mine = (await fabric.sm()).groups.filter((g) => g.ports.includes(t.swPort));
+    ctx.log(
+      `SA groups with ${t.g.name}'s port ${t.swPort} ${when}: ${
+        mine.map((g) => `${g.mgid} (mlid 0x${g.mlid.toString(16)}, ports ${g.ports})`).join("; ")
+      }`,
+    );
+  };
+  await groups("before the fuzz");
+  try {
+    await fuzzSteps(ctx, nodes, fabric);
+  } finally {
+    // the route goes with the fuzz; a failure here must not hide the fuzz's own
+    await groups("after the fuzz").catch((e) => ctx.log(`SA groups: ${e}`));
+    await fabric.setLft([{ lid, port: null }]).catch((e) => ctx.log(`LFT: ${e}`));
+  }
+}
+
+/** {@link wireFuzzSteps} once the fabric is ready for it. */
+async function fuzzSteps(ctx: RowContext, nodes: WireFuzzNodes, fabric: FabricOps): Promise<void> {
+  const [mode, t, peer] = nodes;
   const seed = fuzzSeed("CNUAS_HIL_WIRE_FUZZ_SEED");
   ctx.measure("wireFuzz.seed", seed, "seed");
   const frames = WIRE_FUZZ_FRAMES[ctx.config.depth];
@@ -307,7 +353,10 @@ export async function wireFuzzSteps(ctx: RowContext, nodes: WireFuzzNodes): Prom
   const steps: FuzzStep[] = [];
   const before = await hwCounters(t);
   const peerBefore = await hwCounters(peer);
+  const netBefore = await ethtoolStats(t.g, t.dev.iface);
   const dropsBefore = (await fabric.ports()).find((p) => p.port === port)?.drops;
+  /** Native IB: frames of the main stream shorter than the LRH. */
+  let shortOfLrh = 0;
   await ctx.step(
     `${frames} fuzz frames at ${t.g.name} beside a live ibv_rc_pingpong --chk`,
     async () => {
@@ -327,7 +376,9 @@ export async function wireFuzzSteps(ctx: RowContext, nodes: WireFuzzNodes): Prom
         for (let i = 0; i < frames; i++) {
           const s = fuzz.nextStep();
           steps.push(s);
-          yield fuzz.apply(s)[0].frame;
+          const f = fuzz.apply(s)[0].frame;
+          if (mode === "ib" && f.length < IB_LRH_BYTES) shortOfLrh++;
+          yield f;
         }
       };
       let n = await injectPaced(fabric, port, main());
@@ -362,13 +413,35 @@ export async function wireFuzzSteps(ctx: RowContext, nodes: WireFuzzNodes): Prom
     for (const [what, k] of Object.entries(fuzz.mutations)) {
       ctx.measure(`wireFuzz.frames.${what}`, k, "frames");
     }
+    // injected frames never reach a multicast group anyone joined: this is the live multicast
+    ctx.measure("liveFlow.mcastDelivered", delta.rcvd_mcast_pkts ?? 0, "frames");
     const dropsAfter = (await fabric.ports()).find((p) => p.port === port)?.drops;
-    const switchDrops = Object.entries(dropsAfter ?? {}).reduce(
-      (s, [k, v]) => s + v - ((dropsBefore as Record<string, number> | undefined)?.[k] ?? 0),
-      0,
-    );
+    const byReason = Object.entries(dropsAfter ?? {})
+      .map(([k, v]) => [k, v - ((dropsBefore as Record<string, number> | undefined)?.[k] ?? 0)])
+      .filter(([, d]) => d !== 0) as [string, number][];
+    const switchDrops = byReason.reduce((s, [, d]) => s + d, 0);
     ctx.measure("wireFuzz.switchDrops", switchDrops, "frames");
-    if (switchDrops) wrong.push(`the switch dropped ${switchDrops} frames at port ${port}`);
+    if (switchDrops) {
+      wrong.push(
+        `the switch dropped ${switchDrops} frames at port ${port} (${
+          byReason.map(([k, d]) => `${k} ${d}`).join(", ")
+        })`,
+      );
+    }
+    // cnuas_net's own length check, before cnuas_ib: on a native IB port every frame must get
+    // through to cnuas_ib (docs/devices.md, "cnuas_ib: receive drop reasons", rule 1)
+    const runts = counterDelta(netBefore, await ethtoolStats(t.g, t.dev.iface)).rx_drop_runt ?? 0;
+    ctx.measure("wireFuzz.cnuasNet.rxDropRunt", runts, "frames");
+    if (mode === "ib") {
+      ctx.measure("wireFuzz.frames.shorterThanLrh", shortOfLrh, "frames");
+      if (runts) {
+        wrong.push(
+          `cnuas_net rx_drop_runt: ${runts} (must stay 0: on a native IB port every frame reaches ` +
+            `cnuas_ib; ${shortOfLrh} injected frames are shorter than the ${IB_LRH_BYTES}-byte ` +
+            `LRH, rule 1 puts them in rcvd_hdr_err)`,
+        );
+      }
+    }
     ctx.log(`counter deltas: ${JSON.stringify(delta)}`);
   });
   await ctx.step("victim QPs, MR window and canaries", async () => {
