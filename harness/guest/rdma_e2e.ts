@@ -237,13 +237,8 @@ export async function startLoss(
   every: number,
   seed: number,
 ): Promise<void> {
-  const p = "/sys/module/cnuas_ib/parameters";
+  await setLoss(nodes, every, 0, seed);
   for (const n of nodes) {
-    await n.g.run(
-      `echo 0 >${p}/rx_drop_frames && echo ${seed} >${p}/rx_drop_seed && ` +
-        `echo ${every} >${p}/rx_drop_one_in`,
-      { check: true, timeoutSec: 30 },
-    );
     const said = lastLossLine((await n.g.run("dmesg", { timeoutSec: 30 })).stdout);
     ctx.expect(
       said?.oneIn === every && said?.seed === seed && said?.frames === 0,
