@@ -424,9 +424,8 @@ async function fuzzSteps(ctx: RowContext, nodes: WireFuzzNodes, fabric: FabricOp
     // injected frames never reach a multicast group anyone joined: this is the live multicast
     ctx.measure("liveFlow.mcastDelivered", delta.rcvd_mcast_pkts ?? 0, "frames");
     const dropsAfter = (await fabric.ports()).find((p) => p.port === port)?.drops;
-    const byReason = Object.entries(dropsAfter ?? {})
-      .map(([k, v]) => [k, v - ((dropsBefore as Record<string, number> | undefined)?.[k] ?? 0)])
-      .filter(([, d]) => d !== 0) as [string, number][];
+    const byReason = Object.entries(counterDelta(dropsBefore ?? {}, dropsAfter ?? {}))
+      .filter(([, d]) => d !== 0);
     const switchDrops = byReason.reduce((s, [, d]) => s + d, 0);
     ctx.measure("wireFuzz.switchDrops", switchDrops, "frames");
     if (switchDrops) {
