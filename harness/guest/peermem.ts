@@ -60,7 +60,7 @@ export function dieLines(out: string): string[] {
  * its failure so that one that happens once in a while explains itself.
  */
 export function errorCounters(c: Record<string, number>): string {
-  const quiet = /^(sent_pkts|rcvd_pkts|acks_sent|sent_kernel_pkts|loopback_pkts|rcvd_mcast_pkts)$/;
+  const quiet = /^(sent_pkts|rcvd_pkts|sent_acks|sent_kernel_pkts|loopback_pkts|rcvd_mcast_pkts)$/;
   return Object.entries(c)
     .filter(([k, v]) => v !== 0 && !quiet.test(k))
     .map(([k, v]) => `${k}=${v}`)

@@ -59,5 +59,5 @@ Deno.test("peermem failure evidence names the error counters that moved, not the
     }),
     "retry_exceeded=1 retransmits=7",
   );
-  assert.equal(errorCounters({ sent_pkts: 5, acks_sent: 2 }), "none");
+  assert.equal(errorCounters({ sent_pkts: 5, sent_acks: 2 }), "none");
 });
