@@ -22,13 +22,21 @@ export const SNAPSHOT_GUEST = "snapshot";
 export const STAND_IN_MAC = "02:c7:0a:ff:ff:ff";
 
 /**
+ * The accelerator identity of the guest a state is made from. Like the MAC,
+ * `gpu_id` and `sm_count` are properties, not saved state (docs/devices.md,
+ * "gpu: saved state"), so a restored cnuasgpu reads its own; a row that saw
+ * these values would have a driver that probed before the save. BAR1's size
+ * is saved state and stays in the key.
+ */
+export const STAND_IN_GPU = { gpuId: 0xffff, smCount: 8 } as const;
+
+/**
  * Why a guest with this spec cannot start from a saved state, or undefined
  * when it can.
  */
 export function snapshotBlocker(spec: GuestSpec): string | undefined {
   if (spec.incoming || spec.rootfsWritable) return "the spec is already a save or a restore";
   for (const d of spec.devices) {
-    if (d.kind === "gpu") return "cnuasgpu is not migratable (docs/devices.md)";
     if (d.kind === "virtio-socket") {
       return "the virtio-net baseline NIC keeps its MAC in saved state and pairs its -netdev " +
         "socket at start";
@@ -37,9 +45,11 @@ export function snapshotBlocker(spec: GuestSpec): string | undefined {
   return undefined;
 }
 
-/** A device as the guest a state is made from has it: no socket, the stand-in MAC. */
+/** A device as the guest a state is made from has it: no socket, the stand-in identity. */
 function baseDevice(d: GuestDevice): GuestDevice {
-  return d.kind === "vnic" ? { kind: "vnic", mac: STAND_IN_MAC } : d;
+  if (d.kind === "vnic") return { kind: "vnic", mac: STAND_IN_MAC };
+  if (d.kind === "gpu") return { kind: "gpu", ...STAND_IN_GPU, devmemMb: d.devmemMb };
+  return d;
 }
 
 /** The spec a state for `spec` is made from (paths and port left empty: filled at save). */

@@ -30,6 +30,7 @@
 #include "hw/pci/msi.h"
 #include "hw/qdev-properties.h"
 #include "migration/vmstate.h"
+#include "sysemu/runstate.h"
 #include "qom/object.h"
 #include "cnuas_pci.h"
 #include "cnuas_sock.h"
@@ -118,6 +119,10 @@ struct CnuasGpuState {
 
     /* IRQ_STATUS & IRQ_MASK as last signalled, for MSI edge detection. */
     uint32_t irq_asserted;
+
+    /* a saved state was loaded and the VM has not run since (migration) */
+    bool loaded;
+    VMChangeStateEntry *vmstate_change;
 
     /* "cnuasgpu <gpu_id>", the prefix of its log lines */
     char *name;
@@ -462,6 +467,34 @@ static bool gpu_width_ok(uint8_t width)
     }
 }
 
+/*
+ * Saved state (docs/devices.md, "gpu: saved state"): registers, PCI state
+ * and BAR1 (a RAM region, saved with the guest's RAM) travel; the CnuasLink
+ * connection does not. The restored device connects to its own
+ * cnuaslink_socket at realize; reading stays off until the guest runs, so
+ * no frame lands in device memory the incoming state then overwrites.
+ */
+static int gpu_post_load(void *opaque, int version_id)
+{
+    CnuasGpuState *s = opaque;
+
+    s->loaded = true;
+    cnuas_sock_set_reading(&s->link, false);
+    return 0;
+}
+
+static void gpu_vm_state_change(void *opaque, bool running, RunState state)
+{
+    CnuasGpuState *s = opaque;
+
+    if (!running || !s->loaded) {
+        return;
+    }
+    s->loaded = false;
+    gpu_link_poll(s);
+    gpu_update_irq(s);
+}
+
 static void gpu_realize(PCIDevice *pdev, Error **errp)
 {
     CnuasGpuState *s = CNUAS_GPU(pdev);
@@ -538,12 +571,15 @@ static void gpu_realize(PCIDevice *pdev, Error **errp)
     s->name = g_strdup_printf("cnuasgpu %u", s->gpu_id);
     cnuas_sock_init(&s->link, &gpu_link_ops, s, s->link_path, s->name);
     gpu_link_watch(s);
+    s->vmstate_change = qemu_add_vm_change_state_handler(gpu_vm_state_change,
+                                                         s);
 }
 
 static void gpu_exit(PCIDevice *pdev)
 {
     CnuasGpuState *s = CNUAS_GPU(pdev);
 
+    qemu_del_vm_change_state_handler(s->vmstate_change);
     cnuas_sock_cleanup(&s->link);
     g_free(s->rx_scratch);
     s->rx_scratch = NULL;
@@ -601,8 +637,24 @@ static Property gpu_properties[] = {
 
 static const VMStateDescription gpu_vmstate = {
     .name = TYPE_CNUAS_GPU,
-    /* The CnuasLink socket cannot travel with the guest. */
-    .unmigratable = 1,
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .post_load = gpu_post_load,
+    .fields = (VMStateField[]) {
+        VMSTATE_PCI_DEVICE(pdev, CnuasGpuState),
+        VMSTATE_UINT32(irq_status, CnuasGpuState),
+        VMSTATE_UINT32(irq_mask, CnuasGpuState),
+        VMSTATE_UINT32(tx_offset_lo, CnuasGpuState),
+        VMSTATE_UINT32(tx_offset_hi, CnuasGpuState),
+        VMSTATE_UINT32(tx_len, CnuasGpuState),
+        VMSTATE_UINT32(rx_offset_lo, CnuasGpuState),
+        VMSTATE_UINT32(rx_offset_hi, CnuasGpuState),
+        VMSTATE_UINT32(rx_buf_size, CnuasGpuState),
+        VMSTATE_UINT32(rx_len, CnuasGpuState),
+        VMSTATE_BOOL(rx_ready, CnuasGpuState),
+        VMSTATE_UINT32(irq_asserted, CnuasGpuState),
+        VMSTATE_END_OF_LIST()
+    },
 };
 
 static void gpu_class_init(ObjectClass *klass, void *data)
