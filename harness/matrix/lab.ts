@@ -20,6 +20,7 @@ import { freePort } from "../vm/ports.ts";
 import { gpuProps, type GuestDevice, type GuestSpec, vnicMac } from "../vm/qemu_args.ts";
 import { applyIdentity } from "../vm/restore_identity.ts";
 import { ensureSaved, restoredSpec } from "../vm/snapshot.ts";
+import { tarArchive, type TarFile } from "../vm/tar.ts";
 import { GUEST_PATHS } from "../vm/types.ts";
 import type { GuestStart } from "../report/schema.ts";
 import { coldReason } from "./guest_start.ts";
@@ -346,34 +347,51 @@ export class Lab {
    * image has them installed from their Debian packages (harness/build/image.ts).
    */
   async #install(g: GuestVm, builds: BuildOutputs): Promise<void> {
+    const files: TarFile[] = [];
     if (builds.guestPrograms) {
       for await (const e of Deno.readDir(builds.guestPrograms)) {
         if (!e.isFile || e.name.startsWith(".")) continue;
         const data = await Deno.readFile(join(builds.guestPrograms, e.name));
-        await g.putFile(`${GUEST_PATHS.bin}/${e.name}`, data, 0o755);
+        files.push({ path: `${GUEST_PATHS.bin}/${e.name}`, data, mode: 0o755 });
       }
     }
-    if (builds.cnuasdev) await installCnuasdev(g, builds.cnuasdev);
+    if (builds.cnuasdev) files.push(...await cnuasdevFiles(builds.cnuasdev));
+    if (files.length) await putFiles(g, files);
     await g.run("udevadm settle -t 30 || true", { timeoutSec: 60 });
   }
 }
 
 /**
- * libcnuasdev's test programs to GUEST_PATHS.bin and its example sources to
+ * Write `files` (absolute guest paths) in one SSH command: a tar archive on
+ * stdin, extracted at /. One file per command cost ~0.3 s each, 7-9 s for a
+ * row's two dozen programs under TCG.
+ */
+async function putFiles(g: GuestVm, files: TarFile[]): Promise<void> {
+  const archive = tarArchive(files.map((f) => ({ ...f, path: f.path.replace(/^\/+/, "") })));
+  const r = await g.run("tar -x --no-same-owner -m -C /", { stdin: archive, timeoutSec: 120 });
+  if (r.code !== 0) {
+    throw new HilError(`${g.name}: installing ${files.length} files failed: ${r.stderr.trim()}`);
+  }
+}
+
+/**
+ * libcnuasdev's test programs for GUEST_PATHS.bin and its example sources for
  * GUEST_PATHS.src; the library itself comes from its packages in the image.
  */
-async function installCnuasdev(g: GuestVm, dir: string): Promise<void> {
+async function cnuasdevFiles(dir: string): Promise<TarFile[]> {
+  const files: TarFile[] = [];
   const walk = async (from: string, to: string): Promise<void> => {
     for await (const e of Deno.readDir(from)) {
       const src = join(from, e.name);
       const dst = `${to}/${e.name}`;
       if (e.isDirectory) await walk(src, dst);
-      else if (e.isFile) await g.putFile(dst, await Deno.readFile(src), 0o644);
+      else if (e.isFile) files.push({ path: dst, data: await Deno.readFile(src), mode: 0o644 });
     }
   };
   await walk(join(dir, CNUASDEV_LAYOUT.src), GUEST_PATHS.src);
   for await (const e of Deno.readDir(join(dir, CNUASDEV_LAYOUT.bin))) {
     const data = await Deno.readFile(join(dir, CNUASDEV_LAYOUT.bin, e.name));
-    await g.putFile(`${GUEST_PATHS.bin}/${e.name}`, data, 0o755);
+    files.push({ path: `${GUEST_PATHS.bin}/${e.name}`, data, mode: 0o755 });
   }
+  return files;
 }
