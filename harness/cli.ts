@@ -16,6 +16,10 @@
  *                                   restore their guests from a saved state)
  *       [--depth quick|deep]        how much each row does (default quick: every claim, smaller
  *                                   volumes; deep: the full volumes; or CNUAS_HIL_DEPTH)
+ *       [--dev-modules]             while working on a driver: guests run the modules built
+ *                                   from the working tree over the newest image's packaged
+ *                                   ones (no package/image/state rebuild); rows that check
+ *                                   the packages are skipped
  *   test [--depth quick|deep]   Deno tests, then the matrix as a gate
  *   lab [--guests N] [--fabric eth|ib] [--gpus G]  boot N guests (default 2), each with
  *                               G cnuasgpu functions (default 0), with our builds
@@ -114,6 +118,7 @@ function configFrom(values: Record<string, unknown>): Config {
       : {}),
     ...lossSeedFrom((values["loss-seed"] as string | undefined) ?? env.lossSeed),
     ...(values["no-snapshot"] ? { snapshots: false } : {}),
+    ...(values["dev-modules"] ? { devModules: true } : {}),
     depth: depthFrom((values.depth as string | undefined) ?? env.depth),
   });
 }
@@ -313,6 +318,7 @@ async function main(argv: string[]): Promise<number> {
       "without-host-package": { type: "string", multiple: true },
       "loss-seed": { type: "string" },
       "no-snapshot": { type: "boolean" },
+      "dev-modules": { type: "boolean" },
       depth: { type: "string" },
       minutes: { type: "string" },
       guests: { type: "string" },

@@ -45,6 +45,13 @@ export interface Config {
   snapshots: boolean;
   /** How much each row does (`--depth`). */
   depth: Depth;
+  /**
+   * The developer's loop (`--dev-modules`): guests run the kernel modules
+   * built from the working tree (the `modules` stage) in place of the
+   * packaged ones, on the newest image already built; rows that check the
+   * packages are skipped. Never for a published run.
+   */
+  devModules: boolean;
 }
 
 /** Repository root, derived from this file's location. */
@@ -114,6 +121,7 @@ export function defaultConfig(overrides: Partial<Config> = {}): Config {
     verbose: true,
     snapshots: true,
     depth: "quick",
+    devModules: false,
     ...overrides,
   };
 }

@@ -9,7 +9,7 @@
  * device. Runs never modify the image (QEMU opens it with `snapshot=on`).
  */
 import { basename, dirname, join } from "node:path";
-import { cached, hashTree, removeTree } from "../cache.ts";
+import { cached, COMPLETE_MARKER, hashTree, removeTree } from "../cache.ts";
 import type { Config } from "../config.ts";
 import { exec } from "../exec.ts";
 import { progress } from "../progress.ts";
@@ -41,17 +41,96 @@ const IMAGE_VERSION = 3;
 /** Where the image keeps no copy of the packages: they are staged here for `dpkg -i` only. */
 const STAGED_DEBS = "tmp/cnuas-debs";
 
+/** What an image is made of besides its packages. */
+interface ImageBase {
+  root: string;
+  initHash: string;
+  IMAGE_VERSION: number;
+}
+
+async function imageBase(config: Config) {
+  const groot = await buildGuestRoot(config);
+  const initHash = await hashTree(config.repoRoot, ["harness/build/guest-init.sh"]);
+  return { groot, base: { root: groot.key, initHash, IMAGE_VERSION } satisfies ImageBase };
+}
+
+/** A finished image entry as its cache marker records it. */
+export interface ImageEntryRecord {
+  key: string;
+  inputs: unknown;
+  /** Last use (the marker's mtime), ms since the epoch. */
+  usedAt: number;
+}
+
+/**
+ * The most recently used entry made from `base` (the same guest root, init
+ * and recipe), whatever packages it holds; undefined when there is none.
+ */
+export function pickImageForDevModules(
+  entries: ImageEntryRecord[],
+  base: ImageBase,
+): ImageEntryRecord | undefined {
+  const same = (i: unknown) => {
+    const r = i as Partial<ImageBase> | null;
+    return r?.root === base.root && r.initHash === base.initHash &&
+      r.IMAGE_VERSION === base.IMAGE_VERSION;
+  };
+  return entries.filter((e) => same(e.inputs)).sort((a, b) => b.usedAt - a.usedAt)[0];
+}
+
+/**
+ * The image for `matrix --dev-modules`: the newest one already built from
+ * this guest root, even if its packages hold older drivers — the run puts
+ * the working tree's modules over them in each guest — so a driver edit
+ * costs no package, image or saved-state rebuild. Built as usual when the
+ * cache has none.
+ */
+export async function imageForDevModules(config: Config): Promise<GuestImage> {
+  const { groot, base } = await imageBase(config);
+  const entries: ImageEntryRecord[] = [];
+  const stageDir = join(config.cacheDir, "image");
+  try {
+    for await (const e of Deno.readDir(stageDir)) {
+      if (!e.isDirectory || !/^[0-9a-f]{64}$/.test(e.name)) continue;
+      const marker = join(stageDir, e.name, COMPLETE_MARKER);
+      try {
+        const rec = JSON.parse(await Deno.readTextFile(marker)) as { inputs?: unknown };
+        const st = await Deno.stat(marker);
+        entries.push({ key: e.name, inputs: rec.inputs, usedAt: st.mtime?.getTime() ?? 0 });
+      } catch { /* unfinished, or not ours */ }
+    }
+  } catch (e) {
+    if (!(e instanceof Deno.errors.NotFound)) throw e;
+  }
+  const pick = pickImageForDevModules(entries, base);
+  if (!pick) return await buildImage(config);
+  const dir = join(stageDir, pick.key);
+  const now = new Date();
+  await Deno.utime(join(dir, COMPLETE_MARKER), now, now);
+  progress("image", `--dev-modules: image ${pick.key.slice(0, 12)} (its packages may be older)`);
+  return imageFiles(dir, pick.key, groot.kernelRelease);
+}
+
+function imageFiles(dir: string, key: string, kernelRelease: string): GuestImage {
+  return {
+    dir,
+    kernel: join(dir, "vmlinuz"),
+    initrd: join(dir, "initrd.img"),
+    rootfs: join(dir, "rootfs.img"),
+    sshKey: join(dir, "id_ed25519"),
+    kernelRelease,
+    key,
+  };
+}
+
 /** Build (or find) the guest image. */
 export async function buildImage(config: Config): Promise<GuestImage> {
-  const groot = await buildGuestRoot(config);
+  const { groot, base } = await imageBase(config);
   const debs = (await buildPackages(config)).flatMap((p) => p.debs);
-  const initHash = await hashTree(config.repoRoot, ["harness/build/guest-init.sh"]);
   const entry = await cached(config.cacheDir, "image", {
-    root: groot.key,
+    ...base,
     // each package's cache entry is named by its inputs' hash
     packages: debs.map((d) => `${basename(dirname(d))}/${basename(d)}`),
-    initHash,
-    IMAGE_VERSION,
   }, async (out, logs) => {
     const log = join(logs, "image.log");
     const staging = join(out, "staging");
@@ -129,15 +208,7 @@ export async function buildImage(config: Config): Promise<GuestImage> {
       JSON.stringify({ kernelRelease: groot.kernelRelease }, null, 2),
     );
   });
-  return {
-    dir: entry.dir,
-    kernel: join(entry.dir, "vmlinuz"),
-    initrd: join(entry.dir, "initrd.img"),
-    rootfs: join(entry.dir, "rootfs.img"),
-    sshKey: join(entry.dir, "id_ed25519"),
-    kernelRelease: groot.kernelRelease,
-    key: entry.key,
-  };
+  return imageFiles(entry.dir, entry.key, groot.kernelRelease);
 }
 
 /**

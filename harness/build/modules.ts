@@ -5,12 +5,13 @@
  * never written.
  */
 import { join } from "node:path";
-import { cached, exists, hashTree } from "../cache.ts";
+import { cached, exists, hashTree, removeTree, withWorkTree } from "../cache.ts";
 import type { Config } from "../config.ts";
 import { exec } from "../exec.ts";
 import { progress } from "../progress.ts";
 import { inChroot } from "./chroot.ts";
 import { buildGuestRoot } from "./guest_root.ts";
+import { syncTree } from "./sync_tree.ts";
 
 /** Driver directories that hold a Kbuild file when their module exists. */
 export const MODULE_DIRS = ["drivers/nic", "drivers/gpu"];
@@ -18,7 +19,14 @@ export const MODULE_DIRS = ["drivers/nic", "drivers/gpu"];
 /** Directories of guest-side C programs (each .c → one binary). */
 export const PROGRAM_DIRS = ["drivers/test", "drivers/examples"];
 
-/** Build every module whose directory has a Kbuild; returns the directory of the .ko files. */
+/**
+ * Build every module whose directory has a Kbuild; returns the directory of
+ * the .ko files. Kbuild runs in a persistent tree per guest root
+ * (`<cache>/modules-work/<root key>/`, kept in step with the sources by
+ * content: sync_tree.ts), so an edit to one file recompiles that file and
+ * relinks its module — the developer's loop (`matrix --dev-modules`) waits
+ * seconds, not the whole W=1 build.
+ */
 export async function buildModules(config: Config): Promise<string> {
   const root = await buildGuestRoot(config);
   const src = await hashTree(config.repoRoot, MODULE_DIRS);
@@ -28,25 +36,52 @@ export async function buildModules(config: Config): Promise<string> {
     { root: root.key, src },
     async (out, logs) => {
       const log = join(logs, "kbuild.log");
-      const work = join(out, "src");
-      await Deno.mkdir(work);
-      for (const d of MODULE_DIRS) {
-        if (!await exists(join(config.repoRoot, d, "Kbuild"))) continue;
-        await exec(["cp", "-a", join(config.repoRoot, d), join(work, d.split("/").pop()!)]);
-      }
-      for await (const e of Deno.readDir(work)) {
-        progress("modules", `kbuild ${e.name} against ${root.kernelRelease} (log: ${log})`);
-        await inChroot(
-          root.root,
-          `make -C /lib/modules/${root.kernelRelease}/build M=/mnt/cnuas/${e.name} W=1 modules`,
-          { logPath: log, binds: [{ host: work, inRoot: "/mnt/cnuas" }] },
-        );
-        await exec(["sh", "-c", `cp ${join(work, e.name)}/*.ko ${out}/`], { logPath: log });
-      }
-      await exec(["rm", "-rf", work]);
+      await withWorkTree(
+        config.cacheDir,
+        "modules-work",
+        root.key,
+        async () => {},
+        async (work) => {
+          for (const d of MODULE_DIRS) {
+            const name = d.split("/").pop()!;
+            if (!await exists(join(config.repoRoot, d, "Kbuild"))) {
+              await removeTree(join(work, name));
+              continue;
+            }
+            const changed = await syncTree(
+              join(config.repoRoot, d),
+              join(work, name),
+              isModuleSource,
+            );
+            progress(
+              "modules",
+              `kbuild ${name} against ${root.kernelRelease} (${changed.length} source files ` +
+                `changed; log: ${log})`,
+            );
+            await inChroot(
+              root.root,
+              `make -C /lib/modules/${root.kernelRelease}/build M=/mnt/cnuas/${name} W=1 modules`,
+              { logPath: log, binds: [{ host: work, inRoot: "/mnt/cnuas" }] },
+            );
+            await exec(["sh", "-c", `cp ${join(work, name)}/*.ko ${out}/`], { logPath: log });
+          }
+        },
+      );
     },
   );
   return entry.dir;
+}
+
+/**
+ * Whether a file of a module build tree is a source (synced from the repo)
+ * rather than something Kbuild wrote beside it (objects, .cmd files, the
+ * module, Module.symvers, ...).
+ */
+export function isModuleSource(rel: string): boolean {
+  const base = rel.split("/").pop()!;
+  if (base.startsWith(".")) return false;
+  if (/\.(o|ko|mod|mod\.c|a|order|symvers|cmd|d|tmp)$/.test(base)) return false;
+  return base !== "Module.symvers" && base !== "modules.order";
 }
 
 /** Build every guest program (`drivers/test/*.c`, `drivers/examples/*.c`); returns their directory. */

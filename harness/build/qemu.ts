@@ -19,6 +19,7 @@ import { exec } from "../exec.ts";
 import { ensureHostPackages } from "../host.ts";
 import { fetchSource, pinKey, readPins } from "../pins.ts";
 import { progress } from "../progress.ts";
+import { bytesEqual } from "./sync_tree.ts";
 
 /** Firmware directories from the host's Debian packages (seabios, ipxe-qemu, qemu-system-data). */
 export const QEMU_FIRMWARE_DIRS = ["/usr/share/qemu", "/usr/share/seabios", "/usr/lib/ipxe/qemu"];
@@ -189,10 +190,4 @@ export async function syncModels(config: Config, work: string): Promise<void> {
     const now = new Date();
     await Deno.utime(join(to, "meson.build"), now, now);
   }
-}
-
-function bytesEqual(a: Uint8Array, b: Uint8Array): boolean {
-  if (a.length !== b.length) return false;
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
-  return true;
 }

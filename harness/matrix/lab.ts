@@ -4,21 +4,22 @@
  * all down again. Rows never boot or build anything themselves.
  */
 import { HilError } from "../errors.ts";
-import { join } from "node:path";
+import { basename, join } from "node:path";
 import { buildCnuasdev, buildCnuasdevHost, CNUASDEV_LAYOUT } from "../build/cnuasdev.ts";
-import { buildImage, type GuestImage } from "../build/image.ts";
+import { buildImage, type GuestImage, imageForDevModules } from "../build/image.ts";
 import { buildGuestPrograms, buildModules } from "../build/modules.ts";
 import { buildPackages } from "../build/packages.ts";
 import { buildProvider } from "../build/provider.ts";
 import { buildQemu, type QemuBuild } from "../build/qemu.ts";
 import { type Accel, type Config, timeoutScale } from "../config.ts";
+import { exec } from "../exec.ts";
 import { Fabric } from "../fabric/switch.ts";
 import { progress } from "../progress.ts";
 import { type AccelChoice, chooseAccel } from "../vm/accel.ts";
 import { GuestVm } from "../vm/guest.ts";
 import { freePort } from "../vm/ports.ts";
 import { gpuProps, type GuestDevice, type GuestSpec, vnicMac } from "../vm/qemu_args.ts";
-import { applyIdentity } from "../vm/restore_identity.ts";
+import { applyIdentity, COLDPLUG_PCI, UNLOAD_OUR_DRIVERS } from "../vm/restore_identity.ts";
 import { ensureSaved, restoredSpec } from "../vm/snapshot.ts";
 import { tarArchive, type TarFile } from "../vm/tar.ts";
 import { GUEST_PATHS } from "../vm/types.ts";
@@ -141,7 +142,9 @@ export class Lab {
         return { qemuAsan: q.binary, qemuFirmware: q.firmware };
       }
       case "image": {
-        this.image = await buildImage(this.config);
+        this.image = this.config.devModules
+          ? await imageForDevModules(this.config)
+          : await buildImage(this.config);
         return { image: this.image.dir };
       }
       case "modules":
@@ -189,6 +192,7 @@ export class Lab {
     const n = row.needs.guests;
     const targets = new Set<BuildTarget>(row.needs.builds);
     if (n > 0) ["qemu", "image"].forEach((t) => targets.add(t as BuildTarget));
+    if (n > 0 && this.config.devModules) targets.add("modules");
     if (row.needs.fabric) targets.add("switch");
     const builds = await this.ensureBuilds([...targets], row.id);
     const closers: (() => Promise<string[]>)[] = [];
@@ -298,6 +302,9 @@ export class Lab {
             );
           }),
         );
+        if (this.config.devModules) {
+          await Promise.all(guests.map((g) => this.#installDevModules(g, builds, log)));
+        }
         await Promise.all(guests.map((g) => this.#install(g, builds)));
       }
       return { guests, fabric, builds, starts, close };
@@ -346,6 +353,49 @@ export class Lab {
    * rebuild). The modules, the provider and libcnuasdev are not pushed: the
    * image has them installed from their Debian packages (harness/build/image.ts).
    */
+  /**
+   * `--dev-modules`: our drivers out, the working tree's modules in place of
+   * the packaged ones in updates/dkms, then the boot's PCI coldplug again, so
+   * udev loads them for the guest's devices as it loaded the packaged ones.
+   * They go in as DKMS installs its own (debug info stripped, xz, the same
+   * file names), so modules.dep still names them; depmod — 25 s under TCG,
+   * it decompresses every module of the kernel — runs only when a module's
+   * dependencies or aliases differ from the packaged one's.
+   */
+  async #installDevModules(
+    g: GuestVm,
+    builds: BuildOutputs,
+    log: (l: string) => void,
+  ): Promise<void> {
+    const release = this.image!.kernelRelease;
+    const files = await dkmsLikeModules(builds.modules!);
+    const names = files.map((f) => f.path.replace(/\.ko\.xz$/, ""));
+    const dir = `/lib/modules/${release}/updates/dkms`;
+    const info = `for m in ${names.join(" ")}; do f=${dir}/$m.ko.xz; ` +
+      `if [ -e "$f" ]; then echo "$m $(modinfo -F depends "$f") ` +
+      `$(modinfo -F alias "$f" | sort | tr '\\n' ' ')"; else echo "$m absent"; fi; done`;
+    const r = await g.run(
+      [
+        UNLOAD_OUR_DRIVERS,
+        `info() { ${info}; }`,
+        "old=$(info)",
+        `mkdir -p ${dir}`,
+        `tar -x --no-same-owner -m -C ${dir}`,
+        `if [ "$old" != "$(info)" ]; then echo depmod; depmod -a ${release}; fi`,
+        COLDPLUG_PCI,
+      ].join(" && "),
+      { stdin: tarArchive(files), timeoutSec: 180 },
+    );
+    if (r.code !== 0) {
+      throw new HilError(`${g.name}: installing the working tree's modules: ${r.stderr.trim()}`);
+    }
+    log(
+      `${g.name}: --dev-modules: ${names.join(", ")} from the working tree ` +
+        `(${basename(builds.modules!).slice(0, 12)}) in ${dir}, loaded by the coldplug` +
+        (r.stdout.includes("depmod") ? "; depmod ran (dependencies or aliases changed)" : ""),
+    );
+  }
+
   async #install(g: GuestVm, builds: BuildOutputs): Promise<void> {
     const files: TarFile[] = [];
     if (builds.guestPrograms) {
@@ -358,6 +408,28 @@ export class Lab {
     if (builds.cnuasdev) files.push(...await cnuasdevFiles(builds.cnuasdev));
     if (files.length) await putFiles(g, files);
     await g.run("udevadm settle -t 30 || true", { timeoutSec: 60 });
+  }
+}
+
+/**
+ * The `.ko` files of a modules build as DKMS installs them: debug info
+ * stripped (the build's are ~10x larger) and xz-compressed with CRC32 (what
+ * the kernel's decompressor takes), named `<module>.ko.xz`.
+ */
+async function dkmsLikeModules(modulesDir: string): Promise<TarFile[]> {
+  const tmp = await Deno.makeTempDir({ prefix: "cnuas-dev-modules-" });
+  try {
+    const files: TarFile[] = [];
+    for await (const e of Deno.readDir(modulesDir)) {
+      if (!e.isFile || !e.name.endsWith(".ko")) continue;
+      const out = join(tmp, e.name);
+      await exec(["strip", "--strip-debug", "-o", out, join(modulesDir, e.name)]);
+      await exec(["xz", "--check=crc32", "--lzma2=dict=1MiB", out]);
+      files.push({ path: `${e.name}.xz`, data: await Deno.readFile(`${out}.xz`), mode: 0o644 });
+    }
+    return files.sort((a, b) => a.path.localeCompare(b.path));
+  } finally {
+    await Deno.remove(tmp, { recursive: true });
   }
 }
 

@@ -172,6 +172,12 @@ export interface Row {
    * a real boot); otherwise they start from a saved state where they can.
    */
   coldBoot?: string;
+  /**
+   * Why this row needs the modules its packages installed (it checks the
+   * packaging), so `--dev-modules`, which puts the working tree's modules
+   * over them, skips it.
+   */
+  packagedModules?: string;
   /** The row body; absent for a row not implemented yet. */
   run?: (ctx: RowContext) => Promise<void>;
   /** Why the row reports MISS (required when `run` is absent). */

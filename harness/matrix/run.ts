@@ -63,6 +63,7 @@ export async function runMatrix(
     },
     ...(opts.shard ? { shard: opts.shard } : {}),
     depth: config.depth,
+    ...(config.devModules ? { devModules: true as const } : {}),
   };
   progress("matrix", `run ${runId}: ${rows.map((r) => r.id).join(", ")}`);
   const results: RowResult[] = [];

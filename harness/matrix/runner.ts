@@ -58,6 +58,13 @@ export async function runRow(row: Row, lab: Lab, runDir: string): Promise<RowRes
     return result("MISS", row.missReason ?? "not implemented");
   }
 
+  if (lab.config.devModules && row.packagedModules) {
+    const why = `--dev-modules replaces the packaged modules: ${row.packagedModules}`;
+    log(`SKIP: ${why}`);
+    progress(row.id, `SKIP: ${why}`);
+    return result("SKIP", why);
+  }
+
   progress(row.id, "starting");
   const controller = new AbortController();
   let setup: Awaited<ReturnType<Lab["bringUp"]>> | undefined;

@@ -115,6 +115,7 @@ function provenanceLine(m: MatrixJson): string {
     `host ${esc(p.host.hostname)}, kernel ${esc(p.host.kernel)}, ${p.host.cpus} CPUs`,
     ...(p.shard ? [`shard ${esc(p.shard)}`] : []),
     `depth ${esc(p.depth ?? "n/a")}`,
+    ...(p.devModules ? ["modules from the working tree (--dev-modules)"] : []),
   ];
   return `<p class="prov" id="provenance">${parts.join(" · ")}</p>`;
 }

@@ -57,6 +57,9 @@ export function toMarkdown(m: MatrixJson): string {
     }`,
     `- accelerator: ${p.accel ?? "n/a"}${p.accelReason ? ` (${p.accelReason})` : ""}`,
     `- depth: ${p.depth ?? "n/a"}`,
+    ...(p.devModules
+      ? ["- modules: the working tree's, over the image's packaged ones (`--dev-modules`)"]
+      : []),
     `- host: ${p.host.hostname}, kernel ${p.host.kernel}, ${p.host.cpus} CPUs${
       p.shard ? `; shard ${p.shard}` : ""
     }`,

@@ -91,6 +91,12 @@ export interface Provenance {
   shard?: string;
   /** How much each row did (`--depth`); absent in reports from before depths existed. */
   depth?: "quick" | "deep";
+  /**
+   * The guests ran the working tree's kernel modules over an image whose
+   * packages may be older (`--dev-modules`, a developer's run): the modules
+   * under test are not the packaged ones.
+   */
+  devModules?: true;
 }
 
 /** The whole report. */

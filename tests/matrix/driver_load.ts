@@ -80,7 +80,10 @@ async function checkIdentity(ctx: RowContext, g: Guest, nic: CnuasNic): Promise<
     );
   });
   await ctx.step(
-    "modinfo: version 0.1.0, licence Dual MIT/GPL, from the package's DKMS build",
+    "modinfo: version 0.1.0, licence Dual MIT/GPL, " +
+      (ctx.config.devModules
+        ? "the working tree's build in updates/dkms (--dev-modules)"
+        : "from the package's DKMS build"),
     async () => {
       const kv = parseKeyValues(await sh(g, `modinfo ${CNUAS_NET}`));
       const dir = `/lib/modules/${(await sh(g, "uname -r")).trim()}/updates/dkms/`;

@@ -272,6 +272,7 @@ export const row: Row = {
     devices: { vnic: 1, gpu: 1 },
   },
   coldBoot: "autoloading is a boot's work: a restored guest's modules were loaded by another boot",
+  packagedModules: "it checks what the packages installed (DKMS, modinfo, remove, reinstall)",
   timeoutSec: 1800,
   modules: ["cnuas_net", "cnuas_ib", "cnuasgpu", "cnuasgpu_host"],
   async run(ctx) {
