@@ -21,6 +21,15 @@ export const STATE_FILE = "state";
 /** The root image copy in an entry, as the saved guest left it. */
 export const DISK_FILE = "rootfs.img";
 
+/**
+ * The base guest's kernel log up to the save, kept beside the state: the
+ * log is cleared before the save, so a restored guest's `dmesg` is its own
+ * (not the stand-in MAC and accelerator identity the base guest's drivers
+ * logged before they were unloaded). The `boot` row checks a cold boot's
+ * log of the same image every run.
+ */
+export const BASE_DMESG_FILE = "base-dmesg.txt";
+
 /** Seconds the save itself may take (a few hundred MiB through a pipe). */
 const SAVE_TIMEOUT_SEC = 120;
 
@@ -114,6 +123,9 @@ async function saveGuest(
     await applyIdentity(vm);
     const u = await vm.run(`${UNLOAD_OUR_DRIVERS} && sync`, { timeoutSec: 90 });
     if (u.code !== 0) throw new Error(`unloading our drivers before the save: ${u.stderr.trim()}`);
+    const log = await vm.run("dmesg && dmesg --clear", { timeoutSec: 30 });
+    if (log.code !== 0) throw new Error(`clearing the kernel log: ${log.stderr.trim()}`);
+    await Deno.writeTextFile(join(out, BASE_DMESG_FILE), log.stdout);
     await vm.saveState(join(out, STATE_FILE), SAVE_TIMEOUT_SEC);
     const size = (await Deno.stat(join(out, STATE_FILE))).size;
     progress(

@@ -9,7 +9,7 @@
 import { type GuestDevice, type GuestSpec, qemuArgs } from "./qemu_args.ts";
 
 /** Bump when what a saved state holds, or how it is made, changes. */
-export const SNAPSHOT_VERSION = 5;
+export const SNAPSHOT_VERSION = 6;
 
 /** The name (and hostname) of the guest a state is made from. */
 export const SNAPSHOT_GUEST = "snapshot";
