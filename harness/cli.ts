@@ -26,7 +26,8 @@
  *                               installed, print their SSH commands, hold until Ctrl-C
  *   bench [--fresh] [--only NAME ...]  measurements into reports/bench/<id>/bench.json
  *                               (--fresh adds an empty-cache build + boot row; --only runs
- *                               just the benches named, e.g. benchRdmaPost)
+ *                               just the benches named, e.g. benchRdmaPost; `--only matrix`,
+ *                               the whole quick matrix timed, runs only when named)
  *   soak --minutes N [--accel A]  RoCEv2 traffic between two guests for N minutes with 1% loss,
  *                               cable pulls and switch restarts; every transfer checked, no
  *                               memory growth (report in reports/soak/<run-id>/)

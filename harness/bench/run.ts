@@ -14,6 +14,7 @@ import { benchCnuasdev } from "./cnuasdev.ts";
 import { benchGpu } from "./gpu.ts";
 import { benchIbPerf } from "./ib_perf.ts";
 import { benchIncast } from "./incast.ts";
+import { benchDriverEdit, benchMatrix } from "./matrix.ts";
 import { benchNet } from "./net.ts";
 import { runBenchRow } from "./one_row.ts";
 import { benchRdmaChecker } from "./rdma.ts";
@@ -125,14 +126,15 @@ const BENCHES: Bench[] = [
   { name: "benchIbPerf", run: benchIbPerf },
   { name: "benchIncast", run: benchIncast },
   { name: "benchSoak", run: benchSoak },
+  { name: "driverEdit", run: benchDriverEdit },
 ];
 
 /** Every bench's name, as `bench --only` takes it. */
-export const BENCH_NAMES = ["boot", "fresh", ...BENCHES.map((b) => b.name)];
+export const BENCH_NAMES = ["boot", "fresh", "matrix", ...BENCHES.map((b) => b.name)];
 
 /**
  * Run every bench (`only`: just those named, in their usual order; `fresh`
- * is opt-in either way); write `reports/bench/<id>/bench.json`; return its
+ * and `matrix`, which runs every row, are opt-in either way); write `reports/bench/<id>/bench.json`; return its
  * path.
  */
 export async function runBench(
@@ -146,6 +148,7 @@ export async function runBench(
   const results: Record<string, Record<string, Measurement> | { error: string }> = {};
   let benches: Bench[] = [{ name: "boot", run: benchBoot }];
   if (opts.fresh || opts.only?.includes("fresh")) benches.push({ name: "fresh", run: benchFresh });
+  if (opts.only?.includes("matrix")) benches.push({ name: "matrix", run: benchMatrix });
   benches.push(...BENCHES);
   if (opts.only) benches = benches.filter((b) => opts.only!.includes(b.name));
   for (const b of benches) {
