@@ -160,8 +160,11 @@ static void gpu_raise(CnuasGpuState *s, uint32_t cause)
 
 static void gpu_link_watch(CnuasGpuState *s)
 {
-    /* Back-pressure: while a frame waits in BAR1 the socket is not read. */
-    cnuas_sock_set_reading(&s->link, !s->rx_ready);
+    /*
+     * Back-pressure: while a frame waits in BAR1 the socket is not read;
+     * nor while an incoming state is pending (saved state).
+     */
+    cnuas_sock_set_reading(&s->link, !s->rx_ready && !s->loaded);
 }
 
 /* Send one datagram; false when the link had to be torn down. */
@@ -223,7 +226,7 @@ static void gpu_link_deliver(CnuasGpuState *s, size_t len)
  */
 static void gpu_link_poll(CnuasGpuState *s)
 {
-    while (cnuas_sock_is_up(&s->link) && !s->rx_ready) {
+    while (cnuas_sock_is_up(&s->link) && !s->rx_ready && !s->loaded) {
         ssize_t n = cnuas_sock_recv(&s->link, s->rx_scratch,
                                     CNUAS_GPU_LINK_MTU);
 
@@ -471,15 +474,16 @@ static bool gpu_width_ok(uint8_t width)
  * Saved state (docs/devices.md, "gpu: saved state"): registers, PCI state
  * and BAR1 (a RAM region, saved with the guest's RAM) travel; the CnuasLink
  * connection does not. The restored device connects to its own
- * cnuaslink_socket at realize; reading stays off until the guest runs, so
- * no frame lands in device memory the incoming state then overwrites.
+ * cnuaslink_socket at realize; nothing is read from it until the loaded VM
+ * runs (loaded is set at realize under -incoming, and again here), so every
+ * frame queued meanwhile meets the registers the guest had.
  */
 static int gpu_post_load(void *opaque, int version_id)
 {
     CnuasGpuState *s = opaque;
 
     s->loaded = true;
-    cnuas_sock_set_reading(&s->link, false);
+    gpu_link_watch(s);
     return 0;
 }
 
@@ -569,6 +573,8 @@ static void gpu_realize(PCIDevice *pdev, Error **errp)
 
     s->rx_scratch = g_malloc(CNUAS_GPU_LINK_MTU);
     s->name = g_strdup_printf("cnuasgpu %u", s->gpu_id);
+    /* -incoming: frames wait in the socket until the loaded VM runs. */
+    s->loaded = runstate_check(RUN_STATE_INMIGRATE);
     cnuas_sock_init(&s->link, &gpu_link_ops, s, s->link_path, s->name);
     gpu_link_watch(s);
     s->vmstate_change = qemu_add_vm_change_state_handler(gpu_vm_state_change,

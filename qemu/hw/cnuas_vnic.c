@@ -155,7 +155,8 @@ static bool vnic_dma_ok(CnuasVnicState *s, uint64_t addr, uint32_t len,
 /* Read the socket only while no received frame waits for the driver. */
 static void vnic_update_reading(CnuasVnicState *s)
 {
-    cnuas_sock_set_reading(&s->sock, !s->rx_status);
+    /* Nothing is read while an incoming state is pending (saved state). */
+    cnuas_sock_set_reading(&s->sock, !s->rx_status && !s->loaded);
 }
 
 /* Every link change, down or up, is the IRQ_LINK cause. */
@@ -193,7 +194,7 @@ static void vnic_rx_deliver(CnuasVnicState *s, uint32_t len)
  */
 static void vnic_rx_pump(CnuasVnicState *s)
 {
-    while (cnuas_sock_is_up(&s->sock) && !s->rx_status) {
+    while (cnuas_sock_is_up(&s->sock) && !s->rx_status && !s->loaded) {
         ssize_t n = cnuas_sock_recv(&s->sock, s->buf, sizeof(s->buf));
 
         if (n == CNUAS_SOCK_AGAIN) {
@@ -457,6 +458,8 @@ static void vnic_realize(PCIDevice *pdev, Error **errp)
     pci_register_bar(pdev, 0, PCI_BASE_ADDRESS_SPACE_MEMORY, &s->mmio);
 
     qemu_macaddr_default_if_unset(&s->mac);
+    /* -incoming: frames wait in the socket until the loaded VM runs. */
+    s->loaded = runstate_check(RUN_STATE_INMIGRATE);
 
     cnuas_sock_init(&s->sock, &vnic_sock_ops, s, s->socket_path,
                     TYPE_CNUAS_VNIC);
