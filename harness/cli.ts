@@ -352,6 +352,10 @@ async function main(argv: string[]): Promise<number> {
         " (several values of an option are given as --only a --only b)",
     );
   }
+  if (values["dev-modules"] && cmd !== "matrix") {
+    // a gate (test) or a measurement (bench) must run the packaged modules
+    throw new UsageError(`--dev-modules is for matrix (a developer's run), not ${cmd}`);
+  }
   const config = configFrom(values);
   switch (cmd) {
     case "setup": {

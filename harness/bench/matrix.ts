@@ -1,7 +1,8 @@
 /**
- * The matrix at the speed of a unit test (issue 19), measured: the whole
- * quick matrix warm, and a driver edit to a row's result. Both are opt-in
- * (`bench --only matrix` / `--only driverEdit`): the first runs every row.
+ * The matrix at the speed of a unit test (issue 19), measured: a driver
+ * edit to a row's result (`driverEdit`, in every bench run), and the whole
+ * quick matrix warm (`matrix`, only with `bench --only matrix`: it runs
+ * every row).
  */
 import { join } from "node:path";
 import type { Config } from "../config.ts";

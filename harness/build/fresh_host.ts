@@ -47,6 +47,7 @@ export const HOST_COMMANDS = [
   "pkg-config",
   "python3",
   "cc",
+  "strip",
   "make",
   "chromium",
 ];

@@ -63,13 +63,30 @@ export async function buildModules(config: Config): Promise<string> {
               `make -C /lib/modules/${root.kernelRelease}/build M=/mnt/cnuas/${name} W=1 modules`,
               { logPath: log, binds: [{ host: work, inRoot: "/mnt/cnuas" }] },
             );
-            await exec(["sh", "-c", `cp ${join(work, name)}/*.ko ${out}/`], { logPath: log });
+            // Only what this build made: the persistent tree may still hold a
+            // module Kbuild no longer lists.
+            for (const ko of await builtModules(join(work, name))) {
+              await Deno.copyFile(join(work, name, ko), join(out, ko));
+            }
           }
         },
       );
     },
   );
   return entry.dir;
+}
+
+/** The `.ko` files Kbuild's `modules.order` in `dir` lists (paths relative to `dir`). */
+export async function builtModules(dir: string): Promise<string[]> {
+  const order = await Deno.readTextFile(join(dir, "modules.order"));
+  return moduleOrderKos(order);
+}
+
+/** `modules.order` lines (`name.o` or `name.ko`, maybe with a directory) as `name.ko` files. */
+export function moduleOrderKos(order: string): string[] {
+  return order.split("\n").map((l) => l.trim()).filter(Boolean).map((l) =>
+    l.split("/").pop()!.replace(/\.o$/, ".ko")
+  );
 }
 
 /**

@@ -28,9 +28,9 @@ async function readTree(dir: string, prefix = ""): Promise<Map<string, Uint8Arra
 }
 
 /**
- * Make `to` hold `from`'s files: write those that differ, remove those
- * `isSource` claims that `from` no longer has (build outputs beside them are
- * left). Returns the relative paths written or removed.
+ * Make `to` hold `from`'s files: write those that differ, remove files
+ * `from` no longer has that `isSource` calls sources (build outputs beside
+ * them are left). Returns the relative paths written or removed.
  */
 export async function syncTree(
   from: string,
@@ -41,12 +41,13 @@ export async function syncTree(
   const changed: string[] = [];
   await Deno.mkdir(to, { recursive: true });
   for (const [rel, old] of await readTree(to)) {
-    if (!isSource(rel)) continue;
     const want = wanted.get(rel);
-    if (want === undefined) {
+    if (want !== undefined) {
+      if (bytesEqual(old, want)) wanted.delete(rel);
+    } else if (isSource(rel)) {
       await Deno.remove(join(to, rel));
       changed.push(rel);
-    } else if (bytesEqual(old, want)) wanted.delete(rel);
+    }
   }
   for (const [rel, data] of wanted) {
     const dest = join(to, rel);

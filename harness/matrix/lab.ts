@@ -24,6 +24,7 @@ import { ensureSaved, restoredSpec } from "../vm/snapshot.ts";
 import { tarArchive, type TarFile } from "../vm/tar.ts";
 import { GUEST_PATHS } from "../vm/types.ts";
 import type { GuestStart } from "../report/schema.ts";
+import { dmesgViolations } from "./dmesg_guard.ts";
 import { coldReason } from "./guest_start.ts";
 import type { BuildOutputs, BuildTarget, FabricHandle, FabricMode, Row } from "./row.ts";
 
@@ -303,7 +304,8 @@ export class Lab {
           }),
         );
         if (this.config.devModules) {
-          await Promise.all(guests.map((g) => this.#installDevModules(g, builds, log)));
+          const mods = await devModules(builds.modules!);
+          await Promise.all(guests.map((g) => this.#installDevModules(g, mods, log)));
         }
         await Promise.all(guests.map((g) => this.#install(g, builds)));
       }
@@ -335,6 +337,7 @@ export class Lab {
         imageKey: this.image!.key,
         sshKey,
         bootTimeoutSec,
+        checkKernelLog: dmesgViolations,
       });
       log(
         `guest state ${saved.key.slice(0, 12)}: ` +
@@ -349,31 +352,32 @@ export class Lab {
   }
 
   /**
-   * Push the test programs into a guest (small files: SSH beats an image
-   * rebuild). The modules, the provider and libcnuasdev are not pushed: the
-   * image has them installed from their Debian packages (harness/build/image.ts).
-   */
-  /**
    * `--dev-modules`: our drivers out, the working tree's modules in place of
    * the packaged ones in updates/dkms, then the boot's PCI coldplug again, so
    * udev loads them for the guest's devices as it loaded the packaged ones.
    * They go in as DKMS installs its own (debug info stripped, xz, the same
    * file names), so modules.dep still names them; depmod — 25 s under TCG,
    * it decompresses every module of the kernel — runs only when a module's
-   * dependencies or aliases differ from the packaged one's.
+   * dependencies, soft dependencies or aliases differ from the packaged
+   * one's. Then each installed file, and each of them the coldplug loaded,
+   * must carry the srcversion of the working tree's build.
    */
   async #installDevModules(
     g: GuestVm,
-    builds: BuildOutputs,
+    mods: DevModules,
     log: (l: string) => void,
   ): Promise<void> {
     const release = this.image!.kernelRelease;
-    const files = await dkmsLikeModules(builds.modules!);
-    const names = files.map((f) => f.path.replace(/\.ko\.xz$/, ""));
+    const names = mods.files.map((f) => f.path.replace(/\.ko\.xz$/, ""));
     const dir = `/lib/modules/${release}/updates/dkms`;
+    const field = (f: string) => `$(modinfo -F ${f} "$f" | sort | tr '\\n' ' ')`;
     const info = `for m in ${names.join(" ")}; do f=${dir}/$m.ko.xz; ` +
-      `if [ -e "$f" ]; then echo "$m $(modinfo -F depends "$f") ` +
-      `$(modinfo -F alias "$f" | sort | tr '\\n' ' ')"; else echo "$m absent"; fi; done`;
+      `if [ -e "$f" ]; then echo "$m ${field("depends")} ${field("softdep")} ${field("alias")}"; ` +
+      `else echo "$m absent"; fi; done`;
+    const report = `for m in ${names.join(" ")}; do ` +
+      `echo "file $m $(modinfo -F srcversion ${dir}/$m.ko.xz)"; ` +
+      `if [ -e /sys/module/$m/srcversion ]; then ` +
+      `echo "loaded $m $(cat /sys/module/$m/srcversion)"; fi; done`;
     const r = await g.run(
       [
         UNLOAD_OUR_DRIVERS,
@@ -383,19 +387,44 @@ export class Lab {
         `tar -x --no-same-owner -m -C ${dir}`,
         `if [ "$old" != "$(info)" ]; then echo depmod; depmod -a ${release}; fi`,
         COLDPLUG_PCI,
+        report,
       ].join(" && "),
-      { stdin: tarArchive(files), timeoutSec: 180 },
+      { stdin: tarArchive(mods.files), timeoutSec: 180 },
     );
     if (r.code !== 0) {
       throw new HilError(`${g.name}: installing the working tree's modules: ${r.stderr.trim()}`);
     }
+    const wrong: string[] = [];
+    const loaded: string[] = [];
+    for (const line of r.stdout.split("\n")) {
+      const m = /^(file|loaded) (\S+) ?(\S*)$/.exec(line.trim());
+      if (!m) continue;
+      if (m[1] === "loaded") loaded.push(m[2]);
+      if (m[3] !== mods.srcversion.get(m[2])) {
+        wrong.push(
+          `${m[1]} ${m[2]}: srcversion ${m[3] || "none"}, built ${mods.srcversion.get(m[2])}`,
+        );
+      }
+    }
+    if (wrong.length || !r.stdout.includes("file ")) {
+      throw new HilError(
+        `${g.name}: --dev-modules did not take: ${wrong.join("; ") || r.stdout.trim()}`,
+      );
+    }
     log(
       `${g.name}: --dev-modules: ${names.join(", ")} from the working tree ` +
-        `(${basename(builds.modules!).slice(0, 12)}) in ${dir}, loaded by the coldplug` +
+        `(${mods.key}) in ${dir}; loaded by the coldplug with the built srcversion: ` +
+        `${loaded.join(", ") || "none"}` +
         (r.stdout.includes("depmod") ? "; depmod ran (dependencies or aliases changed)" : ""),
     );
   }
 
+  /**
+   * Push the test programs into a guest (small files: SSH beats an image
+   * rebuild). The modules, the provider and libcnuasdev are not pushed: the
+   * image has them installed from their Debian packages (harness/build/image.ts);
+   * with `--dev-modules` the modules come from #installDevModules.
+   */
   async #install(g: GuestVm, builds: BuildOutputs): Promise<void> {
     const files: TarFile[] = [];
     if (builds.guestPrograms) {
@@ -411,26 +440,54 @@ export class Lab {
   }
 }
 
+/** A modules build made ready for guests (`--dev-modules`). */
+interface DevModules {
+  /** `<module>.ko.xz` files as DKMS installs them. */
+  files: TarFile[];
+  /** Each module's srcversion, from its `.modinfo`. */
+  srcversion: Map<string, string>;
+  /** The build's cache key, short. */
+  key: string;
+}
+
 /**
  * The `.ko` files of a modules build as DKMS installs them: debug info
  * stripped (the build's are ~10x larger) and xz-compressed with CRC32 (what
- * the kernel's decompressor takes), named `<module>.ko.xz`.
+ * the kernel's decompressor takes), named `<module>.ko.xz`; with each
+ * module's srcversion, which the guest must then report.
  */
-async function dkmsLikeModules(modulesDir: string): Promise<TarFile[]> {
+async function devModules(modulesDir: string): Promise<DevModules> {
   const tmp = await Deno.makeTempDir({ prefix: "cnuas-dev-modules-" });
   try {
     const files: TarFile[] = [];
+    const srcversion = new Map<string, string>();
     for await (const e of Deno.readDir(modulesDir)) {
       if (!e.isFile || !e.name.endsWith(".ko")) continue;
+      const ko = join(modulesDir, e.name);
+      const sv = modinfoField(await Deno.readFile(ko), "srcversion");
+      if (!sv) throw new HilError(`${ko}: no srcversion in its .modinfo`);
+      srcversion.set(e.name.replace(/\.ko$/, ""), sv);
       const out = join(tmp, e.name);
-      await exec(["strip", "--strip-debug", "-o", out, join(modulesDir, e.name)]);
+      await exec(["strip", "--strip-debug", "-o", out, ko]);
       await exec(["xz", "--check=crc32", "--lzma2=dict=1MiB", out]);
       files.push({ path: `${e.name}.xz`, data: await Deno.readFile(`${out}.xz`), mode: 0o644 });
     }
-    return files.sort((a, b) => a.path.localeCompare(b.path));
+    files.sort((a, b) => a.path.localeCompare(b.path));
+    return { files, srcversion, key: basename(modulesDir).slice(0, 12) };
   } finally {
     await Deno.remove(tmp, { recursive: true });
   }
+}
+
+/**
+ * A `name=value` string of a kernel module's `.modinfo` section, found in
+ * the module's bytes (the section is NUL-separated strings); undefined when
+ * absent.
+ */
+export function modinfoField(ko: Uint8Array, name: string): string | undefined {
+  const text = new TextDecoder("latin1").decode(ko);
+  const m = new RegExp(`(?:^|\\0)${name}=([^\\0]*)\\0`).exec(text);
+  return m?.[1];
 }
 
 /**

@@ -12,6 +12,7 @@
  * intact; leftovers are cleared by the next publish.
  */
 import { dirname, join } from "node:path";
+import { UserError } from "../errors.ts";
 import { type BenchJson, parseBenchJson } from "./bench_json.ts";
 import { type HistorySnapshot, pageContext } from "./context.ts";
 import { detectFlaky, FLAKY_WINDOW } from "./flaky.ts";
@@ -181,6 +182,12 @@ export async function publishRun(
   const last = opts.last ?? FLAKY_WINDOW;
   const source = await readRunSource(runDir, opts.maxFileBytes ?? MAX_PUBLISHED_FILE_BYTES);
   const runId = source.entry.runId;
+  if (source.matrix?.provenance.devModules) {
+    // its modules are the working tree's over an older image's packages
+    throw new UserError(
+      `${runId} ran with --dev-modules (a developer's run): not published; run without it`,
+    );
+  }
   await Deno.mkdir(join(historyDir, "runs"), { recursive: true });
   const lock = await acquireLock(join(historyDir, LOCK_FILE), { log, ...opts.lock });
   try {

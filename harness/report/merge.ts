@@ -29,6 +29,12 @@ export async function mergeReports(dirs: string[], outDir: string): Promise<Matr
       `the reports ran at different depths (${[...depths].join(", ")}): merge one depth at a time`,
     );
   }
+  if (parts.some((p) => p.m.provenance.devModules)) {
+    // modules from a working tree over an older image: not one of the matrix's claims
+    throw new MergeConflictError(
+      "a report ran with --dev-modules (a developer's run): merge only runs without it",
+    );
+  }
   const seen = new Map<string, string>();
   const rows: RowResult[] = [];
   for (const { dir, m } of parts) {

@@ -25,8 +25,8 @@ export const DISK_FILE = "rootfs.img";
  * The base guest's kernel log up to the save, kept beside the state: the
  * log is cleared before the save, so a restored guest's `dmesg` is its own
  * (not the stand-in MAC and accelerator identity the base guest's drivers
- * logged before they were unloaded). The `boot` row checks a cold boot's
- * log of the same image every run.
+ * logged before they were unloaded). It must pass the caller's check (the
+ * dmesg guard) or the save fails: the rows' guards no longer see it.
  */
 export const BASE_DMESG_FILE = "base-dmesg.txt";
 
@@ -55,6 +55,11 @@ export interface SaveOptions {
   sshKey: string;
   /** Seconds the base guest gets to answer SSH. */
   bootTimeoutSec: number;
+  /**
+   * What is wrong in the base guest's kernel log (the dmesg guard's
+   * violations); anything makes the save fail, as it would fail a row.
+   */
+  checkKernelLog: (text: string) => string[];
 }
 
 /** The saved guest for `spec`, made first when the cache has none. */
@@ -123,9 +128,14 @@ async function saveGuest(
     await applyIdentity(vm);
     const u = await vm.run(`${UNLOAD_OUR_DRIVERS} && sync`, { timeoutSec: 90 });
     if (u.code !== 0) throw new Error(`unloading our drivers before the save: ${u.stderr.trim()}`);
-    const log = await vm.run("dmesg && dmesg --clear", { timeoutSec: 30 });
+    // read and cleared in one call: nothing logged in between is lost
+    const log = await vm.run("dmesg --read-clear", { timeoutSec: 30 });
     if (log.code !== 0) throw new Error(`clearing the kernel log: ${log.stderr.trim()}`);
     await Deno.writeTextFile(join(out, BASE_DMESG_FILE), log.stdout);
+    const bad = opts.checkKernelLog(log.stdout);
+    if (bad.length) {
+      throw new Error(`the base guest's kernel log: ${bad.slice(0, 3).join(" | ")}`);
+    }
     await vm.saveState(join(out, STATE_FILE), SAVE_TIMEOUT_SEC);
     const size = (await Deno.stat(join(out, STATE_FILE))).size;
     progress(

@@ -12,3 +12,15 @@ Deno.test("words after a command that takes none are a usage error, nothing runs
   );
   await assert.rejects(() => main(["bench", "--only", "a", "b", "c"]), /unexpected 'b' 'c'/);
 });
+
+Deno.test("--dev-modules is refused where a gate or a measurement would run on it", async () => {
+  for (const cmd of ["test", "bench", "build", "soak"]) {
+    await assert.rejects(
+      () => main([cmd, "--dev-modules"]),
+      (e: unknown) =>
+        e instanceof UsageError && new RegExp(`--dev-modules is for matrix.*not ${cmd}`).test(
+          e.message,
+        ),
+    );
+  }
+});

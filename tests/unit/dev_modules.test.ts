@@ -5,10 +5,10 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { pickImageForDevModules } from "../../harness/build/image.ts";
-import { isModuleSource } from "../../harness/build/modules.ts";
+import { isModuleSource, moduleOrderKos } from "../../harness/build/modules.ts";
 import { syncTree } from "../../harness/build/sync_tree.ts";
 import { defaultConfig } from "../../harness/config.ts";
-import { Lab } from "../../harness/matrix/lab.ts";
+import { Lab, modinfoField } from "../../harness/matrix/lab.ts";
 import type { Row } from "../../harness/matrix/row.ts";
 import { runRow } from "../../harness/matrix/runner.ts";
 import { setQuiet } from "../../harness/progress.ts";
@@ -103,5 +103,35 @@ Deno.test("--dev-modules skips a row that checks the packaged modules, and runs 
     assert.equal(ran, 1);
   } finally {
     await Deno.remove(runDir, { recursive: true });
+  }
+});
+
+Deno.test("only the modules Kbuild's modules.order lists are taken from the build tree", () => {
+  assert.deepEqual(moduleOrderKos("/mnt/cnuas/nic/cnuas_net.o\ncnuas_ib.o\n\nold.ko\n"), [
+    "cnuas_net.ko",
+    "cnuas_ib.ko",
+    "old.ko",
+  ]);
+});
+
+Deno.test("a module's srcversion is read from its .modinfo strings", () => {
+  const enc = new TextEncoder();
+  const ko = enc.encode("\x7fELF junk\0license=GPL\0srcversion=33FA13C5B97496\0depends=ib_core\0");
+  assert.equal(modinfoField(ko, "srcversion"), "33FA13C5B97496");
+  assert.equal(modinfoField(ko, "depends"), "ib_core");
+  assert.equal(modinfoField(ko, "alias"), undefined);
+  assert.equal(modinfoField(enc.encode("xsrcversion=1\0"), "srcversion"), undefined);
+});
+
+Deno.test("a source the build-output rules would skip is still synced, not rewritten each time", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const src = join(dir, "src");
+    await Deno.mkdir(src);
+    await Deno.writeTextFile(join(src, ".gitignore"), "*.o\n");
+    assert.deepEqual(await syncTree(src, join(dir, "w"), isModuleSource), [".gitignore"]);
+    assert.deepEqual(await syncTree(src, join(dir, "w"), isModuleSource), []);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
   }
 });

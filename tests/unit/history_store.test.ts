@@ -253,3 +253,13 @@ Deno.test("bench runs publish beside matrix runs and give the pages series", asy
   assert.match(page, /benchRdmaPerf\.cnuas_ib\.bw<\/td><td>12<\/td><td>MiB\/s<\/td><td>10<\/td>/);
   assert.match(page, /ERROR: guest did not boot/);
 });
+
+Deno.test("publish refuses a --dev-modules run and leaves the history as it was", async () => {
+  const tmp = await Deno.makeTempDir();
+  const m = sampleMatrix("dev1", "2026-12-01T10:00:00Z", "c1", ROWS);
+  const run = await writeRunDir(tmp, { ...m, provenance: { ...m.provenance, devModules: true } });
+  const site = join(tmp, "site");
+  await assert.rejects(publishRun(run, site, { log: () => {} }), /--dev-modules/);
+  assert.deepEqual((await readIndex(site)).runs, []);
+  await Deno.remove(tmp, { recursive: true });
+});

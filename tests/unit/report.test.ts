@@ -277,3 +277,15 @@ Deno.test("artifact links are relative file paths: a scheme-like or #-holding na
   assert.match(html, /href="\.\.\/shard\/x\.log"/);
   assert.doesNotMatch(html, /href="javascript:/);
 });
+
+Deno.test("merge refuses a --dev-modules run (modules from a working tree, not the matrix's)", async () => {
+  const dir = await Deno.makeTempDir();
+  const m = sample("s2", ["ibstat"]);
+  await writeReport(join(dir, "s1"), sample("s1", ["boot"]));
+  await writeReport(join(dir, "s2"), { ...m, provenance: { ...m.provenance, devModules: true } });
+  await assert.rejects(
+    mergeReports([join(dir, "s1"), join(dir, "s2")], join(dir, "m")),
+    /--dev-modules/,
+  );
+  await Deno.remove(dir, { recursive: true });
+});
