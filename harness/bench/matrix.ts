@@ -111,7 +111,14 @@ export async function benchDriverEdit(config: Config): Promise<Record<string, Me
       driverEditToResultSec: { value: Number(sec.toFixed(1)), unit: "s" },
       driverEditBudgetSec: { value: DRIVER_EDIT_BUDGET_SEC, unit: "s" },
       driverEditWithinBudget: { value: sec <= DRIVER_EDIT_BUDGET_SEC ? 1 : 0, unit: "bool" },
-      driverLoadRowSec: { value: Number(r.durationSec.toFixed(1)), unit: "s" },
+      driverLoadStepsSec: {
+        value: Number(r.steps.reduce((a, s) => a + s.durationSec, 0).toFixed(1)),
+        unit: "s",
+      },
+      guestReadySec: {
+        value: Math.max(0, ...(r.guests ?? []).map((g) => g.startToSshSec)),
+        unit: "s",
+      },
     };
   } finally {
     await Deno.remove(copy, { recursive: true }).catch(() => {});
