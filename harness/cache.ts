@@ -132,7 +132,7 @@ export async function cached(
  * If `dir` is a finished entry, stamp its marker with now (the pruner keeps
  * what was used lately) and say so.
  */
-async function markUsed(dir: string): Promise<boolean> {
+export async function markUsed(dir: string): Promise<boolean> {
   const now = new Date();
   try {
     await Deno.utime(join(dir, COMPLETE_MARKER), now, now);
@@ -207,6 +207,45 @@ export const KEEP_PER_STAGE = 3;
  */
 export const IN_USE_GRACE_MS = 6 * 3600 * 1000;
 
+/** A finished entry of a stage, as its marker records it. */
+export interface FinishedEntry {
+  dir: string;
+  key: string;
+  /** Last use (the marker's mtime), ms since the epoch. */
+  usedAt: number;
+}
+
+/**
+ * The finished entries of a stage, most recently used first; unfinished
+ * ones (a build in progress or a killed one) are left out. None when the
+ * stage has no directory yet.
+ */
+export async function finishedEntries(cacheDir: string, stage: string): Promise<FinishedEntry[]> {
+  const stageDir = join(cacheDir, stage);
+  const entries: FinishedEntry[] = [];
+  try {
+    for await (const e of Deno.readDir(stageDir)) {
+      if (!e.isDirectory || !/^[0-9a-f]{64}$/.test(e.name)) continue;
+      const dir = join(stageDir, e.name);
+      try {
+        const st = await Deno.stat(join(dir, COMPLETE_MARKER));
+        entries.push({ dir, key: e.name, usedAt: st.mtime?.getTime() ?? 0 });
+      } catch { /* unfinished */ }
+    }
+  } catch (e) {
+    if (!(e instanceof Deno.errors.NotFound)) throw e;
+  }
+  return entries.sort((a, b) => b.usedAt - a.usedAt);
+}
+
+/** The inputs a finished entry was built from, as its marker records them. */
+export async function entryInputs(dir: string): Promise<unknown> {
+  const rec = JSON.parse(await Deno.readTextFile(join(dir, COMPLETE_MARKER))) as {
+    inputs?: unknown;
+  };
+  return rec.inputs;
+}
+
 /**
  * Keep the `keep` most recently used finished entries of a stage (by their
  * marker's time, stamped at every use), never removing `protect` or an entry
@@ -220,20 +259,10 @@ export async function pruneStage(
   protect?: string,
   graceMs: number = IN_USE_GRACE_MS,
 ): Promise<string[]> {
-  const stageDir = join(cacheDir, stage);
-  const entries: { dir: string; at: number }[] = [];
-  for await (const e of Deno.readDir(stageDir)) {
-    if (!e.isDirectory || !/^[0-9a-f]{64}$/.test(e.name)) continue;
-    const dir = join(stageDir, e.name);
-    try {
-      const st = await Deno.stat(join(dir, COMPLETE_MARKER));
-      entries.push({ dir, at: st.mtime?.getTime() ?? 0 });
-    } catch { /* unfinished: belongs to a build in progress or a killed one */ }
-  }
-  entries.sort((a, b) => b.at - a.at);
+  const entries = await finishedEntries(cacheDir, stage);
   const removed: string[] = [];
   const recent = Date.now() - graceMs;
-  for (const { dir, at } of entries.slice(keep)) {
+  for (const { dir, usedAt: at } of entries.slice(keep)) {
     if (dir === protect || at > recent) continue;
     await removeTree(dir);
     removed.push(dir);

@@ -9,7 +9,7 @@
  * device. Runs never modify the image (QEMU opens it with `snapshot=on`).
  */
 import { basename, dirname, join } from "node:path";
-import { cached, COMPLETE_MARKER, hashTree, removeTree } from "../cache.ts";
+import { cached, entryInputs, finishedEntries, hashTree, markUsed, removeTree } from "../cache.ts";
 import type { Config } from "../config.ts";
 import { exec } from "../exec.ts";
 import { progress } from "../progress.ts";
@@ -88,25 +88,14 @@ export function pickImageForDevModules(
 export async function imageForDevModules(config: Config): Promise<GuestImage> {
   const { groot, base } = await imageBase(config);
   const entries: ImageEntryRecord[] = [];
-  const stageDir = join(config.cacheDir, "image");
-  try {
-    for await (const e of Deno.readDir(stageDir)) {
-      if (!e.isDirectory || !/^[0-9a-f]{64}$/.test(e.name)) continue;
-      const marker = join(stageDir, e.name, COMPLETE_MARKER);
-      try {
-        const rec = JSON.parse(await Deno.readTextFile(marker)) as { inputs?: unknown };
-        const st = await Deno.stat(marker);
-        entries.push({ key: e.name, inputs: rec.inputs, usedAt: st.mtime?.getTime() ?? 0 });
-      } catch { /* unfinished, or not ours */ }
-    }
-  } catch (e) {
-    if (!(e instanceof Deno.errors.NotFound)) throw e;
+  for (const e of await finishedEntries(config.cacheDir, "image")) {
+    const inputs = await entryInputs(e.dir).catch(() => undefined);
+    entries.push({ key: e.key, inputs, usedAt: e.usedAt });
   }
   const pick = pickImageForDevModules(entries, base);
   if (!pick) return await buildImage(config);
-  const dir = join(stageDir, pick.key);
-  const now = new Date();
-  await Deno.utime(join(dir, COMPLETE_MARKER), now, now);
+  const dir = join(config.cacheDir, "image", pick.key);
+  await markUsed(dir);
   progress("image", `--dev-modules: image ${pick.key.slice(0, 12)} (its packages may be older)`);
   return imageFiles(dir, pick.key, groot.kernelRelease);
 }
