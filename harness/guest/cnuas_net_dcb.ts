@@ -6,23 +6,30 @@
  * ```ts
  * const flows = await startFlows(g, "eth0", { secs: 6, size: 1000, dscps: [0, 26] });
  * // ... inject, read counters ...
- * await flows.done();
+ * await flows.stop(); // or flows.done(), which waits the 6 s out
  * ```
  */
 import type { PcapngPacket } from "../fabric/pcapng.ts";
 import type { Guest } from "../vm/types.ts";
 import { shq } from "./shell.ts";
 
+/** Where the flows write their process group's id (they run in a session of their own). */
+const FLOWS_PGID = "/tmp/cnuas_flows.pgid";
+
 /**
  * One process per DSCP sends broadcast IPv4/UDP frames of `size` bytes with
  * that DSCP through an AF_PACKET socket (through the qdisc, so the driver's
  * ndo_select_queue classifies them) for `secs` seconds, as fast as the
- * socket takes them, then prints what it sent.
+ * socket takes them, then prints what it sent. SIGTERM to its process group
+ * (its id in FLOWS_PGID) ends every flow early, each still printing.
  */
 const FLOWS_PY = `
-import os, socket, struct, sys, time
+import os, signal, socket, struct, sys, time
 iface, secs, size = sys.argv[1], float(sys.argv[2]), int(sys.argv[3])
 dscps = [int(d) for d in sys.argv[4:]]
+stopped = []
+signal.signal(signal.SIGTERM, lambda sig, frame: stopped.append(sig))
+open("${FLOWS_PGID}", "w").write("%d\\n" % os.getpgrp())
 src = bytes.fromhex(open("/sys/class/net/%s/address" % iface).read().strip().replace(":", ""))
 def frame(dscp):
     ip = struct.pack("!BBHHHBBH4s4s", 0x45, dscp << 2, size - 14, 0, 0x4000, 64, 17, 0,
@@ -38,7 +45,7 @@ for d in dscps:
         f = frame(d)
         end = time.monotonic() + secs
         n = err = 0
-        while time.monotonic() < end:
+        while time.monotonic() < end and not stopped:
             try:
                 s.send(f)
                 n += 1
@@ -69,6 +76,8 @@ export interface FlowSpec {
 export interface Flows {
   /** Wait for them to end; resolves to their report (one line per flow). */
   done(): Promise<string>;
+  /** End them now (SIGTERM to their process group), then as {@link Flows.done}. */
+  stop(): Promise<string>;
 }
 
 /** Start one flow per DSCP out of `iface` in the background. */
@@ -76,19 +85,31 @@ export async function startFlows(g: Guest, iface: string, spec: FlowSpec): Promi
   if (spec.size < 60 || spec.size > 1514) throw new RangeError(`flow frames of ${spec.size} bytes`);
   const args = [iface, String(spec.secs), String(spec.size), ...spec.dscps.map(String)];
   await g.run(
-    `rm -f ${FLOWS_OUT}; setsid python3 -c ${shq(FLOWS_PY)} ${args.map(shq).join(" ")} ` +
+    `rm -f ${FLOWS_OUT} ${FLOWS_PGID}; setsid python3 -c ${shq(FLOWS_PY)} ${
+      args.map(shq).join(" ")
+    } ` +
       `</dev/null >${FLOWS_OUT} 2>&1 &`,
     { check: true },
   );
+  const done = async (): Promise<string> => {
+    const deadline = Date.now() + (spec.secs + 60) * 1000;
+    for (;;) {
+      const r = await g.run(`cat ${FLOWS_OUT}`);
+      if (/^done$/m.test(r.stdout)) return r.stdout.trim();
+      if (Date.now() > deadline) throw new Error(`flows did not end: ${r.stdout}${r.stderr}`);
+      await new Promise((res) => setTimeout(res, 200));
+    }
+  };
   return {
-    async done(): Promise<string> {
-      const deadline = Date.now() + (spec.secs + 60) * 1000;
-      for (;;) {
-        const r = await g.run(`cat ${FLOWS_OUT}`);
-        if (/^done$/m.test(r.stdout)) return r.stdout.trim();
-        if (Date.now() > deadline) throw new Error(`flows did not end: ${r.stdout}${r.stderr}`);
-        await new Promise((res) => setTimeout(res, 500));
-      }
+    done,
+    async stop(): Promise<string> {
+      // The group's id is written before the first fork; wait for it if python is still starting.
+      await g.run(
+        `for i in $(seq 100); do [ -s ${FLOWS_PGID} ] && break; sleep 0.1; done; ` +
+          `kill -TERM -$(cat ${FLOWS_PGID})`,
+        { check: true },
+      );
+      return await done();
     },
   };
 }
