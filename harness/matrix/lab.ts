@@ -370,22 +370,26 @@ export class Lab {
     const release = this.image!.kernelRelease;
     const names = mods.files.map((f) => f.path.replace(/\.ko\.xz$/, ""));
     const dir = `/lib/modules/${release}/updates/dkms`;
-    const field = (f: string) => `$(modinfo -F ${f} "$f" | sort | tr '\\n' ' ')`;
+    // One modinfo per module (each one decompresses the module: ~0.2 s under TCG): what depmod
+    // depends on, and the srcversion, which says which build the file is.
     const info = `for m in ${names.join(" ")}; do f=${dir}/$m.ko.xz; ` +
-      `if [ -e "$f" ]; then echo "$m ${field("depends")} ${field("softdep")} ${field("alias")}"; ` +
-      `else echo "$m absent"; fi; done`;
-    const report = `for m in ${names.join(" ")}; do ` +
-      `echo "file $m $(modinfo -F srcversion ${dir}/$m.ko.xz)"; ` +
+      `if [ -e "$f" ]; then modinfo "$f" | grep -E '^(depends|softdep|alias|srcversion):' | ` +
+      `sort | sed "s/^/$m /"; else echo "$m absent"; fi; done`;
+    const withoutSrcversion = "grep -v ' srcversion:' || true";
+    const report = `echo "$new" | awk '$2 == "srcversion:" { print "file", $1, $3 }' && ` +
+      `for m in ${names.join(" ")}; do ` +
       `if [ -e /sys/module/$m/srcversion ]; then ` +
       `echo "loaded $m $(cat /sys/module/$m/srcversion)"; fi; done`;
     const r = await g.run(
       [
         UNLOAD_OUR_DRIVERS,
         `info() { ${info}; }`,
-        "old=$(info)",
+        `old=$(info | ${withoutSrcversion})`,
         `mkdir -p ${dir}`,
         `tar -x --no-same-owner -m -C ${dir}`,
-        `if [ "$old" != "$(info)" ]; then echo depmod; depmod -a ${release}; fi`,
+        "new=$(info)",
+        `if [ "$old" != "$(echo "$new" | ${withoutSrcversion})" ]; then ` +
+        `echo depmod; depmod -a ${release}; fi`,
         COLDPLUG_PCI,
         report,
       ].join(" && "),
@@ -396,19 +400,22 @@ export class Lab {
     }
     const wrong: string[] = [];
     const loaded: string[] = [];
+    const installed = new Set<string>();
     for (const line of r.stdout.split("\n")) {
       const m = /^(file|loaded) (\S+) ?(\S*)$/.exec(line.trim());
       if (!m) continue;
       if (m[1] === "loaded") loaded.push(m[2]);
+      else installed.add(m[2]);
       if (m[3] !== mods.srcversion.get(m[2])) {
         wrong.push(
           `${m[1]} ${m[2]}: srcversion ${m[3] || "none"}, built ${mods.srcversion.get(m[2])}`,
         );
       }
     }
-    if (wrong.length || !r.stdout.includes("file ")) {
+    wrong.push(...names.filter((n) => !installed.has(n)).map((n) => `file ${n}: not installed`));
+    if (wrong.length) {
       throw new HilError(
-        `${g.name}: --dev-modules did not take: ${wrong.join("; ") || r.stdout.trim()}`,
+        `${g.name}: --dev-modules did not take: ${wrong.join("; ")}`,
       );
     }
     log(
