@@ -80,7 +80,7 @@ export interface Flows {
   stop(): Promise<string>;
 }
 
-/** Start one flow per DSCP out of `iface` in the background. */
+/** Start one flow per DSCP out of `iface` in the background; resolves once they run. */
 export async function startFlows(g: Guest, iface: string, spec: FlowSpec): Promise<Flows> {
   if (spec.size < 60 || spec.size > 1514) throw new RangeError(`flow frames of ${spec.size} bytes`);
   const args = [iface, String(spec.secs), String(spec.size), ...spec.dscps.map(String)];
@@ -88,7 +88,10 @@ export async function startFlows(g: Guest, iface: string, spec: FlowSpec): Promi
     `rm -f ${FLOWS_OUT} ${FLOWS_PGID}; setsid python3 -c ${shq(FLOWS_PY)} ${
       args.map(shq).join(" ")
     } ` +
-      `</dev/null >${FLOWS_OUT} 2>&1 &`,
+      `</dev/null >${FLOWS_OUT} 2>&1 & ` +
+      // returns once python runs (the group's id is written just before the first fork)
+      `for i in $(seq 100); do [ -s ${FLOWS_PGID} ] && exit 0; sleep 0.1; done; ` +
+      `echo "the flows did not start: $(cat ${FLOWS_OUT})" >&2; exit 1`,
     { check: true },
   );
   const done = async (): Promise<string> => {
@@ -103,12 +106,7 @@ export async function startFlows(g: Guest, iface: string, spec: FlowSpec): Promi
   return {
     done,
     async stop(): Promise<string> {
-      // The group's id is written before the first fork; wait for it if python is still starting.
-      await g.run(
-        `for i in $(seq 100); do [ -s ${FLOWS_PGID} ] && break; sleep 0.1; done; ` +
-          `kill -TERM -$(cat ${FLOWS_PGID})`,
-        { check: true },
-      );
+      await g.run(`kill -TERM -$(cat ${FLOWS_PGID})`, { check: true });
       return await done();
     },
   };

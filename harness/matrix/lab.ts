@@ -282,7 +282,10 @@ export class Lab {
           guests.map(async (g, i) => {
             await g.waitForSsh(specs[i].sshPort, key, bootTimeout);
             const t0 = performance.now();
-            const clock = g.startedFrom === "snapshot" ? await applyIdentity(g) : undefined;
+            // --dev-modules: #installDevModules runs the coldplug, with the working tree's modules
+            const clock = g.startedFrom === "snapshot"
+              ? await applyIdentity(g, !this.config.devModules)
+              : undefined;
             const identitySec = (performance.now() - t0) / 1000;
             starts[i] = {
               name: g.name,

@@ -405,7 +405,7 @@ async function wireCheck(ctx: RowContext, g: Guest, nic: CnuasNic, cable: Cable)
   await sh(g, `echo ${SLOW_MBPS} > ${PFC_LINK_MBPS}`);
   await sh(g, `dcb pfc set ${dev} prio-pfc all:off ${p}:on`);
   const flows = await startFlows(g, nic.iface, { secs: 9, size: 200, dscps: [PFC_DSCP, 0] });
-  await sleep(1500);
+  await sleep(700);
   await fabric.startCapture(capture);
   await sleep(500);
   const s0 = await ethtoolStats(g, nic.iface);
@@ -553,13 +553,16 @@ async function checkDcbBehaviour(
       const paused: number[] = [];
       await sh(g, `echo ${SLOW_MBPS} > ${PFC_LINK_MBPS}`);
       try {
+        let s0 = await stats();
         for (let i = 0; i < XOFFS; i++) {
-          const s0 = await stats();
           await xoff();
           await fabric.inject(cable.port, pfcFrame(PFC_SRC, [p], 0), "egress");
-          // past a whole pause: one the XON missed has ended and been counted
+          // past a whole pause: one the XON missed has ended and been counted, so this reading
+          // is also where the next try starts from
           await sleep(SLOW_PAUSE_MS + 50);
-          paused.push(delta(s0, await stats(), `rx_pfc_prio${p}_pause_usec`));
+          const s1 = await stats();
+          paused.push(delta(s0, s1, `rx_pfc_prio${p}_pause_usec`));
+          s0 = s1;
         }
       } finally {
         await sh(g, `echo 100000 > ${PFC_LINK_MBPS}`);
@@ -602,35 +605,35 @@ async function checkDcbBehaviour(
     () => wireCheck(ctx, g, nic, cable),
   );
 
+  // One pair of flows for both ratios: each ratio settles, then its window is read.
   const { settleMs, windowMs } = ETS_TIMING[ctx.config.depth];
-  for (const [bw0, bw1] of [[30, 70], [70, 30]]) {
-    await ctx.step(
-      `ETS ${bw0}/${bw1}: two backlogged classes share a ${SHAPE_MBPS} Mb/s shaped slot ` +
-        `${bw0}/${bw1} by bytes (over ${windowMs / 1000} s)`,
-      async () => {
-        await sh(g, `echo ${SHAPE_MBPS} > /sys/module/cnuas_net/parameters/tx_rate_mbps`);
-        await sh(g, `dcb ets set ${dev} tc-bw all:0 0:${bw0} 1:${bw1}`);
-        const flows = await startFlows(g, nic.iface, {
-          secs: 9,
-          size: 1000,
-          dscps: [0, PFC_DSCP],
-        });
-        await sleep(settleMs);
-        const s0 = await stats();
-        await sleep(windowMs);
-        const s1 = await stats();
-        ctx.log(`flows: ${(await flows.stop()).replace(/\n/g, "; ")}`);
-        const b0 = delta(s0, s1, "tx_tc0_bytes");
-        const b1 = delta(s0, s1, "tx_tc1_bytes");
-        const share = b1 / (b0 + b1);
-        ctx.log(`tc0 ${b0} bytes, tc1 ${b1} bytes: tc1 share ${(100 * share).toFixed(1)}%`);
-        ctx.measure(`ets.${bw0}_${bw1}.tc1SharePct`, 100 * share, "%");
-        ctx.expect(
-          b0 + b1 > 0 && Math.abs(share - bw1 / 100) <= 0.05,
-          `TC1 got ${(100 * share).toFixed(1)}% of the bytes under ETS ${bw0}/${bw1}`,
-        );
-      },
-    );
+  await sh(g, `echo ${SHAPE_MBPS} > /sys/module/cnuas_net/parameters/tx_rate_mbps`);
+  const flows = await startFlows(g, nic.iface, { secs: 60, size: 1000, dscps: [0, PFC_DSCP] });
+  try {
+    for (const [bw0, bw1] of [[30, 70], [70, 30]]) {
+      await ctx.step(
+        `ETS ${bw0}/${bw1}: two backlogged classes share a ${SHAPE_MBPS} Mb/s shaped slot ` +
+          `${bw0}/${bw1} by bytes (over ${windowMs / 1000} s)`,
+        async () => {
+          await sh(g, `dcb ets set ${dev} tc-bw all:0 0:${bw0} 1:${bw1}`);
+          await sleep(settleMs);
+          const s0 = await stats();
+          await sleep(windowMs);
+          const s1 = await stats();
+          const b0 = delta(s0, s1, "tx_tc0_bytes");
+          const b1 = delta(s0, s1, "tx_tc1_bytes");
+          const share = b1 / (b0 + b1);
+          ctx.log(`tc0 ${b0} bytes, tc1 ${b1} bytes: tc1 share ${(100 * share).toFixed(1)}%`);
+          ctx.measure(`ets.${bw0}_${bw1}.tc1SharePct`, 100 * share, "%");
+          ctx.expect(
+            b0 + b1 > 0 && Math.abs(share - bw1 / 100) <= 0.05,
+            `TC1 got ${(100 * share).toFixed(1)}% of the bytes under ETS ${bw0}/${bw1}`,
+          );
+        },
+      );
+    }
+  } finally {
+    ctx.log(`flows: ${(await flows.stop()).replace(/\n/g, "; ")}`);
   }
 
   await ctx.step("DCB settings and the shaper back to the defaults", async () => {

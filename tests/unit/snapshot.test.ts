@@ -176,6 +176,8 @@ Deno.test("identity: the clock corrected first, then the reseed from stdin, host
   }
   assert.ok(UNLOAD_OUR_DRIVERS.indexOf("cnuas_ib") < UNLOAD_OUR_DRIVERS.indexOf("cnuas_net"));
   assert.throws(() => identityCommand("g1; reboot", 0), /not a guest name/);
+  // --dev-modules runs the coldplug itself, after installing the working tree's modules
+  assert.equal(identityCommand("g1", -45_300, false), parts.slice(0, 5).join(" && "));
 });
 
 Deno.test("clock correction: relative to the guest's own reading, so a late start costs nothing", async () => {
