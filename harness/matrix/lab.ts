@@ -193,8 +193,13 @@ export class Lab {
     const n = row.needs.guests;
     const targets = new Set<BuildTarget>(row.needs.builds);
     if (n > 0) ["qemu", "image"].forEach((t) => targets.add(t as BuildTarget));
-    if (n > 0 && this.config.devModules) targets.add("modules");
     if (row.needs.fabric) targets.add("switch");
+    // --dev-modules: the modules build (a few seconds of Kbuild) runs while the guests restore;
+    // it is awaited before their install, and a failure there fails the row like any build's.
+    const devModulesBuild = n > 0 && this.config.devModules
+      ? this.ensureBuilds(["modules"], row.id)
+      : undefined;
+    devModulesBuild?.catch(() => {}); // awaited below; not unhandled if the guests fail first
     const builds = await this.ensureBuilds([...targets], row.id);
     const closers: (() => Promise<string[]>)[] = [];
     const close = async () => {
@@ -306,8 +311,10 @@ export class Lab {
             );
           }),
         );
-        if (this.config.devModules) {
-          const mods = await devModules(builds.modules!);
+        if (devModulesBuild) {
+          const built = await devModulesBuild;
+          builds.modules = built.modules;
+          const mods = await devModules(built.modules!);
           await Promise.all(guests.map((g) => this.#installDevModules(g, mods, log)));
         }
         await Promise.all(guests.map((g) => this.#install(g, builds)));
