@@ -324,6 +324,8 @@ const MAX_PAUSE_US = (0xffff * 512) / 100_000;
 const PFC_SRC = "02:c7:0a:ff:00:01";
 /** XOFF frames injected per counter check, and per traffic check. */
 const XOFFS = 5;
+/** XOFF-then-XON tries, by depth: one whose pause the XON cut short is enough. */
+const XON_TRIES: Record<Depth, number> = { quick: 3, deep: 5 };
 /** The line rate tx_rate_mbps emulates for the ETS check (the slot is otherwise never busy). */
 const SHAPE_MBPS = 10;
 /**
@@ -547,14 +549,15 @@ async function checkDcbBehaviour(
   // Counted at 100 Mb/s: the XON comes as a second request to the switch, which under TCG can
   // take longer than a 335 µs pause at 100G, so a pause the XON missed ran out instead.
   await ctx.step(
-    `an XON (quanta 0) right after the XOFF ends the pause early (quanta at ${SLOW_MBPS} Mb/s)`,
+    `an XON (quanta 0) right after the XOFF ends the pause early (quanta at ${SLOW_MBPS} Mb/s, ` +
+      `${XON_TRIES[ctx.config.depth]} tries)`,
     async () => {
       const full = SLOW_PAUSE_MS * 1000;
       const paused: number[] = [];
       await sh(g, `echo ${SLOW_MBPS} > ${PFC_LINK_MBPS}`);
       try {
         let s0 = await stats();
-        for (let i = 0; i < XOFFS; i++) {
+        for (let i = 0; i < XON_TRIES[ctx.config.depth]; i++) {
           await xoff();
           await fabric.inject(cable.port, pfcFrame(PFC_SRC, [p], 0), "egress");
           // past a whole pause: one the XON missed has ended and been counted, so this reading
