@@ -60,6 +60,8 @@ export interface QtestGpuOptions {
   workDir?: string;
   /** Environment QEMU gets besides ours. */
   env?: Record<string, string>;
+  /** More QEMU arguments (e.g. `-qmp` for a test that saves the state). */
+  extraArgs?: string[];
 }
 
 /** The device did not enumerate as expected. */
@@ -91,6 +93,7 @@ export class QtestGpu {
       workDir: opts.workDir,
       env: opts.env,
       devices: [`cnuasgpu,addr=${GPU_QTEST_SLOT}${props}`],
+      extraArgs: opts.extraArgs,
     });
     try {
       const { bar1Size, msiCap } = await QtestGpu.#program(qt);
@@ -293,6 +296,8 @@ export interface GpuRigOptions {
   prefix?: string;
   /** Environment QEMU gets besides ours. */
   env?: Record<string, string>;
+  /** More QEMU arguments. */
+  extraArgs?: string[];
 }
 
 /** A running cnuasgpu and the CnuasLink peer's end of its wire. */
@@ -327,6 +332,7 @@ export class GpuRig {
         workDir,
         env: opts.env,
         props: { ...(link ? { cnuaslink_socket: socketPath } : {}), ...opts.props },
+        extraArgs: opts.extraArgs,
       });
     } catch (e) {
       server?.close();

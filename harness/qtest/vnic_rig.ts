@@ -67,6 +67,8 @@ export interface VnicRigOptions {
   workDir?: string;
   /** Environment QEMU gets besides ours. */
   env?: Record<string, string>;
+  /** More QEMU arguments (e.g. `-qmp` for a test that saves the state). */
+  extraArgs?: string[];
 }
 
 /** Result of a peer send. */
@@ -139,6 +141,7 @@ export class VnicRig {
         devices: [props.join(",")],
         workDir: join(workDir, "qemu"),
         env: opts.env,
+        extraArgs: opts.extraArgs,
       });
     } catch (e) {
       server?.close();

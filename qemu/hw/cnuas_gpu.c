@@ -30,7 +30,6 @@
 #include "hw/pci/msi.h"
 #include "hw/qdev-properties.h"
 #include "migration/vmstate.h"
-#include "sysemu/runstate.h"
 #include "qom/object.h"
 #include "cnuas_pci.h"
 #include "cnuas_sock.h"
@@ -120,10 +119,6 @@ struct CnuasGpuState {
     /* IRQ_STATUS & IRQ_MASK as last signalled, for MSI edge detection. */
     uint32_t irq_asserted;
 
-    /* a saved state was loaded and the VM has not run since (migration) */
-    bool loaded;
-    VMChangeStateEntry *vmstate_change;
-
     /* "cnuasgpu <gpu_id>", the prefix of its log lines */
     char *name;
 
@@ -160,11 +155,8 @@ static void gpu_raise(CnuasGpuState *s, uint32_t cause)
 
 static void gpu_link_watch(CnuasGpuState *s)
 {
-    /*
-     * Back-pressure: while a frame waits in BAR1 the socket is not read;
-     * nor while an incoming state is pending (saved state).
-     */
-    cnuas_sock_set_reading(&s->link, !s->rx_ready && !s->loaded);
+    /* Back-pressure: while a frame waits in BAR1 the socket is not read. */
+    cnuas_sock_set_reading(&s->link, !s->rx_ready);
 }
 
 /* Send one datagram; false when the link had to be torn down. */
@@ -226,7 +218,7 @@ static void gpu_link_deliver(CnuasGpuState *s, size_t len)
  */
 static void gpu_link_poll(CnuasGpuState *s)
 {
-    while (cnuas_sock_is_up(&s->link) && !s->rx_ready && !s->loaded) {
+    while (cnuas_sock_is_up(&s->link) && !s->rx_ready) {
         ssize_t n = cnuas_sock_recv(&s->link, s->rx_scratch,
                                     CNUAS_GPU_LINK_MTU);
 
@@ -470,35 +462,6 @@ static bool gpu_width_ok(uint8_t width)
     }
 }
 
-/*
- * Saved state (docs/devices.md, "gpu: saved state"): registers, PCI state
- * and BAR1 (a RAM region, saved with the guest's RAM) travel; the CnuasLink
- * connection does not. The restored device connects to its own
- * cnuaslink_socket at realize; nothing is read from it until the loaded VM
- * runs (loaded is set at realize under -incoming, and again here), so every
- * frame queued meanwhile meets the registers the guest had.
- */
-static int gpu_post_load(void *opaque, int version_id)
-{
-    CnuasGpuState *s = opaque;
-
-    s->loaded = true;
-    gpu_link_watch(s);
-    return 0;
-}
-
-static void gpu_vm_state_change(void *opaque, bool running, RunState state)
-{
-    CnuasGpuState *s = opaque;
-
-    if (!running || !s->loaded) {
-        return;
-    }
-    s->loaded = false;
-    gpu_link_poll(s);
-    gpu_update_irq(s);
-}
-
 static void gpu_realize(PCIDevice *pdev, Error **errp)
 {
     CnuasGpuState *s = CNUAS_GPU(pdev);
@@ -573,19 +536,14 @@ static void gpu_realize(PCIDevice *pdev, Error **errp)
 
     s->rx_scratch = g_malloc(CNUAS_GPU_LINK_MTU);
     s->name = g_strdup_printf("cnuasgpu %u", s->gpu_id);
-    /* -incoming: frames wait in the socket until the loaded VM runs. */
-    s->loaded = runstate_check(RUN_STATE_INMIGRATE);
     cnuas_sock_init(&s->link, &gpu_link_ops, s, s->link_path, s->name);
     gpu_link_watch(s);
-    s->vmstate_change = qemu_add_vm_change_state_handler(gpu_vm_state_change,
-                                                         s);
 }
 
 static void gpu_exit(PCIDevice *pdev)
 {
     CnuasGpuState *s = CNUAS_GPU(pdev);
 
-    qemu_del_vm_change_state_handler(s->vmstate_change);
     cnuas_sock_cleanup(&s->link);
     g_free(s->rx_scratch);
     s->rx_scratch = NULL;
@@ -641,11 +599,18 @@ static Property gpu_properties[] = {
     DEFINE_PROP_END_OF_LIST(),
 };
 
+/*
+ * Saved state (docs/devices.md, "gpu: saved state"): registers, PCI state
+ * and BAR1 (a RAM region, saved with the guest's RAM) travel; the CnuasLink
+ * connection does not. The restored device connects to its own
+ * cnuaslink_socket at realize, held until the loaded VM runs (cnuas_sock.h),
+ * so every frame queued meanwhile meets the registers the guest had; then
+ * gpu_link_reconnected() turns reading on, as after a switch restart.
+ */
 static const VMStateDescription gpu_vmstate = {
     .name = TYPE_CNUAS_GPU,
     .version_id = 1,
     .minimum_version_id = 1,
-    .post_load = gpu_post_load,
     .fields = (VMStateField[]) {
         VMSTATE_PCI_DEVICE(pdev, CnuasGpuState),
         VMSTATE_UINT32(irq_status, CnuasGpuState),

@@ -88,11 +88,43 @@ static void cnuas_sock_retry(void *opaque)
         return;
     }
     if (cnuas_sock_connect(sock)) {
-        sock->ops->reconnected(sock->opaque);
+        if (!sock->held) {
+            sock->ops->reconnected(sock->opaque);
+        } /* else the VM's first run tells the model */
         return;
     }
     cnuas_sock_backoff(sock);
     cnuas_sock_schedule_retry(sock);
+}
+
+static void cnuas_sock_apply_reading(CnuasSock *sock)
+{
+    bool on = sock->want_reading && !sock->held && sock->fd >= 0;
+
+    if (on != sock->reading) {
+        qemu_set_fd_handler(sock->fd, on ? sock->ops->readable : NULL, NULL,
+                            sock->opaque);
+        sock->reading = on;
+    }
+}
+
+/*
+ * The loaded VM runs: what was held is let go, and the model hears it as a
+ * reconnect (with the link down, the retries tell it when it comes up).
+ */
+static void cnuas_sock_vm_state_change(void *opaque, bool running,
+                                       RunState state)
+{
+    CnuasSock *sock = opaque;
+
+    if (!running || !sock->held) {
+        return;
+    }
+    sock->held = false;
+    cnuas_sock_apply_reading(sock);
+    if (sock->fd >= 0) {
+        sock->ops->reconnected(sock->opaque);
+    }
 }
 
 void cnuas_sock_init(CnuasSock *sock, const CnuasSockOps *ops, void *opaque,
@@ -103,7 +135,11 @@ void cnuas_sock_init(CnuasSock *sock, const CnuasSockOps *ops, void *opaque,
     sock->path = path;
     sock->label = g_strdup(label);
     sock->fd = -1;
+    sock->want_reading = false;
     sock->reading = false;
+    sock->held = runstate_check(RUN_STATE_INMIGRATE);
+    sock->vmstate_change =
+        qemu_add_vm_change_state_handler(cnuas_sock_vm_state_change, sock);
     sock->retry_delay_ns = CNUAS_SOCK_RETRY_MIN_NS;
     timer_init_ns(&sock->retry_timer, QEMU_CLOCK_VIRTUAL, cnuas_sock_retry,
                   sock);
@@ -115,6 +151,8 @@ void cnuas_sock_init(CnuasSock *sock, const CnuasSockOps *ops, void *opaque,
 
 void cnuas_sock_cleanup(CnuasSock *sock)
 {
+    qemu_del_vm_change_state_handler(sock->vmstate_change);
+    sock->vmstate_change = NULL;
     timer_del(&sock->retry_timer);
     if (sock->fd >= 0) {
         qemu_set_fd_handler(sock->fd, NULL, NULL, NULL);
@@ -128,12 +166,8 @@ void cnuas_sock_cleanup(CnuasSock *sock)
 
 void cnuas_sock_set_reading(CnuasSock *sock, bool on)
 {
-    on = on && sock->fd >= 0;
-    if (on != sock->reading) {
-        qemu_set_fd_handler(sock->fd, on ? sock->ops->readable : NULL, NULL,
-                            sock->opaque);
-        sock->reading = on;
-    }
+    sock->want_reading = on;
+    cnuas_sock_apply_reading(sock);
 }
 
 bool cnuas_sock_drop(CnuasSock *sock)
@@ -143,7 +177,7 @@ bool cnuas_sock_drop(CnuasSock *sock)
     if (sock->fd < 0) {
         return false;
     }
-    cnuas_sock_set_reading(sock, false);
+    cnuas_sock_set_reading(sock, false);    /* the model asks again once up */
     close(sock->fd);
     sock->fd = -1;
     /*
@@ -205,6 +239,9 @@ static bool cnuas_sock_peer_hung_up(CnuasSock *sock)
 
 ssize_t cnuas_sock_recv(CnuasSock *sock, void *buf, size_t size)
 {
+    if (sock->held) {
+        return CNUAS_SOCK_AGAIN;
+    }
     for (;;) {
         /* MSG_TRUNC: the full length even when the datagram did not fit */
         ssize_t n = recv(sock->fd, buf, size, MSG_DONTWAIT | MSG_TRUNC);

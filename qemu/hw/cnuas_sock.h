@@ -6,7 +6,14 @@
  *
  * What a model does with a frame, and what a link change means to its
  * registers, stays in the model; docs/devices.md ("Both devices": the
- * fabric socket, reconnect) is the behaviour this implements.
+ * fabric socket, reconnect, saved state) is the behaviour this implements.
+ *
+ * A socket set up while an incoming saved state is pending (-incoming) is
+ * held: nothing is read from it (cnuas_sock_recv answers AGAIN, reading
+ * stays off whatever the model asks) until the loaded VM first runs; then
+ * the model hears ops->reconnected, as after a switch restart. Frames queued
+ * meanwhile wait in the socket and meet the registers the guest had, not
+ * the reset state the load starts from.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -16,6 +23,7 @@
 
 #include "qemu/main-loop.h"
 #include "qemu/timer.h"
+#include "sysemu/runstate.h"
 
 /* Retry delays after a loss: the first, then doubling up to the last. */
 #define CNUAS_SOCK_RETRY_MIN_NS     (100 * SCALE_MS)
@@ -34,7 +42,10 @@ typedef enum CnuasSockSent {
 typedef struct CnuasSockOps {
     /* The socket has data; called only while reading is on. */
     IOHandler *readable;
-    /* A retry brought the link back (not called for the first attempt). */
+    /*
+     * A retry brought the link back, or the VM first runs after a saved
+     * state was loaded (not called for the first attempt otherwise).
+     */
     void (*reconnected)(void *opaque);
     /*
      * A connection that ends after living at least this long is retried
@@ -51,7 +62,10 @@ typedef struct CnuasSock {
     char *label;                /* log prefix, e.g. "cnuasgpu 3" */
 
     int fd;                     /* -1 while the link is down */
+    bool want_reading;          /* what the model last asked for */
     bool reading;               /* ops->readable is installed on fd */
+    bool held;                  /* an incoming state is pending: no reading */
+    VMChangeStateEntry *vmstate_change;
     QEMUTimer retry_timer;
     int64_t retry_delay_ns;
     int64_t up_since_ns;
@@ -78,7 +92,10 @@ static inline bool cnuas_sock_is_up(const CnuasSock *sock)
     return sock->fd >= 0;
 }
 
-/* Read the socket or not (back-pressure while a frame waits for the guest). */
+/*
+ * Read the socket or not (back-pressure while a frame waits for the guest);
+ * held sockets start reading when the loaded VM runs, if still asked to.
+ */
 void cnuas_sock_set_reading(CnuasSock *sock, bool on);
 
 /*

@@ -29,7 +29,6 @@
 #include "migration/vmstate.h"
 #include "net/net.h"
 #include "sysemu/dma.h"
-#include "sysemu/runstate.h"
 #include "qom/object.h"
 #include "cnuas_pci.h"
 #include "cnuas_sock.h"
@@ -91,9 +90,6 @@ struct CnuasVnicState {
     /* the wire: down while no connection */
     CnuasSock sock;
 
-    /* a saved state was loaded and the VM has not run since (migration) */
-    bool loaded;
-    VMChangeStateEntry *vmstate_change;
 
     /* bounce buffer; TX and RX never run at the same time (BQL) */
     uint8_t buf[CNUAS_VNIC_MAX_FRAME];
@@ -155,8 +151,7 @@ static bool vnic_dma_ok(CnuasVnicState *s, uint64_t addr, uint32_t len,
 /* Read the socket only while no received frame waits for the driver. */
 static void vnic_update_reading(CnuasVnicState *s)
 {
-    /* Nothing is read while an incoming state is pending (saved state). */
-    cnuas_sock_set_reading(&s->sock, !s->rx_status && !s->loaded);
+    cnuas_sock_set_reading(&s->sock, !s->rx_status);
 }
 
 /* Every link change, down or up, is the IRQ_LINK cause. */
@@ -194,7 +189,7 @@ static void vnic_rx_deliver(CnuasVnicState *s, uint32_t len)
  */
 static void vnic_rx_pump(CnuasVnicState *s)
 {
-    while (cnuas_sock_is_up(&s->sock) && !s->rx_status && !s->loaded) {
+    while (cnuas_sock_is_up(&s->sock) && !s->rx_status) {
         ssize_t n = cnuas_sock_recv(&s->sock, s->buf, sizeof(s->buf));
 
         if (n == CNUAS_SOCK_AGAIN) {
@@ -401,37 +396,6 @@ static void vnic_write_config(PCIDevice *pdev, uint32_t addr, uint32_t val,
     cnuas_pci_config_written(pdev, s->irq_status & s->irq_mask);
 }
 
-/*
- * Migration (docs/devices.md, "vnic: saved state"): the registers and the PCI
- * function travel, the wire does not. The destination's device connected to
- * its own socket_path at realize; the MAC is a property, so each destination
- * keeps its own. Until the VM first runs after a load the device does not
- * read the socket (a frame landing in guest memory while later devices'
- * state is still loading could be overwritten); then it behaves as after a
- * switch restart: the link cause is raised and queued frames are read.
- */
-static int vnic_post_load(void *opaque, int version_id)
-{
-    CnuasVnicState *s = opaque;
-
-    s->loaded = true;
-    cnuas_sock_set_reading(&s->sock, false);
-    return 0;
-}
-
-static void vnic_vm_state_change(void *opaque, bool running, RunState state)
-{
-    CnuasVnicState *s = opaque;
-
-    if (!running || !s->loaded) {
-        return;
-    }
-    s->loaded = false;
-    s->irq_status |= IRQ_LINK;
-    vnic_rx_pump(s);
-    vnic_update_irq(s);
-}
-
 static void vnic_realize(PCIDevice *pdev, Error **errp)
 {
     CnuasVnicState *s = CNUAS_VNIC(pdev);
@@ -458,21 +422,15 @@ static void vnic_realize(PCIDevice *pdev, Error **errp)
     pci_register_bar(pdev, 0, PCI_BASE_ADDRESS_SPACE_MEMORY, &s->mmio);
 
     qemu_macaddr_default_if_unset(&s->mac);
-    /* -incoming: frames wait in the socket until the loaded VM runs. */
-    s->loaded = runstate_check(RUN_STATE_INMIGRATE);
-
     cnuas_sock_init(&s->sock, &vnic_sock_ops, s, s->socket_path,
                     TYPE_CNUAS_VNIC);
     vnic_update_reading(s);
-    s->vmstate_change = qemu_add_vm_change_state_handler(vnic_vm_state_change,
-                                                         s);
 }
 
 static void vnic_exit(PCIDevice *pdev)
 {
     CnuasVnicState *s = CNUAS_VNIC(pdev);
 
-    qemu_del_vm_change_state_handler(s->vmstate_change);
     cnuas_sock_cleanup(&s->sock);
     pcie_cap_exit(pdev);
     msi_uninit(pdev);
@@ -496,11 +454,19 @@ static void vnic_reset(DeviceState *dev)
     vnic_update_irq(s);
 }
 
+/*
+ * Migration (docs/devices.md, "vnic: saved state"): the registers and the PCI
+ * function travel, the wire does not. The destination's device connected to
+ * its own socket_path at realize; the MAC is a property, so each destination
+ * keeps its own. Until the VM first runs after a load the socket is held
+ * (cnuas_sock.h: a frame landing in guest memory while later devices' state
+ * is still loading could be overwritten); then vnic_reconnected() runs, as
+ * after a switch restart: the link cause is raised and queued frames read.
+ */
 static const VMStateDescription vmstate_vnic = {
     .name = TYPE_CNUAS_VNIC,
     .version_id = 1,
     .minimum_version_id = 1,
-    .post_load = vnic_post_load,
     .fields = (VMStateField[]) {
         VMSTATE_PCI_DEVICE(parent_obj, CnuasVnicState),
         VMSTATE_UINT32(tx_addr_lo, CnuasVnicState),

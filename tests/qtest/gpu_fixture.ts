@@ -15,6 +15,8 @@ export interface StartOptions {
   link?: boolean;
   /** Listen on it before QEMU starts (default true). */
   listen?: boolean;
+  /** More QEMU arguments. */
+  extraArgs?: string[];
 }
 
 /** Start one cnuasgpu with `props`; the peer accepts the realize-time connection. */
