@@ -386,7 +386,8 @@ export class Lab {
       `if [ -e "$f" ]; then modinfo "$f" | grep -E '^(depends|softdep|alias|srcversion):' | ` +
       `sort | sed "s/^/$m /"; else echo "$m absent"; fi; done`;
     const withoutSrcversion = "grep -v ' srcversion:' || true";
-    const report = `echo "$new" | awk '$2 == "srcversion:" { print "file", $1, $3 }' && ` +
+    const report =
+      `printf '%s\\n' "$new" | awk '$2 == "srcversion:" { print "file", $1, $3 }' && ` +
       `for m in ${names.join(" ")}; do ` +
       `if [ -e /sys/module/$m/srcversion ]; then ` +
       `echo "loaded $m $(cat /sys/module/$m/srcversion)"; fi; done`;
@@ -398,7 +399,7 @@ export class Lab {
         `mkdir -p ${dir}`,
         `tar -x --no-same-owner -m -C ${dir}`,
         "new=$(info)",
-        `if [ "$old" != "$(echo "$new" | ${withoutSrcversion})" ]; then ` +
+        `if [ "$old" != "$(printf '%s\\n' "$new" | ${withoutSrcversion})" ]; then ` +
         `echo depmod; depmod -a ${release}; fi`,
         COLDPLUG_PCI,
         report,

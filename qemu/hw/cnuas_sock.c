@@ -9,6 +9,7 @@
 #include "qemu/log.h"
 #include "qemu/units.h"
 #include "qapi/error.h"
+#include "sysemu/runstate.h"
 #include "cnuas_sock.h"
 
 #include <sys/socket.h>
@@ -88,9 +89,10 @@ static void cnuas_sock_retry(void *opaque)
         return;
     }
     if (cnuas_sock_connect(sock)) {
+        /* while held, the VM's first run tells the model */
         if (!sock->held) {
             sock->ops->reconnected(sock->opaque);
-        } /* else the VM's first run tells the model */
+        }
         return;
     }
     cnuas_sock_backoff(sock);
@@ -110,7 +112,9 @@ static void cnuas_sock_apply_reading(CnuasSock *sock)
 
 /*
  * The loaded VM runs: what was held is let go, and the model hears it as a
- * reconnect (with the link down, the retries tell it when it comes up).
+ * reconnect whether or not the link is up now (the guest's saved view of
+ * the link may be the opposite: the change is the model's to signal; with
+ * the link down, a later retry tells it again when it comes up).
  */
 static void cnuas_sock_vm_state_change(void *opaque, bool running,
                                        RunState state)
@@ -122,9 +126,7 @@ static void cnuas_sock_vm_state_change(void *opaque, bool running,
     }
     sock->held = false;
     cnuas_sock_apply_reading(sock);
-    if (sock->fd >= 0) {
-        sock->ops->reconnected(sock->opaque);
-    }
+    sock->ops->reconnected(sock->opaque);
 }
 
 void cnuas_sock_init(CnuasSock *sock, const CnuasSockOps *ops, void *opaque,

@@ -23,7 +23,6 @@
 
 #include "qemu/main-loop.h"
 #include "qemu/timer.h"
-#include "sysemu/runstate.h"
 
 /* Retry delays after a loss: the first, then doubling up to the last. */
 #define CNUAS_SOCK_RETRY_MIN_NS     (100 * SCALE_MS)
@@ -44,7 +43,8 @@ typedef struct CnuasSockOps {
     IOHandler *readable;
     /*
      * A retry brought the link back, or the VM first runs after a saved
-     * state was loaded (not called for the first attempt otherwise).
+     * state was loaded — then with the link up or down (cnuas_sock_is_up).
+     * Not called for the first attempt otherwise.
      */
     void (*reconnected)(void *opaque);
     /*

@@ -90,7 +90,6 @@ struct CnuasVnicState {
     /* the wire: down while no connection */
     CnuasSock sock;
 
-
     /* bounce buffer; TX and RX never run at the same time (BQL) */
     uint8_t buf[CNUAS_VNIC_MAX_FRAME];
 };

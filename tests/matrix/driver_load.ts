@@ -406,7 +406,8 @@ async function wireCheck(ctx: RowContext, g: Guest, nic: CnuasNic, cable: Cable)
   const capture = `${ctx.dir}/driver-load-pfc.pcapng`;
   await sh(g, `echo ${SLOW_MBPS} > ${PFC_LINK_MBPS}`);
   await sh(g, `dcb pfc set ${dev} prio-pfc all:off ${p}:on`);
-  const flows = await startFlows(g, nic.iface, { secs: 9, size: 200, dscps: [PFC_DSCP, 0] });
+  // ended by stop() once the capture is read; 30 s only bounds a row that dies meanwhile
+  const flows = await startFlows(g, nic.iface, { secs: 30, size: 200, dscps: [PFC_DSCP, 0] });
   await sleep(700);
   await fabric.startCapture(capture);
   await sleep(500);
@@ -610,8 +611,13 @@ async function checkDcbBehaviour(
 
   // One pair of flows for both ratios: each ratio settles, then its window is read.
   const { settleMs, windowMs } = ETS_TIMING[ctx.config.depth];
-  await sh(g, `echo ${SHAPE_MBPS} > /sys/module/cnuas_net/parameters/tx_rate_mbps`);
-  const flows = await startFlows(g, nic.iface, { secs: 60, size: 1000, dscps: [0, PFC_DSCP] });
+  const flows = await ctx.step(
+    `a ${SHAPE_MBPS} Mb/s shaper on the slot; flows in TC 0 (DSCP 0) and TC 1 (DSCP ${PFC_DSCP})`,
+    async () => {
+      await sh(g, `echo ${SHAPE_MBPS} > /sys/module/cnuas_net/parameters/tx_rate_mbps`);
+      return await startFlows(g, nic.iface, { secs: 60, size: 1000, dscps: [0, PFC_DSCP] });
+    },
+  );
   try {
     for (const [bw0, bw1] of [[30, 70], [70, 30]]) {
       await ctx.step(

@@ -1021,10 +1021,11 @@ static void case_async_lifetime(void)
 	struct cnuasdev_op o;
 	struct cnuasdev_mem a;
 	struct cnuasdev *q;
-	uint64_t first = 0;
+	uint64_t first = 0, before;
 
 	if (!begin("async.lifetime", CNUASDEV_CAP_ASYNC))
 		return;
+	before = used(dev);
 	q = open_again();
 	a = must_alloc(q, 1 << 20, 0);
 	o = op_fill(a.handle, 0, 1 << 20, 0x42, 41);
@@ -1037,7 +1038,7 @@ static void case_async_lifetime(void)
 	code("submit_more", cnuasdev_submit(q, &o, 1, &first), 0);
 	code("submit_more2", cnuasdev_submit(q, &o, 1, &first), 0);
 	code("close_not_taken", cnuasdev_close(q), 0);
-	kv("used_end", "%" PRIu64, used_settled(dev, 0));
+	kv("used_end", "%" PRIu64, used_settled(dev, before));
 	end("async.lifetime");
 }
 
