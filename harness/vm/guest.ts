@@ -4,10 +4,10 @@
  */
 import { HilError } from "../errors.ts";
 import { join } from "node:path";
-import { shq, tailOf } from "../exec.ts";
+import { tailOf } from "../exec.ts";
 import { progress } from "../progress.ts";
 import { type GuestSpec, qemuArgs } from "./qemu_args.ts";
-import { QmpClient } from "./qmp.ts";
+import { QmpClient, saveStateTo } from "./qmp.ts";
 import { release, track } from "./reaper.ts";
 import { SshSession } from "./ssh.ts";
 import type { Guest, RunOptions, RunResult } from "./types.ts";
@@ -252,22 +252,7 @@ export class GuestVm implements Guest {
     this.#ssh = undefined;
     await new Promise((r) => setTimeout(r, 500));
     await this.#alive();
-    await this.#qmp.execute("migrate", { uri: `exec:cat > ${shq(path)}` });
-    const end = performance.now() + timeoutSec * 1000;
-    for (;;) {
-      const st = await this.#qmp.execute("query-migrate") as {
-        status?: string;
-        "error-desc"?: string;
-      };
-      if (st.status === "completed") return;
-      if (st.status === "failed" || st.status === "cancelled") {
-        throw new HilError(`saving ${this.name}'s state failed: ${st["error-desc"] ?? st.status}`);
-      }
-      if (performance.now() > end) {
-        throw new HilError(`saving ${this.name}'s state took over ${timeoutSec} s`);
-      }
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    await saveStateTo(this.#qmp, path, timeoutSec, `${this.name}'s state`);
   }
 
   /**

@@ -2,7 +2,7 @@
  * The QEMU command line of a guest, as a pure function of its description.
  */
 import type { Accel } from "../config.ts";
-import { shq } from "../exec.ts";
+import { stateInUri } from "./qmp.ts";
 
 /** One of our devices on a guest's PCI bus. */
 export type GuestDevice =
@@ -125,8 +125,7 @@ export function qemuArgs(spec: GuestSpec): string[] {
     `unix:${spec.qmpSocket},server=on,wait=off`,
   ];
   for (const dir of spec.firmware) args.push("-L", dir);
-  // exec: rather than a file URI, which QEMU 7.2 does not have.
-  if (spec.incoming) args.push("-incoming", `exec:cat ${shq(spec.incoming)}`);
+  if (spec.incoming) args.push("-incoming", stateInUri(spec.incoming));
   for (const [i, d] of spec.devices.entries()) {
     if (d.kind === "virtio-socket") {
       args.push(

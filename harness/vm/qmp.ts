@@ -3,7 +3,7 @@
  * commands matched to replies by id; asynchronous events are kept.
  */
 import { HilError } from "../errors.ts";
-import { readLines } from "../exec.ts";
+import { readLines, shq } from "../exec.ts";
 
 /** QMP answered a command with an error. */
 export class QmpError extends HilError {}
@@ -111,5 +111,39 @@ export class QmpClient {
     try {
       this.#conn.close();
     } catch { /* already closed */ }
+  }
+}
+
+/** The migration URI that writes a VM's state to `path` (`exec:`: QEMU 7.2 has no file URI). */
+export function stateOutUri(path: string): string {
+  return `exec:cat > ${shq(path)}`;
+}
+
+/** The migration URI (`-incoming`, `migrate-incoming`) that reads a state `stateOutUri` wrote. */
+export function stateInUri(path: string): string {
+  return `exec:cat ${shq(path)}`;
+}
+
+/**
+ * Save the VM behind `qmp` to `path` (QMP `migrate`), polling every 100 ms
+ * until it completed; the VM is left stopped there. Throws QmpError
+ * "saving <what> failed: <why>" or "saving <what> took over N s".
+ */
+export async function saveStateTo(
+  qmp: QmpClient,
+  path: string,
+  timeoutSec: number,
+  what = "the VM's state",
+): Promise<void> {
+  await qmp.execute("migrate", { uri: stateOutUri(path) });
+  const end = performance.now() + timeoutSec * 1000;
+  for (;;) {
+    const st = await qmp.execute("query-migrate") as { status?: string; "error-desc"?: string };
+    if (st.status === "completed") return;
+    if (st.status === "failed" || st.status === "cancelled") {
+      throw new QmpError(`saving ${what} failed: ${st["error-desc"] ?? st.status}`);
+    }
+    if (performance.now() > end) throw new QmpError(`saving ${what} took over ${timeoutSec} s`);
+    await new Promise((r) => setTimeout(r, 100));
   }
 }

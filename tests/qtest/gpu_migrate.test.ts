@@ -15,7 +15,7 @@ import { SeqpacketServer } from "../../harness/fabric/seqpacket.ts";
 import { QmpClient } from "../../harness/vm/qmp.ts";
 import { qemuEnv } from "./qemu_env.ts";
 import { armRx, eventually, type GpuRig, pattern, sendAndSettle, startGpu } from "./gpu_fixture.ts";
-import { loadState, qmpArgs, qmpPath, saveState } from "./migrate_fixture.ts";
+import { inScratch, loadState, qmpArgs, qmpPath, saveState } from "./migrate_fixture.ts";
 
 const RX_OFF = 0x1000;
 
@@ -37,38 +37,36 @@ async function migrate(
   check: (l: Loaded) => Promise<void>,
 ): Promise<void> {
   const env = await qemuEnv();
-  const dir = await Deno.makeTempDir({ prefix: "gpu-migrate-" });
-  const state = join(dir, "state");
-  const closers: (() => unknown)[] = [];
-  try {
+  await inScratch("gpu-migrate-", async (dir, defer) => {
+    const state = join(dir, "state");
     const src = await startGpu({}, { extraArgs: qmpArgs(dir, "src") });
-    closers.push(() => src.close());
+    defer(() => src.close());
     await src.gpu.setReg(GPU_REG.IRQ_MASK, GPU_IRQ.RX_READY);
     await armRx(src, RX_OFF, 4096);
     await prepare(src);
     const srcQmp = await QmpClient.connect(qmpPath(dir, "src"));
-    closers.push(() => srcQmp.close());
+    defer(() => srcQmp.close());
     await saveState(srcQmp, state);
     await src.close();
 
     const wire = join(dir, "link2.sock");
     const server = SeqpacketServer.listen(wire);
-    closers.push(() => server.close());
+    defer(() => server.close());
     const dst = await QtestMachine.start({
       ...env,
       devices: [`cnuasgpu,addr=${GPU_QTEST_SLOT},cnuaslink_socket=${wire}`],
       extraArgs: ["-incoming", "defer", ...qmpArgs(dir, "dst")],
       workDir: join(dir, "dst"),
     });
-    closers.push(() => dst.close());
+    defer(() => dst.close());
     const peer = server.accept(5000);
     assert.ok(peer, "the destination's device connected at realize");
-    closers.push(() => peer.close());
+    defer(() => peer.close());
     assert.ok(peer.trySend(queued));
     // Main-loop turns in which an unheld socket would read it (and drop it: not armed yet).
     for (let i = 0; i < 4; i++) await dst.sync();
     const dstQmp = await QmpClient.connect(qmpPath(dir, "dst"));
-    closers.push(() => dstQmp.close());
+    defer(() => dstQmp.close());
     await loadState(dstQmp, state);
     await dst.sync();
     await dst.sync();
@@ -77,10 +75,7 @@ async function migrate(
       reg: (off) => dst.readl(GPU_QTEST_BAR0 + off),
       bar1: (len) => dst.memRead(GPU_QTEST_BAR1 + BigInt(RX_OFF), len),
     });
-  } finally {
-    for (const c of closers.reverse()) await Promise.resolve().then(c).catch(() => {});
-    await Deno.remove(dir, { recursive: true }).catch(() => {});
-  }
+  });
 }
 
 Deno.test("gpu: a frame waiting in BAR1 travels with the saved state; one queued before the load waits its turn", async () => {

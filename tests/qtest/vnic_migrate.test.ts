@@ -14,7 +14,7 @@ import { QtestMachine } from "../../harness/qtest/client.ts";
 import { VNIC_RIG, VnicRig } from "../../harness/qtest/vnic_rig.ts";
 import { SeqpacketServer, type SeqpacketSocket } from "../../harness/fabric/seqpacket.ts";
 import { QmpClient } from "../../harness/vm/qmp.ts";
-import { loadState, qmpArgs, qmpPath, saveState } from "./migrate_fixture.ts";
+import { inScratch, loadState, qmpArgs, qmpPath, saveState } from "./migrate_fixture.ts";
 import { qemuEnv } from "./qemu_env.ts";
 import { pattern, RAM } from "./vnic_fixture.ts";
 
@@ -40,17 +40,15 @@ async function migrate(
   check: (m: Migration) => Promise<void>,
 ): Promise<void> {
   const env = await qemuEnv();
-  const dir = await Deno.makeTempDir({ prefix: "vnic-migrate-" });
-  const state = join(dir, "state");
-  const closers: (() => unknown)[] = [];
-  try {
+  await inScratch("vnic-migrate-", async (dir, defer) => {
+    const state = join(dir, "state");
     const src = await VnicRig.start({
       ...env,
       socket: "listening",
       irq: "msi",
       extraArgs: qmpArgs(dir, "src"),
     });
-    closers.push(() => src.close());
+    defer(() => src.close());
     await src.setReg(VNIC_REG.RX_ADDR_LO, RX_BUF);
     await src.setReg(VNIC_REG.RX_ADDR_HI, 0); // RX_BUF is below 4 GiB
     await src.setReg(VNIC_REG.IRQ_MASK, VNIC_IRQ_ALL);
@@ -59,13 +57,13 @@ async function migrate(
     await src.qt.memset(RX_BUF, 512, 0xee);
     assert.equal(await src.msiFired(), false);
     const srcQmp = await QmpClient.connect(qmpPath(dir, "src"));
-    closers.push(() => srcQmp.close());
+    defer(() => srcQmp.close());
     await saveState(srcQmp, state);
     await src.close();
 
     const wire = join(dir, "wire2.sock");
     const server = withSwitch ? SeqpacketServer.listen(wire) : null;
-    if (server) closers.push(() => server.close());
+    if (server) defer(() => server.close());
     const dst = await QtestMachine.start({
       ...env,
       memory: VNIC_RIG.memory,
@@ -73,21 +71,18 @@ async function migrate(
       extraArgs: ["-incoming", "defer", ...qmpArgs(dir, "dst")],
       workDir: join(dir, "dst"),
     });
-    closers.push(() => dst.close());
+    defer(() => dst.close());
     const peer = server ? server.accept(5000) : null;
     if (server) assert.ok(peer, "the destination's device connected at realize");
-    if (peer) closers.push(() => peer.close());
+    if (peer) defer(() => peer.close());
     await beforeLoad(peer, dst);
     const dstQmp = await QmpClient.connect(qmpPath(dir, "dst"));
-    closers.push(() => dstQmp.close());
+    defer(() => dstQmp.close());
     await loadState(dstQmp, state);
     await dst.sync();
     await dst.sync();
     await check({ dst, reg: (off) => dst.readl(VNIC_RIG.bar + BigInt(off)) });
-  } finally {
-    for (const c of closers.reverse()) await Promise.resolve().then(c).catch(() => {});
-    await Deno.remove(dir, { recursive: true }).catch(() => {});
-  }
+  });
 }
 
 Deno.test("device: a frame queued before a saved state loads waits for the VM to run, then lands at the saved RX_ADDR with the link cause", async () => {
