@@ -947,7 +947,8 @@ static void op_submit(struct file *f)
 	struct cnuasgpu_submit s = { .size = sizeof(s), .op_size = sizeof(ops[0]),
 				     .ops_ptr = (uintptr_t)ops };
 	uint32_t n = 1 + below(4);
-	int bad = 0, r;
+	const char *bad = NULL;	/* why the kernel must refuse the batch */
+	int r;
 
 	memset(ops, 0, sizeof(ops));
 	for (uint32_t i = 0; i < n; i++) {
@@ -959,7 +960,7 @@ static void op_submit(struct file *f)
 			o->opcode = CNUASGPU_OP_FILL;
 			o->handle = bad_handle(f);
 			o->length = page;
-			bad = 1;
+			bad = "a handle this file lacks";
 			continue;
 		}
 		len = 1 + below(a->size < 65536 ? a->size : 65536);
@@ -983,7 +984,7 @@ static void op_submit(struct file *f)
 					o->length = len = p->len;
 				o->host = below(p->len - len + 1);
 				if (!(caps.caps & CNUASGPU_CAP_PINNED))
-					bad = 1;
+					bad = "a pinned op without the pinned cap";
 			} else {
 				o->host = (uintptr_t)abuf + below(BUFSZ - len);
 			}
@@ -993,34 +994,37 @@ static void op_submit(struct file *f)
 			o->opcode = below(2) ? CNUASGPU_OP_COPY_TO_DEV : CNUASGPU_OP_COPY_FROM_DEV;
 			o->host = (uintptr_t)abuf;
 			switch (below(9)) {
-			case 0: o->length = 0; bad = 1; break;
-			case 1: o->opcode = 4 + (uint32_t)below(100); bad = 1; break;
-			case 2: o->handle = bad_handle(f); bad = 1; break;
-			case 3: o->offset = a->size; bad = 1; break;
-			case 4: o->offset = ~0ull - below(page); bad = 1; break;
-			case 5: o->reserved = 1; bad = 1; break;
-			case 6: o->opcode = CNUASGPU_OP_FILL; o->host = 0; o->value = 256 + (uint32_t)below(1000); bad = 1; break;
-			case 7: o->flags = 2u << below(30); bad = 1; break;
-			default: o->host = ~0ull - below(16); bad = 1; break; /* wraps */
+			case 0: o->length = 0; bad = "length 0"; break;
+			case 1: o->opcode = 4 + (uint32_t)below(100); bad = "unknown opcode"; break;
+			case 2: o->handle = bad_handle(f); bad = "a handle this file lacks"; break;
+			case 3: o->offset = a->size; bad = "offset at the end"; break;
+			case 4: o->offset = ~0ull - below(page); bad = "offset near 2^64"; break;
+			case 5: o->reserved = 1; bad = "reserved set"; break;
+			case 6: o->opcode = CNUASGPU_OP_FILL; o->host = 0; o->value = 256 + (uint32_t)below(1000); bad = "FILL value above 255"; break;
+			case 7: o->flags = 2u << below(30); bad = "unknown flag"; break;
+			default:
+				/* ends past 2^64: host + length wraps (a shorter one would not) */
+				o->host = ~0ull - below(o->length < 16 ? o->length : 16);
+				bad = "a user range that wraps";
+				break;
 			}
 		}
 	}
 	s.count = n;
 	switch (below(10)) {
-	case 0: s.count = 0; bad = 1; break;
-	case 1: s.count = caps.batch_max + 1; bad = 1; break;
-	case 2: s.op_size = sizeof(ops[0]) - 8; bad = 1; break;
-	case 3: s.first_seq = 1; bad = 1; break;
-	case 4: s.ops_ptr = below(2) ? 0 : kaddrs[0]; bad = 1; break;
+	case 0: s.count = 0; bad = "count 0"; break;
+	case 1: s.count = caps.batch_max + 1; bad = "count above batch_max"; break;
+	case 2: s.op_size = sizeof(ops[0]) - 8; bad = "op_size"; break;
+	case 3: s.first_seq = 1; bad = "first_seq set"; break;
+	case 4: s.ops_ptr = below(2) ? 0 : kaddrs[0]; bad = "ops_ptr not user memory"; break;
 	default: break;
 	}
-	if (s.count > n && s.count <= 8)
-		s.count = n;
+	/* batch_max + 1 ops need not exist: the count is refused before they are read */
 	if (!(caps.caps & CNUASGPU_CAP_ASYNC))
-		bad = 1;
+		bad = "no async cap";
 	r = xioctl(K_SUBMIT, f->fd, CNUASGPU_IOC_SUBMIT, &s);
 	if (bad)
-		MUST_FAIL(r, "SUBMIT of a bad batch (count %u)", s.count);
+		MUST_FAIL(r, "SUBMIT of a bad batch (count %u): %s", s.count, bad);
 	if (r)
 		return;
 	if (s.first_seq != f->last_seq + 1)
