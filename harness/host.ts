@@ -94,11 +94,28 @@ export function ensureHostPackages(groups: string[], logPath: string): Promise<v
   return ensurePackages(hostPackageList(groups), logPath);
 }
 
+/**
+ * One install at a time per host: rows run beside each other (run.ts) may
+ * both find packages missing, and a second apt-get would fail on dpkg's lock.
+ */
+const installing = new WeakMap<PackageHost, Promise<void>>();
+
 /** Install what of `wanted` is missing on `on` (apt-get update first). */
-export async function ensurePackages(
+export function ensurePackages(
   wanted: string[],
   logPath: string,
   on: PackageHost = THIS_HOST,
+): Promise<void> {
+  const next = (installing.get(on) ?? Promise.resolve()).catch(() => {})
+    .then(() => installMissing(wanted, logPath, on));
+  installing.set(on, next);
+  return next;
+}
+
+async function installMissing(
+  wanted: string[],
+  logPath: string,
+  on: PackageHost,
 ): Promise<void> {
   const missing = await missingPackages(wanted, on);
   if (missing.length === 0) return;

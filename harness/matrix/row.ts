@@ -178,6 +178,13 @@ export interface Row {
    * over them, skips it.
    */
   packagedModules?: string;
+  /**
+   * Why this row's claims hold with the guest-less rows running beside it on
+   * the same cores (it judges no rate, latency or time): the runner then runs
+   * those rows alongside it (lanes.ts). Absent: the row has the cores to
+   * itself and its guests.
+   */
+  sharesCores?: string;
   /** The row body; absent for a row not implemented yet. */
   run?: (ctx: RowContext) => Promise<void>;
   /** Why the row reports MISS (required when `run` is absent). */

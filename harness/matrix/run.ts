@@ -1,5 +1,6 @@
 /**
- * A whole matrix run: rows in order, a report directory, provenance.
+ * A whole matrix run: rows in two lanes (lanes.ts), a report directory,
+ * provenance; the report lists the rows in the order given.
  */
 import { join } from "node:path";
 import type { Config } from "../config.ts";
@@ -15,6 +16,7 @@ import {
 import { latestReport, writeReport } from "../report/write.ts";
 import { type FabricStarter, Lab } from "./lab.ts";
 import type { Row } from "./row.ts";
+import { guestless, runInLanes } from "./lanes.ts";
 import { runRow } from "./runner.ts";
 
 /** A new run id: UTC time plus a short random suffix. */
@@ -66,6 +68,13 @@ export async function runMatrix(
     ...(config.devModules ? { devModules: true as const } : {}),
   };
   progress("matrix", `run ${runId}: ${rows.map((r) => r.id).join(", ")}`);
+  const beside = rows.find((r) => r.sharesCores);
+  const side = rows.filter(guestless);
+  if (beside && side.length) {
+    progress("matrix", `${side.map((r) => r.id).join(", ")} run beside ${beside.id}`);
+  }
+  // by the rows' order, whichever lane finished them
+  const done: (RowResult | undefined)[] = rows.map(() => undefined);
   const results: RowResult[] = [];
   const report = (): MatrixJson => ({
     provenance: {
@@ -83,10 +92,14 @@ export async function runMatrix(
   // Written before the first row too: a shard left without rows (`--row a --shard 3/3`)
   // still leaves a report for `report merge`.
   await writeReport(dir, report(), config.reportsDir, context);
-  for (const row of rows) {
-    results.push(await runRow(row, lab, dir));
-    // Written after every row, so a killed run still leaves a report.
-    await writeReport(dir, report(), config.reportsDir, context);
-  }
+  // Written after every row, so a killed run still leaves a report; one
+  // write at a time, as both lanes finish rows.
+  let writing = Promise.resolve();
+  await runInLanes(rows, async (row, i) => {
+    done[i] = await runRow(row, lab, dir);
+    results.splice(0, results.length, ...done.filter((r) => r !== undefined));
+    writing = writing.then(() => writeReport(dir, report(), config.reportsDir, context));
+    await writing;
+  });
   return { report: report(), dir };
 }

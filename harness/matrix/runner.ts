@@ -1,9 +1,10 @@
 /**
  * The matrix runner: for each row, bring up what it asked for (builds,
  * fabric, guests with artifacts installed), run it under its timeout, apply
- * the dmesg guard, and collect status, measurements and artifacts. Rows run
- * one after another (a 2-core runner cannot host two rows' guests at once);
- * shards spread rows across runners.
+ * the dmesg guard, and collect status, measurements and artifacts. Rows with
+ * guests run one after another (a 2-core runner cannot host two rows' guests
+ * at once), rows without beside one that allows it (lanes.ts); shards spread
+ * rows across runners.
  */
 import { HilError } from "../errors.ts";
 import { join, relative } from "node:path";

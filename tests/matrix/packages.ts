@@ -273,6 +273,8 @@ export const row: Row = {
   },
   coldBoot: "autoloading is a boot's work: a restored guest's modules were loaded by another boot",
   packagedModules: "it checks what the packages installed (DKMS, modinfo, remove, reinstall)",
+  sharesCores: "it judges installs, autoloading, DKMS state and removals, no rate or time " +
+    "(the deep reinstall's seconds are recorded, not judged)",
   timeoutSec: 1800,
   modules: ["cnuas_net", "cnuas_ib", "cnuasgpu", "cnuasgpu_host"],
   async run(ctx) {
