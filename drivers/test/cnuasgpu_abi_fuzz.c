@@ -948,7 +948,7 @@ static void op_submit(struct file *f)
 				     .ops_ptr = (uintptr_t)ops };
 	uint32_t n = 1 + below(4);
 	const char *bad = NULL;	/* why the kernel must refuse the batch */
-	int r;
+	int count_bad = 0, r;
 
 	memset(ops, 0, sizeof(ops));
 	for (uint32_t i = 0; i < n; i++) {
@@ -1012,19 +1012,29 @@ static void op_submit(struct file *f)
 	}
 	s.count = n;
 	switch (below(10)) {
-	case 0: s.count = 0; bad = "count 0"; break;
-	case 1: s.count = caps.batch_max + 1; bad = "count above batch_max"; break;
+	case 0: s.count = 0; bad = "count 0"; count_bad = 1; break;
+	case 1:
+		/* ops_ptr unreadable: reading batch_max + 1 ops would be EFAULT */
+		s.count = caps.batch_max + 1;
+		s.ops_ptr = (uintptr_t)guard;
+		bad = "count above batch_max";
+		count_bad = 1;
+		break;
 	case 2: s.op_size = sizeof(ops[0]) - 8; bad = "op_size"; break;
 	case 3: s.first_seq = 1; bad = "first_seq set"; break;
 	case 4: s.ops_ptr = below(2) ? 0 : kaddrs[0]; bad = "ops_ptr not user memory"; break;
 	default: break;
 	}
-	/* batch_max + 1 ops need not exist: the count is refused before they are read */
-	if (!(caps.caps & CNUASGPU_CAP_ASYNC))
+	if (!(caps.caps & CNUASGPU_CAP_ASYNC)) {
 		bad = "no async cap";
+		count_bad = 0;
+	}
 	r = xioctl(K_SUBMIT, f->fd, CNUASGPU_IOC_SUBMIT, &s);
 	if (bad)
 		MUST_FAIL(r, "SUBMIT of a bad batch (count %u): %s", s.count, bad);
+	/* the count is checked before the ops are read (docs/devices.md) */
+	if (count_bad && r != -EINVAL)
+		violation("SUBMIT with count %u: %s, not EINVAL", s.count, r ? strerror(-r) : "taken");
 	if (r)
 		return;
 	if (s.first_seq != f->last_seq + 1)

@@ -1,7 +1,8 @@
 /**
  * The order a run's rows take. Rows with guests run one after another, in
  * the order given: a 2-core runner hosts one row's guests at a time. Rows
- * without guests (fresh-host, qtest-*, switch) form a second lane that runs
+ * without guests (fresh-host, qtest-*; not `switch`, which declares `alone`)
+ * form a second lane that runs
  * beside the first guest row declaring `sharesCores` (a row whose claims
  * hold on shared cores: no rate, latency or time among them); every later
  * guest row without it waits until that lane is done, so rows that judge
@@ -12,9 +13,12 @@
  */
 import type { Row } from "./row.ts";
 
-/** A row runs in the guest lane when it has guests, else in the guest-less lane. */
+/**
+ * A row runs in the guest-less lane when it has no guests and does not ask
+ * for the cores to itself (`alone`); else in the guest lane.
+ */
 export function guestless(row: Row): boolean {
-  return row.needs.guests === 0;
+  return row.needs.guests === 0 && !row.alone;
 }
 
 /**
@@ -45,8 +49,10 @@ export async function runInLanes(
       else if (sideLane) await sideLane;
       await runOne(row, i);
     }
-  } finally {
-    // A guest lane that threw still lets the other lane end before the run does.
-    await startSide();
+  } catch (e) {
+    // the guest lane's failure is the run's; a side lane under way ends first
+    await sideLane?.catch(() => {});
+    throw e;
   }
+  await startSide();
 }

@@ -185,6 +185,12 @@ export interface Row {
    * itself and its guests.
    */
   sharesCores?: string;
+  /**
+   * Why this row, though it has no guests, must not run beside another row
+   * (it answers a peer under a tight deadline from this process): it runs in
+   * the guest lane, with the cores to itself.
+   */
+  alone?: string;
   /** The row body; absent for a row not implemented yet. */
   run?: (ctx: RowContext) => Promise<void>;
   /** Why the row reports MISS (required when `run` is absent). */

@@ -68,14 +68,13 @@ export async function runMatrix(
     ...(config.devModules ? { devModules: true as const } : {}),
   };
   progress("matrix", `run ${runId}: ${rows.map((r) => r.id).join(", ")}`);
-  const beside = rows.find((r) => r.sharesCores);
+  const beside = rows.find((r) => !guestless(r) && r.sharesCores);
   const side = rows.filter(guestless);
   if (beside && side.length) {
     progress("matrix", `${side.map((r) => r.id).join(", ")} run beside ${beside.id}`);
   }
   // by the rows' order, whichever lane finished them
   const done: (RowResult | undefined)[] = rows.map(() => undefined);
-  const results: RowResult[] = [];
   const report = (): MatrixJson => ({
     provenance: {
       ...provenance,
@@ -83,7 +82,8 @@ export async function runMatrix(
       accel: lab.accel,
       accelReason: lab.accelReason,
     },
-    rows: results,
+    // a copy: the other lane may finish a row while this one is written
+    rows: done.filter((r) => r !== undefined),
   });
   // the page's "since the previous run" locally: the run `latest` pointed at until now
   // (a published page gets its whole history instead: report publish)
@@ -97,7 +97,6 @@ export async function runMatrix(
   let writing = Promise.resolve();
   await runInLanes(rows, async (row, i) => {
     done[i] = await runRow(row, lab, dir);
-    results.splice(0, results.length, ...done.filter((r) => r !== undefined));
     writing = writing.then(() => writeReport(dir, report(), config.reportsDir, context));
     await writing;
   });

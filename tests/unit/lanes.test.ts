@@ -29,9 +29,17 @@ async function trace(rows: Row[], ticks: Record<string, number> = {}): Promise<s
   return events;
 }
 
-Deno.test("guestless: rows that need no guests", () => {
+Deno.test("guestless: rows that need no guests and do not ask for the cores alone", () => {
   assert.equal(guestless(row("qtest-vnic", 0)), true);
   assert.equal(guestless(row("boot", 2)), false);
+  assert.equal(guestless({ ...row("switch", 0), alone: "deadlines" }), false);
+});
+
+Deno.test("runInLanes: a guest-less row that asks to be alone waits in the guest lane", async () => {
+  const rows = [row("q", 0), row("p", 1, "x"), { ...row("sw", 0), alone: "deadlines" }];
+  const events = await trace(rows, { q: 6, p: 2, sw: 1 });
+  assert.ok(events.indexOf("+sw") > events.indexOf("-q"), events.join(" "));
+  assert.deepEqual(events.slice(-2), ["+sw", "-sw"]);
 });
 
 Deno.test("runInLanes: with no row sharing its cores, the guest-less rows run first, alone", async () => {
@@ -83,4 +91,17 @@ Deno.test("runInLanes: a failing side lane fails the run once the guest lane wai
     /side broke/,
   );
   assert.deepEqual(ran, ["q", "p"]);
+});
+
+Deno.test("runInLanes: a guest lane failing before the sharing row starts no guest-less row", async () => {
+  const ran: string[] = [];
+  await assert.rejects(
+    runInLanes([row("g", 1), row("p", 1, "x"), row("q", 0)], async (r) => {
+      ran.push(r.id);
+      await tick();
+      if (r.id === "g") throw new Error("guest lane broke");
+    }),
+    /guest lane broke/,
+  );
+  assert.deepEqual(ran, ["g"]);
 });
