@@ -16,7 +16,7 @@ import {
 import { latestReport, writeReport } from "../report/write.ts";
 import { type FabricStarter, Lab } from "./lab.ts";
 import type { Row } from "./row.ts";
-import { guestless, runInLanes } from "./lanes.ts";
+import { planLanes, runInLanes } from "./lanes.ts";
 import { runRow } from "./runner.ts";
 
 /** A new run id: UTC time plus a short random suffix. */
@@ -68,10 +68,9 @@ export async function runMatrix(
     ...(config.devModules ? { devModules: true as const } : {}),
   };
   progress("matrix", `run ${runId}: ${rows.map((r) => r.id).join(", ")}`);
-  const beside = rows.find((r) => !guestless(r) && r.sharesCores);
-  const side = rows.filter(guestless);
+  const { side, beside } = planLanes(rows);
   if (beside && side.length) {
-    progress("matrix", `${side.map((r) => r.id).join(", ")} run beside ${beside.id}`);
+    progress("matrix", `${side.map(({ row }) => row.id).join(", ")} run beside ${beside.id}`);
   }
   // by the rows' order, whichever lane finished them
   const done: (RowResult | undefined)[] = rows.map(() => undefined);

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { guestless, runInLanes } from "../../harness/matrix/lanes.ts";
+import { guestless, planLanes, runInLanes } from "../../harness/matrix/lanes.ts";
 import type { Row } from "../../harness/matrix/row.ts";
 
 function row(id: string, guests: number, sharesCores?: string): Row {
@@ -104,4 +104,13 @@ Deno.test("runInLanes: a guest lane failing before the sharing row starts no gue
     /guest lane broke/,
   );
   assert.deepEqual(ran, ["g"]);
+});
+
+Deno.test("planLanes: each lane's rows by index, and the row the guest-less lane starts beside", () => {
+  const rows = [row("fresh", 0), row("boot", 2), row("packages", 1, "x"), row("q", 0)];
+  const plan = planLanes(rows);
+  assert.deepEqual(plan.side.map(({ i }) => i), [0, 3]);
+  assert.deepEqual(plan.main.map(({ i }) => i), [1, 2]);
+  assert.equal(plan.beside?.id, "packages");
+  assert.equal(planLanes([row("boot", 2), row("q", 0)]).beside, undefined);
 });
