@@ -91,6 +91,9 @@ static int is_host;
 static uint64_t page;
 static struct cnuasgpu_caps caps;
 
+/* the largest queue_depth: no more ops than that wait to be reaped, so seq % QSLOTS is unique */
+#define QSLOTS	4096
+
 struct alloc { uint32_t h; uint64_t off, size; };
 struct pin { uint32_t h; uint8_t *p; uint64_t len; };
 struct file {
@@ -101,6 +104,7 @@ struct file {
 	int np;
 	uint64_t last_seq;	/* last op submitted */
 	uint64_t reaped;	/* completions taken */
+	uint8_t must_fault[QSLOTS];	/* by seq % QSLOTS: the op's user range is no memory */
 	uint32_t stale[8];	/* freed handles (not reused while no ALLOC since) */
 	int nstale;
 };
@@ -328,6 +332,25 @@ static void add_map(uint8_t *p, size_t len)
 	nm++;
 }
 
+/*
+ * Completions taken from @f: in sequence, each with the status its op must end in (docs/devices.md,
+ * "Asynchronous queues": -EFAULT when the user side faults, else 0; -ECANCELED only on close).
+ */
+static void check_completions(struct file *f, const struct cnuasgpu_completion *c, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		uint64_t seq = f->reaped + 1 + i;
+		int want = f->must_fault[seq % QSLOTS] ? -EFAULT : 0;
+
+		if (c[i].seq != seq)
+			violation("completion %u seq %" PRIu64 ", want %" PRIu64, i, c[i].seq, seq);
+		else if (c[i].status != want)
+			violation("op %" PRIu64 " completed with status %d, want %d (%s)", seq,
+				  c[i].status, want,
+				  want ? "its user range is no memory" : "a valid op");
+	}
+}
+
 /* wait for every queued op of every file (data checks need a quiet device) */
 static void drain(void)
 {
@@ -350,6 +373,7 @@ static void drain(void)
 				break;
 			if (r.reaped <= f->reaped && r.count == 0)
 				break;
+			check_completions(f, comps, r.count);
 			f->reaped = r.reaped;
 		}
 	}
@@ -948,6 +972,7 @@ static void op_submit(struct file *f)
 				     .ops_ptr = (uintptr_t)ops };
 	uint32_t n = 1 + below(4);
 	const char *bad = NULL;	/* why the kernel must refuse the batch */
+	uint8_t fault[8] = { 0 };	/* taken, but the op must complete with -EFAULT */
 	int count_bad = 0, r;
 
 	memset(ops, 0, sizeof(ops));
@@ -993,7 +1018,7 @@ static void op_submit(struct file *f)
 		default:
 			o->opcode = below(2) ? CNUASGPU_OP_COPY_TO_DEV : CNUASGPU_OP_COPY_FROM_DEV;
 			o->host = (uintptr_t)abuf;
-			switch (below(9)) {
+			switch (below(11)) {
 			case 0: o->length = 0; bad = "length 0"; break;
 			case 1: o->opcode = 4 + (uint32_t)below(100); bad = "unknown opcode"; break;
 			case 2: o->handle = bad_handle(f); bad = "a handle this file lacks"; break;
@@ -1006,6 +1031,14 @@ static void op_submit(struct file *f)
 				/* ends past 2^64: host + length wraps (a shorter one would not) */
 				o->host = ~0ull - below(o->length < 16 ? o->length : 16);
 				bad = "a user range that wraps";
+				break;
+			case 9:	/* in no mapping (len <= 64 KiB: the guard's 16 pages hold it) */
+				o->host = (uintptr_t)guard + below(16 * page - o->length + 1);
+				fault[i] = 1;
+				break;
+			case 10:	/* kernel or non-canonical, short of 2^64: checked when it runs */
+				o->host = kaddrs[(uint32_t[]){ 0, 1, 3 }[below(3)]] + below(page);
+				fault[i] = 1;
 				break;
 			}
 		}
@@ -1040,6 +1073,8 @@ static void op_submit(struct file *f)
 	if (s.first_seq != f->last_seq + 1)
 		violation("SUBMIT first_seq %" PRIu64 ", last submitted %" PRIu64 " (refused "
 			  "batches take no number)", s.first_seq, f->last_seq);
+	for (uint32_t i = 0; i < s.count; i++)
+		f->must_fault[(s.first_seq + i) % QSLOTS] = fault[i];
 	f->last_seq = s.first_seq + s.count - 1;
 }
 
@@ -1082,12 +1117,8 @@ static void op_reap(struct file *f)
 			  rp.submitted, f->last_seq);
 	if (rp.count > rp.max)
 		violation("reap took %u of max %u", rp.count, rp.max);
-	if (rp.count && rp.comps_ptr == (uintptr_t)comps) {
-		for (uint32_t i = 0; i < rp.count; i++)
-			if (comps[i].seq != f->reaped + 1 + i)
-				violation("completion %u seq %" PRIu64 ", want %" PRIu64, i,
-					  comps[i].seq, f->reaped + 1 + i);
-	}
+	if (rp.count && rp.comps_ptr == (uintptr_t)comps)
+		check_completions(f, comps, rp.count);
 	if (rp.reaped < f->reaped)
 		violation("reaped went back %" PRIu64 " -> %" PRIu64, f->reaped, rp.reaped);
 	f->reaped = rp.reaped;
