@@ -12,7 +12,7 @@ import type { Depth } from "../config.ts";
 import { type RowContext, RowFailure } from "../matrix/row.ts";
 import { GUEST_PATHS } from "../vm/types.ts";
 import { captured } from "../oracle/wire_capture.ts";
-import { pingpongDataErrors, rpingDataErrors, startPair } from "./cnuas_ib.ts";
+import { type PairResult, pingpongDataErrors, rpingDataErrors, runPair } from "./cnuas_ib.ts";
 import {
   addrFlag,
   expectBothExit0,
@@ -250,21 +250,32 @@ export async function startLoss(
 }
 
 /**
+ * The loss window of an `ibv_rc_pingpong -s size -n iters` at path MTU
+ * `mtu`: each end receives at least `iters - 1` of its peer's messages
+ * (`ceil(size / mtu)` packets each) before the last exchange; half of it.
+ */
+export function pingpongLossFrames(size: number, iters: number, mtu: number): number {
+  return Math.floor((iters - 1) * Math.ceil(size / mtu) / 2);
+}
+
+/**
  * ibv_rc_pingpong --chk under loss. Its server exits once its own work is
  * done, so a lost ACK of the client's last SEND would leave the client
  * retrying into a QP that is gone (RETRY_EXC_ERR, on any RDMA device). So
- * loss is switched off while the run is still going: every frame before is
- * exposed to loss, the final exchange is not. The run must still be going
- * on both ends when loss goes off, or the step fails (make it longer).
+ * the loss takes only each end's first {@link pingpongLossFrames} frames
+ * (`rx_drop_frames`, docs/devices.md): frames, not time, so the last
+ * exchange is outside the window on a machine of any speed. 200 iterations
+ * of 64 KiB at MTU 1024 give a window of 6,368 frames: 64 drops expected per
+ * end at 1/100, fewer than `minDrops` at ~4 in 10^11 seeds (binomial). (A run of
+ * 2,000 iterations with loss switched off by the harness once both ends had
+ * dropped `minDrops` ran ~15 s past that point, every time.)
  */
 export const LOSS_PINGPONG = {
   size: 65536,
-  iters: 2000,
+  iters: 200,
   mtu: 1024,
-  /** Frames each guest must have dropped before loss goes off. */
+  /** Frames each guest must have dropped. */
   minDrops: 20,
-  /** How long to wait for those drops. */
-  dropWaitSec: 120,
 };
 
 /** rx_drop_injected of each guest since `before`. */
@@ -273,39 +284,39 @@ async function dropsSince(nodes: RdmaNode[], before: Record<string, number>[]): 
   return now.map((a, i) => (a.rx_drop_injected ?? 0) - (before[i].rx_drop_injected ?? 0));
 }
 
-async function pingpongUnderLoss(ctx: RowContext, nodes: RdmaNode[]): Promise<void> {
+async function pingpongUnderLoss(
+  ctx: RowContext,
+  nodes: RdmaNode[],
+  seed: number,
+): Promise<void> {
   const [s, c] = nodes;
-  const { size, iters, mtu, minDrops, dropWaitSec } = LOSS_PINGPONG;
+  const { size, iters, mtu, minDrops } = LOSS_PINGPONG;
+  const window = pingpongLossFrames(size, iters, mtu);
   const flags = `-s ${size} -n ${iters} -m ${mtu} --chk`;
   const what = `ibv_rc_pingpong ${flags} under loss`;
   await ctx.step(
-    `loss 1/${LOSS_ONE_IN}: ibv_rc_pingpong ${flags}, loss off before its end`,
+    `loss 1/${LOSS_ONE_IN}: ibv_rc_pingpong ${flags}, loss in each end's first ${window} frames`,
     async () => {
       const args = (n: RdmaNode) =>
         `ibv_rc_pingpong -d ${n.dev.ibdev}${addrFlag(n, "-g")} -p 18516 ${flags}`;
       const before = await Promise.all(nodes.map(hwCounters));
-      const run = await startPair(s.g, args(s), c.g, `${args(c)} ${s.ip}`, 18516, 900);
-      const deadline = performance.now() + dropWaitSec * 1000;
-      let drops = await dropsSince(nodes, before);
-      while (drops.some((d) => d < minDrops) && performance.now() < deadline) {
-        const st = await run.running();
-        if (!st.server || !st.client) break;
-        await new Promise((r) => setTimeout(r, 500));
-        drops = await dropsSince(nodes, before);
+      await setLoss(nodes, LOSS_ONE_IN, window, seed);
+      let r: PairResult;
+      try {
+        r = await runPair(s.g, args(s), c.g, `${args(c)} ${s.ip}`, 18516, 900);
+      } finally {
+        await setLoss(nodes, 0);
       }
-      await setLoss(nodes, 0);
-      const st = await run.running();
-      const r = await run.wait();
-      ctx.log(`${what}: ${drops.join(" + ")} frames dropped before loss went off`);
-      ctx.measure("loss.pingpong.rxDropInjected", drops[0] + drops[1], "frames");
-      ctx.expect(
-        st.server && st.client,
-        `${what}: it ended (server ${st.server ? "running" : "done"}, client ` +
-          `${st.client ? "running" : "done"}) before loss went off; give it more iterations`,
+      const drops = await dropsSince(nodes, before);
+      ctx.log(
+        `${what}: ${drops.join(" + ")} frames dropped (window ${window} frames, seed ${seed})`,
       );
+      ctx.measure("loss.pingpong.rxDropInjected", drops[0] + drops[1], "frames");
+      ctx.measure("loss.pingpong.lossWindowFrames", window, "frames");
       ctx.expect(
         drops.every((d) => d >= minDrops),
-        `${what}: ${drops.join(" and ")} frames dropped in ${dropWaitSec} s, want ${minDrops} each`,
+        `${what}: ${drops.join(" and ")} frames dropped in the first ${window} of each end, ` +
+          `want ${minDrops} each (seed ${seed})`,
       );
       const f = pingpongResult(what, expectBothExit0(what, r));
       ctx.measure("loss.pingpong.usecPerIter", f.usecPerIter, "us");
@@ -343,8 +354,8 @@ export async function lossRecovery(ctx: RowContext, nodes: RdmaNode[]): Promise<
         await pair(`${name} with loss`, nodes, cmd(s), `${cmd(c)} ${s.ip}`, port);
       });
     }
-    // last: it switches loss off itself before its end
-    await pingpongUnderLoss(ctx, nodes);
+    // last: it arms its own loss window (the same seed), which ends before its last exchange
+    await pingpongUnderLoss(ctx, nodes, seed);
   } finally {
     await setLoss(nodes, 0);
   }

@@ -32,7 +32,7 @@ import {
   runPair,
 } from "./cnuas_ib.ts";
 import { ethtoolStats, waitCarrier, waitLinkChanges } from "./cnuas_net.ts";
-import { lossSeed, setLoss, startLoss } from "./rdma_e2e.ts";
+import { lossSeed, pingpongLossFrames, setLoss, startLoss } from "./rdma_e2e.ts";
 import {
   addrFlag,
   counterDelta,
@@ -356,15 +356,6 @@ async function switchRestart(ctx: RowContext, nodes: RoceNode[]): Promise<void> 
     ctx.expect(await waitCarrier(n.g, n.dev.iface, true, 60), `${n.g.name}: no carrier back`);
     await expectPortActive(n);
   }
-}
-
-/**
- * The loss window of an `ibv_rc_pingpong -s size -n iters` at path MTU
- * `mtu`: each end receives at least `iters - 1` of its peer's messages
- * (`ceil(size / mtu)` packets each) before the last exchange; half of it.
- */
-export function pingpongLossFrames(size: number, iters: number, mtu: number): number {
-  return Math.floor((iters - 1) * Math.ceil(size / mtu) / 2);
 }
 
 /** The loss window of `rping -C 10`: half of the 30 frames either end surely receives. */

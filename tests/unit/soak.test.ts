@@ -6,12 +6,12 @@ import {
   parseMeminfo,
   parseSlabinfo,
   parseStatusRss,
-  pingpongLossFrames,
   runLossSeed,
   slabGrowth,
   SOAK_BOUNDS,
   switchRssGrowth,
 } from "../../harness/guest/soak.ts";
+import { pingpongLossFrames } from "../../harness/guest/rdma_e2e.ts";
 import { minutesFrom } from "../../harness/bench/soak.ts";
 import { UsageError } from "../../harness/errors.ts";
 import { main } from "../../harness/cli.ts";
