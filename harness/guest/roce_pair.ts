@@ -82,7 +82,7 @@ export async function setupRoceNodes(ctx: RowContext, ips: string[]): Promise<Ro
     }
     if (nodes.length > 1) {
       const last = nodes[nodes.length - 1];
-      const r = await last.g.run(`ping -c 3 -W 5 ${nodes[0].ip}`, { timeoutSec: 60 });
+      const r = await last.g.run(`ping -c 3 -i 0.2 -W 5 ${nodes[0].ip}`, { timeoutSec: 60 });
       ctx.expect(r.code === 0, `ping ${nodes[0].ip} from ${last.g.name}: ${r.stdout}`);
     }
     for (const n of nodes) {

@@ -85,7 +85,9 @@ async function bringUp(ctx: RowContext, n: Node, mtu: number): Promise<void> {
 }
 
 async function ping(n: Node, to: string, size: number, count = 3): Promise<string> {
-  return await sh(n.g, `ping -c ${count} -W 5 -M do -s ${size} ${to}`, { timeoutSec: 60 });
+  return await sh(n.g, `ping -c ${count} -i 0.2 -W 5 -M do -s ${size} ${to}`, {
+    timeoutSec: 60,
+  });
 }
 
 async function pingBothWays(ctx: RowContext, nodes: Node[], payload: number): Promise<void> {

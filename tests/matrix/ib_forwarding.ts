@@ -96,7 +96,7 @@ async function pingpong(
 }
 
 async function ping(from: IbNode, to: IbNode, count = 5): Promise<void> {
-  const r = await from.g.run(`ping -c ${count} -W 5 ${to.ip}`, { timeoutSec: 60 });
+  const r = await from.g.run(`ping -c ${count} -i 0.2 -W 5 ${to.ip}`, { timeoutSec: 60 });
   if (r.code !== 0) {
     throw new RowFailure(`IPoIB ping ${from.g.name} -> ${to.ip}: ${r.stdout}${r.stderr}`);
   }
