@@ -282,8 +282,10 @@ export async function readGidTable(
   ibdev: string,
 ): Promise<{ index: number; gid: string; type: string }[]> {
   const d = `/sys/class/infiniband/${ibdev}/ports/1`;
+  // the shell's own `read`, not a `cat` per file: 64 processes took 3.4 s under TCG
   const r = await g.run(
-    `for i in $(seq 0 31); do echo "$i $(cat ${d}/gids/$i 2>/dev/null) $(cat ${d}/gid_attrs/types/$i 2>/dev/null)"; done`,
+    `cd ${d} && for i in $(seq 0 31); do g=; t=; read -r g <gids/$i 2>/dev/null; ` +
+      `read -r t <gid_attrs/types/$i 2>/dev/null; echo "$i $g $t"; done`,
     { timeoutSec: 30 },
   );
   const out: { index: number; gid: string; type: string }[] = [];
