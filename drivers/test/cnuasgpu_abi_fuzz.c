@@ -104,7 +104,7 @@ struct file {
 	int np;
 	uint64_t last_seq;	/* last op submitted */
 	uint64_t reaped;	/* completions taken */
-	uint8_t must_fault[QSLOTS];	/* by seq % QSLOTS: the op's user range is no memory */
+	uint8_t must_fault[QSLOTS];	/* by seq % QSLOTS: the op's user range is not accessible */
 	uint32_t stale[8];	/* freed handles (not reused while no ALLOC since) */
 	int nstale;
 };
@@ -336,8 +336,13 @@ static void add_map(uint8_t *p, size_t len)
  * Completions taken from @f: in sequence, each with the status its op must end in (docs/devices.md,
  * "Asynchronous queues": -EFAULT when the user side faults, else 0; -ECANCELED only on close).
  */
-static void check_completions(struct file *f, const struct cnuasgpu_completion *c, uint32_t n)
+static void check_completions(struct file *f, const struct cnuasgpu_completion *c, uint32_t n,
+			      uint32_t max)
 {
+	if (n > max) {
+		violation("reap took %u of max %u", n, max);
+		n = max;
+	}
 	for (uint32_t i = 0; i < n; i++) {
 		uint64_t seq = f->reaped + 1 + i;
 		int want = f->must_fault[seq % QSLOTS] ? -EFAULT : 0;
@@ -347,7 +352,7 @@ static void check_completions(struct file *f, const struct cnuasgpu_completion *
 		else if (c[i].status != want)
 			violation("op %" PRIu64 " completed with status %d, want %d (%s)", seq,
 				  c[i].status, want,
-				  want ? "its user range is no memory" : "a valid op");
+				  want ? "its user range is not accessible" : "a valid op");
 	}
 }
 
@@ -373,7 +378,7 @@ static void drain(void)
 				break;
 			if (r.reaped <= f->reaped && r.count == 0)
 				break;
-			check_completions(f, comps, r.count);
+			check_completions(f, comps, r.count, r.max);
 			f->reaped = r.reaped;
 		}
 	}
@@ -1032,11 +1037,11 @@ static void op_submit(struct file *f)
 				o->host = ~0ull - below(o->length < 16 ? o->length : 16);
 				bad = "a user range that wraps";
 				break;
-			case 9:	/* in no mapping (len <= 64 KiB: the guard's 16 pages hold it) */
+			case 9:	/* PROT_NONE: the guard's 16 pages hold len <= 64 KiB */
 				o->host = (uintptr_t)guard + below(16 * page - o->length + 1);
 				fault[i] = 1;
 				break;
-			case 10:	/* kernel or non-canonical, short of 2^64: checked when it runs */
+			case 10:	/* kernel or non-canonical, short of 2^64 */
 				o->host = kaddrs[(uint32_t[]){ 0, 1, 3 }[below(3)]] + below(page);
 				fault[i] = 1;
 				break;
@@ -1073,7 +1078,7 @@ static void op_submit(struct file *f)
 	if (s.first_seq != f->last_seq + 1)
 		violation("SUBMIT first_seq %" PRIu64 ", last submitted %" PRIu64 " (refused "
 			  "batches take no number)", s.first_seq, f->last_seq);
-	for (uint32_t i = 0; i < s.count; i++)
+	for (uint32_t i = 0; i < s.count && i < n; i++)	/* s.count > n: a violation above */
 		f->must_fault[(s.first_seq + i) % QSLOTS] = fault[i];
 	f->last_seq = s.first_seq + s.count - 1;
 }
@@ -1115,10 +1120,10 @@ static void op_reap(struct file *f)
 	if (rp.submitted != f->last_seq)
 		violation("reap says submitted %" PRIu64 ", we submitted %" PRIu64,
 			  rp.submitted, f->last_seq);
-	if (rp.count > rp.max)
+	if (rp.comps_ptr == (uintptr_t)comps)
+		check_completions(f, comps, rp.count, rp.max);
+	else if (rp.count > rp.max)
 		violation("reap took %u of max %u", rp.count, rp.max);
-	if (rp.count && rp.comps_ptr == (uintptr_t)comps)
-		check_completions(f, comps, rp.count);
 	if (rp.reaped < f->reaped)
 		violation("reaped went back %" PRIu64 " -> %" PRIu64, f->reaped, rp.reaped);
 	f->reaped = rp.reaped;
@@ -1556,6 +1561,10 @@ int main(int argc, char **argv)
 	}
 	printf("caps %#x queue_depth %u batch_max %u\n", caps.caps, caps.queue_depth,
 	       caps.batch_max);
+	if (caps.queue_depth > QSLOTS) {	/* the module allows 1 .. 4096 */
+		violation("queue_depth %u above %u", caps.queue_depth, QSLOTS);
+		return 1;
+	}
 
 	while (total_calls() < want) {
 		struct file *f = &files[below(NF)];

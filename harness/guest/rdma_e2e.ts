@@ -12,7 +12,7 @@ import type { Depth } from "../config.ts";
 import { type RowContext, RowFailure } from "../matrix/row.ts";
 import { GUEST_PATHS } from "../vm/types.ts";
 import { captured } from "../oracle/wire_capture.ts";
-import { type PairResult, pingpongDataErrors, rpingDataErrors, runPair } from "./cnuas_ib.ts";
+import { pingpongDataErrors, rpingDataErrors, runPair } from "./cnuas_ib.ts";
 import {
   addrFlag,
   expectBothExit0,
@@ -201,12 +201,11 @@ export async function setLoss(
 ): Promise<void> {
   const p = "/sys/module/cnuas_ib/parameters";
   const seedFirst = seed === undefined ? "" : `echo ${seed} >${p}/rx_drop_seed && `;
-  for (const n of nodes) {
-    await n.g.run(
-      `${seedFirst}echo ${frames} >${p}/rx_drop_frames && echo ${every} >${p}/rx_drop_one_in`,
-      { check: true, timeoutSec: 30 },
-    );
-  }
+  // arming ends with the ratio (the count restarts at the last write); disarming starts with it
+  const cmd = every
+    ? `${seedFirst}echo ${frames} >${p}/rx_drop_frames && echo ${every} >${p}/rx_drop_one_in`
+    : `echo 0 >${p}/rx_drop_one_in && ${seedFirst}echo ${frames} >${p}/rx_drop_frames`;
+  for (const n of nodes) await n.g.run(cmd, { check: true, timeoutSec: 30 });
 }
 
 /** The loss pattern's seed: the one asked for (`--loss-seed`), else a random uint32. */
@@ -236,15 +235,16 @@ export async function startLoss(
   nodes: RdmaNode[],
   every: number,
   seed: number,
+  frames = 0,
 ): Promise<void> {
-  await setLoss(nodes, every, 0, seed);
+  await setLoss(nodes, every, frames, seed);
   for (const n of nodes) {
     const said = lastLossLine((await n.g.run("dmesg", { timeoutSec: 30 })).stdout);
     ctx.expect(
-      said?.oneIn === every && said?.seed === seed && said?.frames === 0,
+      said?.oneIn === every && said?.seed === seed && said?.frames === frames,
       `${n.g.name}: dmesg says ${
         said ? `1/${said.oneIn} seed ${said.seed} frames ${said.frames}` : "nothing"
-      } about rx loss injection, want 1/${every} seed ${seed} frames 0`,
+      } about rx loss injection, want 1/${every} seed ${seed} frames ${frames}`,
     );
   }
 }
@@ -300,26 +300,24 @@ async function pingpongUnderLoss(
       const args = (n: RdmaNode) =>
         `ibv_rc_pingpong -d ${n.dev.ibdev}${addrFlag(n, "-g")} -p 18516 ${flags}`;
       const before = await Promise.all(nodes.map(hwCounters));
-      await setLoss(nodes, LOSS_ONE_IN, window, seed);
-      let r: PairResult;
-      try {
-        r = await runPair(s.g, args(s), c.g, `${args(c)} ${s.ip}`, 18516, 900);
-      } finally {
-        await setLoss(nodes, 0);
-      }
+      await startLoss(ctx, nodes, LOSS_ONE_IN, seed, window);
+      // lossRecovery's finally switches the loss off when this throws
+      const r = await runPair(s.g, args(s), c.g, `${args(c)} ${s.ip}`, 18516, 900);
+      await setLoss(nodes, 0);
       const drops = await dropsSince(nodes, before);
       ctx.log(
         `${what}: ${drops.join(" + ")} frames dropped (window ${window} frames, seed ${seed})`,
       );
       ctx.measure("loss.pingpong.rxDropInjected", drops[0] + drops[1], "frames");
       ctx.measure("loss.pingpong.lossWindowFrames", window, "frames");
+      const seeded = `${what} (loss seed ${seed})`;
+      const f = pingpongResult(seeded, expectBothExit0(seeded, r));
+      ctx.measure("loss.pingpong.usecPerIter", f.usecPerIter, "us");
       ctx.expect(
         drops.every((d) => d >= minDrops),
         `${what}: ${drops.join(" and ")} frames dropped in the first ${window} of each end, ` +
           `want ${minDrops} each (seed ${seed})`,
       );
-      const f = pingpongResult(what, expectBothExit0(what, r));
-      ctx.measure("loss.pingpong.usecPerIter", f.usecPerIter, "us");
     },
   );
 }
