@@ -256,11 +256,12 @@ async function applyMode(ctx: RowContext, w: IncastWorld, mode: IncastMode): Pro
     }],
   });
   await f.qosSet({ port: w.ports[0], drainMbps: DRAIN_MBPS });
-  for (const [i, n] of w.nodes.entries()) {
+  // each guest's two settings in order, the guests side by side
+  await Promise.all(w.nodes.map(async (n, i) => {
     const pfc = mode.pfc ? `${ROCE_PRIO}:on` : `${ROCE_PRIO}:off`;
     await sh(n.g, `dcb pfc set dev ${n.dev.iface} prio-pfc all:off ${pfc}`);
     await setParams(n, "cnuas_net", { pfc_ignore: mode.ignorePfc?.includes(i) ? 1 : 0 });
-  }
+  }));
 }
 
 /** Undo {@link applyMode}: no drain limit, no PFC, no ECN, every host honouring PFC. */
@@ -314,11 +315,13 @@ print("tx", n, h.hexdigest(), "%.6f" % t, flush=True)
 `;
 const TCP_PORT = 5301;
 /**
- * How far ahead of now the flows' common start instant is set: time for one
- * ssh round trip per client to start it (guests' clocks are stepped to the
- * host's when they start, so one instant means the same to all of them).
+ * How far ahead of now the flows' common start instant is set: time for
+ * one ssh round trip per sending guest, made side by side (~0.3 s under
+ * TCG), several times over. Guests' clocks are stepped to the host's when
+ * they start, so one instant means the same to all of them. A launch that
+ * ends past the instant fails the incast: its flows did not start together.
  */
-const START_LEAD_MS = 6000;
+export const START_LEAD_MS = 2000;
 
 /**
  * Run the incast in `mode` (the caller captures around it): both pingpong
@@ -377,13 +380,25 @@ export async function runIncast(
   const startMs = Date.now() + START_LEAD_MS;
   const atStart = (cmd: string) =>
     `while [ $(date +%s%3N) -lt ${startMs} ]; do sleep 0.02; done; ${cmd}`;
+  // one command per sending guest (its flows and the TCP sender), the guests side by side
+  const launches = new Map<RoceNode, string[]>();
+  const launch = (n: RoceNode, cmd: string) => launches.set(n, [...launches.get(n) ?? [], cmd]);
   for (const [i, s] of flowSenders.entries()) {
-    await sh(s.g, inBackground(cliTag(i), atStart(`${args(s, i)} ${rx.ip}`), timeout));
+    launch(s, inBackground(cliTag(i), atStart(`${args(s, i)} ${rx.ip}`), timeout));
   }
   if (mode.tcp) {
     const tx = `python3 -c ${shq(TCP_TX_PY)} ${rx.ip} ${TCP_PORT} ${tcpBytes}`;
-    await sh(senders[0].g, inBackground(tcpTx, atStart(tx), timeout));
+    launch(senders[0], inBackground(tcpTx, atStart(tx), timeout));
   }
+  await Promise.all([...launches].map(([n, cmds]) => sh(n.g, cmds.join("\n"))));
+  const launchedMs = Date.now();
+  if (launchedMs >= startMs) {
+    throw new RowFailure(
+      `launching the flows ended ${launchedMs - startMs} ms past their common start ` +
+        `(${START_LEAD_MS} ms ahead): they did not start together`,
+    );
+  }
+  ctx.log(`flows launched ${startMs - launchedMs} ms before their common start`);
   const t0 = performance.now() + Math.max(0, startMs - Date.now());
   const clients = [];
   for (const [i, s] of flowSenders.entries()) {

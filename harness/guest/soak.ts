@@ -44,7 +44,11 @@ import {
 
 /** What a soak does; everything but `minutes` has a default. */
 export interface SoakOptions {
-  /** Rounds start until this many minutes have passed (then see `pullEvery`). */
+  /**
+   * Rounds start until this many minutes have passed (then see `pullEvery`);
+   * 0 gives the shortest soak: 2 rounds with a cable pull and a switch
+   * restart between them.
+   */
   minutes: number;
   /** Each received frame is dropped with probability 1/N while loss is on (default 100). */
   lossOneIn?: number;
