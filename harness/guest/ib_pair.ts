@@ -78,8 +78,8 @@ export async function waitSmActive(
 }
 
 /**
- * Load cnuas_ib with `link_layer=ib` on `guests` (one after the other, as
- * fast as SSH allows), wait until the SM has every port ACTIVE, and check
+ * Load cnuas_ib with `link_layer=ib` on `guests` (side by side, each in its
+ * own shell), wait until the SM has every port ACTIVE, and check
  * each guest's own view agrees (state ACTIVE, the SM's LID and SM LID).
  * Records `sm.insmodToActive.sec`.
  */
@@ -91,14 +91,15 @@ export async function setupIbNodes(
   deadlineMs = 60_000,
 ): Promise<IbNode[]> {
   const t0 = performance.now();
-  const loaded: { g: Guest; dev: CnuasIbDev; guid: string }[] = [];
-  for (const g of guests) {
-    const dev = await ctx.step(
-      `${g.name}: load cnuas_net and cnuas_ib link_layer=ib`,
-      () => loadCnuasIb(g, "ib"),
-    );
-    loaded.push({ g, dev, guid: await nodeGuid(g, dev.ibdev) });
-  }
+  const loaded: { g: Guest; dev: CnuasIbDev; guid: string }[] = await Promise.all(
+    guests.map(async (g) => {
+      const dev = await ctx.step(
+        `${g.name}: load cnuas_net and cnuas_ib link_layer=ib`,
+        () => loadCnuasIb(g, "ib"),
+      );
+      return { g, dev, guid: await nodeGuid(g, dev.ibdev) };
+    }),
+  );
   return await ctx.step(
     `the subnet manager brings ${guests.map((g) => g.name).join(", ")} to ACTIVE`,
     async () => {
@@ -111,8 +112,7 @@ export async function setupIbNodes(
         );
       }
       ctx.measure("sm.insmodToActive.sec", sec, "s");
-      const nodes: IbNode[] = [];
-      for (const [i, l] of loaded.entries()) {
+      const nodes: IbNode[] = await Promise.all(loaded.map(async (l, i) => {
         const p = w.sm.ports.find((sp) => sp.guid === l.guid)!;
         const view = await waitGuestActive(l.g, l.dev.ibdev, 30);
         ctx.expect(
@@ -124,8 +124,8 @@ export async function setupIbNodes(
         ctx.log(
           `${l.g.name}: ${l.dev.ibdev} GUID ${l.guid} on switch port ${p.port}, LID ${p.lid}`,
         );
-        nodes.push({ g: l.g, dev: l.dev, guid: l.guid, swPort: p.port, lid: p.lid!, ip: ips[i] });
-      }
+        return { g: l.g, dev: l.dev, guid: l.guid, swPort: p.port, lid: p.lid!, ip: ips[i] };
+      }));
       const lids = new Set(nodes.map((n) => n.lid));
       ctx.expect(lids.size === nodes.length, `LIDs not distinct: ${[...lids].join(", ")}`);
       return nodes;

@@ -63,8 +63,8 @@ export function addrFlag(n: RdmaNode, flag: "-g" | "-x"): string {
  * last guest pings the first.
  */
 export async function setupRoceNodes(ctx: RowContext, ips: string[]): Promise<RoceNode[]> {
-  const nodes: RoceNode[] = [];
-  for (const [i, g] of ctx.guests.entries()) {
+  // the guests side by side: each is set up in its own shell, on its own vCPU
+  const nodes: RoceNode[] = await Promise.all(ctx.guests.map(async (g, i) => {
     const dev = await ctx.step(
       `${g.name}: load cnuas_net and cnuas_ib`,
       () => loadCnuasIb(g),
@@ -74,21 +74,21 @@ export async function setupRoceNodes(ctx: RowContext, ips: string[]): Promise<Ro
       () => configureRoceAddress(g, dev, `${ips[i]}/24`),
     );
     ctx.log(`${g.name}: ${dev.ibdev} on ${dev.iface}, GID index ${gid}`);
-    nodes.push({ g, dev, ip: ips[i], gid });
-  }
+    return { g, dev, ip: ips[i], gid };
+  }));
   await ctx.step("the ports come up (and the guests reach each other)", async () => {
-    for (const n of nodes) {
+    await Promise.all(nodes.map(async (n) => {
       ctx.expect(await waitCarrier(n.g, n.dev.iface, true), `${n.g.name}: no carrier`);
-    }
+    }));
     if (nodes.length > 1) {
       const last = nodes[nodes.length - 1];
       const r = await last.g.run(`ping -c 3 -i 0.2 -W 5 ${nodes[0].ip}`, { timeoutSec: 60 });
       ctx.expect(r.code === 0, `ping ${nodes[0].ip} from ${last.g.name}: ${r.stdout}`);
     }
-    for (const n of nodes) {
+    await Promise.all(nodes.map(async (n) => {
       const st = await n.g.run(`ibv_devinfo -d ${n.dev.ibdev} | grep state:`, { timeoutSec: 30 });
       ctx.expect(/PORT_ACTIVE/.test(st.stdout), `${n.g.name} port: ${st.stdout}`);
-    }
+    }));
   });
   return nodes;
 }

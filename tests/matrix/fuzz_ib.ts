@@ -36,12 +36,12 @@ export const row: Row = {
     // the model's frames (the first run: 7 over). ARP goes to the broadcast group, which the
     // target's ipoib attached to (rcvd_mcast_pkts: liveFlow.mcastDelivered); an IPv4 group a
     // guest daemon joined would bring IGMP reports (224.0.0.22) back in the same way.
-    for (const n of nodes) {
-      await ctx.step(
+    await Promise.all(nodes.map((n) =>
+      ctx.step(
         `${n.g.name}: IPoIB up with ${n.ip}, no IPv6`,
         () => startIpoib(n, { ipv6: false }),
-      );
-    }
+      )
+    ));
     await wireFuzzSteps(ctx, ["ib", nodes[0], nodes[1]]);
     await ctx.step("kernel logs clean (the dmesg guard, and no call trace)", async () => {
       let oops = 0;

@@ -112,10 +112,10 @@ export const row: Row = {
   async run(ctx) {
     if (!ctx.fabric) throw new RowFailure("ib-e2e needs the ib fabric and got none");
     const nodes = await setupIbNodes(ctx, ctx.fabric, ctx.guests, IPS);
-    for (const n of nodes) {
+    await Promise.all(nodes.map(async (n) => {
       const iface = await ctx.step(`${n.g.name}: IPoIB up with ${n.ip}`, () => startIpoib(n));
       ctx.log(`${n.g.name}: IPoIB on ${iface}`);
-    }
+    }));
     await captured(ctx, "ipoib", () => ipoibPing(ctx, nodes));
     const small = PINGPONG_SIZES.filter((n) => n < 1048576);
     await captured(ctx, "pingpong", async () => {
