@@ -29,6 +29,10 @@ export class SshSession {
       let ready = false;
       c.once("ready", () => {
         ready = true;
+        // Nagle off: a command is a few small messages each way (channel open,
+        // exec, exit status, close), and each waited for the previous one's
+        // ACK. Measured under TCG: `true` 156 -> 56 ms a command.
+        c.setNoDelay(true);
         resolve(new SshSession(c));
       });
       // ssh2 may emit several errors for one failed attempt; all are handled here.
