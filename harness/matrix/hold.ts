@@ -44,6 +44,7 @@ export async function holdLab(config: Config, opts: HoldOptions): Promise<void> 
       `${g.name}: ssh -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -i ${key} -p ${g.sshPort} root@127.0.0.1`,
     );
   }
+  console.log("(root's login shell is dash; end the ssh command with -t bash -l for bash)");
   if (setup.fabric) {
     // the switch keeps its control socket beside the data socket (fabric/switch.ts)
     const data = setup.fabric.socketPath;

@@ -55,32 +55,46 @@ export class SshSession {
   }
 
   /**
-   * Run a command. The guest enforces the timeout with coreutils `timeout`
-   * (so the process really dies there); the host gives up a little later in
-   * case the guest itself stops answering.
+   * Run a command. Root's login shell in the image is dash (build/image.ts)
+   * and runs the command itself: one program start per command, where
+   * `bash -c "timeout ... sh -c CMD"` made three (~95 ms under TCG). The
+   * shell first prints its PID, which is its session's ID (sshd starts each
+   * command in a session of its own). At the timeout the host ends that
+   * session from a second channel — TERM, KILL 5 s later, every process the
+   * command started and did not move to a session of its own, as coreutils
+   * `timeout -k 5` did in the guest — and reports code 124. The host gives
+   * up 15 s later in case the guest itself stops answering.
    */
   run(cmd: string, opts: RunOptions = {}): Promise<RunResult> {
     const timeoutSec = opts.timeoutSec ?? 60;
-    const wrapped = `timeout -k 5 ${timeoutSec} sh -c ${shq(cmd)}`;
+    const wrapped = `echo $$\n${cmd}`;
     const t0 = performance.now();
     return new Promise((resolve, reject) => {
       this.#client.exec(wrapped, (err, stream) => {
         if (err) return reject(new SshError(`exec failed: ${err.message}`));
         const out: Buffer[] = [];
         const errb: Buffer[] = [];
+        let head = Buffer.alloc(0);
+        let sid: number | undefined;
         let code = -1;
+        let timedOut = false;
         let settled = false;
         const finish = (c: number) => {
           if (settled) return;
           settled = true;
+          clearTimeout(deadline);
           clearTimeout(guard);
           resolve({
-            code: c,
+            code: timedOut ? TIMEOUT_CODE : c,
             stdout: Buffer.concat(out).toString("utf8"),
             stderr: Buffer.concat(errb).toString("utf8"),
             durationSec: (performance.now() - t0) / 1000,
           });
         };
+        const deadline = setTimeout(() => {
+          timedOut = true;
+          if (sid !== undefined) this.#endSession(sid);
+        }, timeoutSec * 1000);
         const guard = setTimeout(() => {
           errb.push(
             Buffer.from(`\n[harness] no answer ${timeoutSec + 15} s after start; gave up\n`),
@@ -88,7 +102,20 @@ export class SshSession {
           stream.close();
           finish(TIMEOUT_CODE);
         }, (timeoutSec + 15) * 1000);
-        stream.on("data", (d: Buffer) => out.push(d));
+        stream.on("data", (d: Buffer) => {
+          if (sid !== undefined) {
+            out.push(d);
+            return;
+          }
+          // the shell's PID line first, then the command's own output
+          head = Buffer.concat([head, d]);
+          const nl = head.indexOf(10);
+          if (nl < 0) return;
+          const pid = Number(head.subarray(0, nl).toString());
+          sid = Number.isInteger(pid) && pid > 1 ? pid : 0;
+          if (head.length > nl + 1) out.push(head.subarray(nl + 1));
+          if (timedOut && sid) this.#endSession(sid);
+        });
         stream.stderr.on("data", (d: Buffer) => errb.push(d));
         stream.on("exit", (c: number | null, signal?: string) => {
           code = c ?? (signal ? 128 + 9 : -1);
@@ -98,6 +125,22 @@ export class SshSession {
           stream.end(typeof opts.stdin === "string" ? opts.stdin : Buffer.from(opts.stdin));
         } else stream.end();
       });
+    });
+  }
+
+  /**
+   * End every process of session `sid` (a timed-out command): TERM, then
+   * KILL 5 s later, from a detached shell so this channel closes at once.
+   */
+  #endSession(sid: number): void {
+    if (!sid) return;
+    const kill =
+      `(pkill -TERM -s ${sid}; sleep 5; pkill -KILL -s ${sid}) </dev/null >/dev/null 2>&1 &`;
+    this.#client.exec(kill, (err, stream) => {
+      if (err) return; // the guard still ends the run
+      stream.on("data", () => {});
+      stream.stderr.on("data", () => {});
+      stream.end();
     });
   }
 

@@ -94,8 +94,10 @@ Deno.test(
         seen.stdout = both.stdout;
         seen.stderr = both.stderr;
         const t0 = performance.now();
-        seen.timeout = (await g.run("sleep 60", { timeoutSec: 2 })).code;
+        seen.timeout = (await g.run("sleep 61 & sleep 60", { timeoutSec: 2 })).code;
         seen.timeoutSec = (performance.now() - t0) / 1000;
+        // the command and what it left in the background are gone (TERM at the timeout)
+        seen.left = (await g.run("sleep 1; pgrep -af 'sleep 6[01]'")).stdout;
         const data = new Uint8Array(70_000).map((_, i) => (i * 7) & 0xff);
         await g.putFile("/tmp/blob", data, 0o600);
         seen.back = await g.getFile("/tmp/blob");
@@ -114,6 +116,7 @@ Deno.test(
     assert.equal(seen.stdout, "out\n");
     assert.equal(seen.stderr, "err\n");
     assert.equal(seen.timeout, 124);
+    assert.equal(seen.left, "");
     assert.deepEqual(seen.back, seen.data);
     assert.equal(seen.mode, "600");
     assert.equal(seen.checkFails, "RowFailure");
