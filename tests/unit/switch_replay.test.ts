@@ -127,3 +127,46 @@ Deno.test("replay: a truncated packet cannot be replayed and says so", () => {
   );
   assert.deepEqual(r.differences, ["packet 0 on port 1 was captured truncated"]);
 });
+
+Deno.test("replay: frames still in a port's queue at the stop are the model's last ones", () => {
+  const { packets, after } = scenario();
+  const fromSmLen = packets[4].data.length;
+  // the SM's answer, the last frame for port 2, waits in its queue (the guest has not read yet)
+  const held = [after[0], {
+    ...after[1],
+    queueLen: 1,
+    txFrames: 2,
+    txBytes: after[1].txBytes - fromSmLen,
+  }];
+  const r = replayIbCapture({ interfaces, packets }, tables, [status(1), status(2)], held);
+  assert.deepEqual(r.differences, []);
+  // a queued frame does not excuse a different one missing: the multicast frame (not the last) lost
+  const mcastLen = packets[2].data.length;
+  const lost = [after[0], {
+    ...after[1],
+    queueLen: 1,
+    txFrames: 2,
+    txBytes: after[1].txBytes - mcastLen,
+  }];
+  const r2 = replayIbCapture({ interfaces, packets }, tables, [status(1), status(2)], lost);
+  assert.deepEqual(r2.differences, [
+    `port 2 tx bytes: the switch counted ${after[1].txBytes - mcastLen}, the model ${
+      after[1].txBytes - fromSmLen
+    }`,
+  ]);
+});
+
+Deno.test("replay: frames queued at the start count in tx frames, their bytes within bounds", () => {
+  const { packets, after } = scenario();
+  const before = [status(1), status(2, { queueLen: 2 })];
+  const ok = [after[0], { ...after[1], txFrames: 5, txBytes: after[1].txBytes + 2 * 100 }];
+  assert.deepEqual(replayIbCapture({ interfaces, packets }, tables, before, ok).differences, []);
+  // one of the two never sent, and 10 bytes cannot be two frames of at least 8
+  const short = [after[0], { ...after[1], txFrames: 4, txBytes: after[1].txBytes + 10 }];
+  assert.deepEqual(replayIbCapture({ interfaces, packets }, tables, before, short).differences, [
+    "port 2 tx frames: the switch counted 4, the model 5",
+    `port 2 tx bytes: the switch counted ${after[1].txBytes + 10}, the model ${
+      after[1].txBytes
+    } and the 2 frames queued at the start`,
+  ]);
+});
