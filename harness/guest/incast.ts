@@ -382,7 +382,11 @@ export async function runIncast(
     `while [ $(date +%s%3N) -lt ${startMs} ]; do sleep 0.02; done; ${cmd}`;
   // one command per sending guest (its flows and the TCP sender), the guests side by side
   const launches = new Map<RoceNode, string[]>();
-  const launch = (n: RoceNode, cmd: string) => launches.set(n, [...launches.get(n) ?? [], cmd]);
+  const launch = (n: RoceNode, cmd: string) => {
+    const cmds = launches.get(n);
+    if (cmds) cmds.push(cmd);
+    else launches.set(n, [cmd]);
+  };
   for (const [i, s] of flowSenders.entries()) {
     launch(s, inBackground(cliTag(i), atStart(`${args(s, i)} ${rx.ip}`), timeout));
   }

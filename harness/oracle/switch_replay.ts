@@ -84,7 +84,11 @@ export function replayIbCapture(
   const differences: string[] = [];
   // each port's egress frame lengths in the order the model sent them
   const sent = new Map<number, number[]>();
-  const send = (p: number, len: number) => sent.set(p, [...sent.get(p) ?? [], len]);
+  const send = (p: number, len: number) => {
+    const list = sent.get(p);
+    if (list) list.push(len);
+    else sent.set(p, [len]);
+  };
   for (const [i, pkt] of packets.entries()) {
     const port = switchPort(interfaces, pkt);
     if (pkt.data.length !== pkt.origLen) {
@@ -155,4 +159,26 @@ export async function ibTables(
   }));
   const upPorts = (await fabric.ports()).filter((p) => p.state === "up").map((p) => p.port);
   return { upPorts, lft, mcast };
+}
+
+/**
+ * How two readings of the switch's tables differ ("" when they do not): the
+ * replay holds one reading for the whole capture, so a caller compares the
+ * readings before and after it.
+ */
+export function ibTablesChanged(a: IbFabricTables, b: IbFabricTables): string {
+  const lft = (t: IbFabricTables) =>
+    JSON.stringify([...t.lft].sort((x, y) => x.lid - y.lid).map((e) => [e.lid, e.port]));
+  const mcast = (t: IbFabricTables) =>
+    JSON.stringify(
+      [...t.mcast].sort((x, y) => x.mlid - y.mlid).map((g) => [
+        g.mlid,
+        [...g.ports].sort((x, y) => x - y),
+      ]),
+    );
+  const out: string[] = [];
+  if (lft(a) !== lft(b)) out.push(`LFT ${lft(a)} -> ${lft(b)}`);
+  if (mcast(a) !== mcast(b)) out.push(`multicast ${mcast(a)} -> ${mcast(b)}`);
+  if (a.upPorts.join() !== b.upPorts.join()) out.push(`up ports ${a.upPorts} -> ${b.upPorts}`);
+  return out.join("; ");
 }

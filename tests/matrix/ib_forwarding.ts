@@ -12,6 +12,7 @@ import { checkPcapngFile } from "../../harness/oracle/wire_check.ts";
 import {
   type IbFabricTables,
   ibTables,
+  ibTablesChanged,
   replayIbCapture,
   switchPort,
 } from "../../harness/oracle/switch_replay.ts";
@@ -76,7 +77,7 @@ function replayInspector(ctx: RowContext, segment: string, before: IbFabricTable
   ) => {
     const fabric = fabricOf(ctx);
     const tables = await ibTables(fabric);
-    const changed = tablesChanged(before, tables);
+    const changed = ibTablesChanged(before, tables);
     if (changed) return [`the switch's tables changed during the capture: ${changed}`];
     const r = replayIbCapture(await readCapture(paths), tables, start, end);
     ctx.log(
@@ -88,21 +89,6 @@ function replayInspector(ctx: RowContext, segment: string, before: IbFabricTable
     ctx.measure(`switchModel.${segment}.framesReplayed`, frames, "frames");
     return r.differences;
   };
-}
-
-/** How two readings of the switch's tables differ ("" when they do not). */
-function tablesChanged(a: IbFabricTables, b: IbFabricTables): string {
-  const lft = (t: IbFabricTables) =>
-    JSON.stringify([...t.lft].sort((x, y) => x.lid - y.lid).map((e) => [e.lid, e.port]));
-  const mcast = (t: IbFabricTables) =>
-    JSON.stringify(
-      [...t.mcast].sort((x, y) => x.mlid - y.mlid).map((g) => [g.mlid, [...g.ports].sort()]),
-    );
-  const out: string[] = [];
-  if (lft(a) !== lft(b)) out.push(`LFT ${lft(a)} -> ${lft(b)}`);
-  if (mcast(a) !== mcast(b)) out.push(`multicast ${mcast(a)} -> ${mcast(b)}`);
-  if (a.upPorts.join() !== b.upPorts.join()) out.push(`up ports ${a.upPorts} -> ${b.upPorts}`);
-  return out.join("; ");
 }
 
 /** One pingpong over LIDs (no -g), the side channel over IPoIB; --chk checks the data. */

@@ -3,7 +3,7 @@ import type { PortStatus } from "../../harness/fabric/client.ts";
 import type { PcapngPacket } from "../../harness/fabric/pcapng.ts";
 import { buildIbFrame, OP } from "../../harness/models/rdma/mod.ts";
 import { DROP_REASONS } from "../../harness/models/switch.ts";
-import { replayIbCapture } from "../../harness/oracle/switch_replay.ts";
+import { ibTablesChanged, replayIbCapture } from "../../harness/oracle/switch_replay.ts";
 
 function ud(dlid: number, slid: number): Uint8Array {
   return buildIbFrame({
@@ -169,4 +169,18 @@ Deno.test("replay: frames queued at the start count in tx frames, their bytes wi
       after[1].txBytes
     } and the 2 frames queued at the start`,
   ]);
+});
+
+Deno.test("tables read before and after a capture: equal in any order, a join named", () => {
+  const shuffled = {
+    ...tables,
+    lft: [...tables.lft].reverse(),
+    mcast: [{ mlid: 0xc000, ports: [2, 1] }],
+  };
+  assert.equal(ibTablesChanged(tables, shuffled), "");
+  const joined = { ...tables, mcast: [...tables.mcast, { mlid: 0xc001, ports: [2] }] };
+  assert.equal(
+    ibTablesChanged(tables, joined),
+    "multicast [[49152,[1,2]]] -> [[49152,[1,2]],[49153,[2]]]",
+  );
 });
