@@ -52,6 +52,12 @@ export interface GuestSpec {
   rootfsWritable?: boolean;
   /** Start from this saved VM state (`-incoming`) instead of booting. */
   incoming?: string;
+  /**
+   * This guest's state is saved (`saveStateTo`, with the guest stopped):
+   * the run state stays out of the stream, so a restored guest runs
+   * (`cont`) although the one saved was stopped.
+   */
+  savesState?: boolean;
 }
 
 /** Kernel command line: console on serial, our init, panics end the VM. */
@@ -126,6 +132,7 @@ export function qemuArgs(spec: GuestSpec): string[] {
   ];
   for (const dir of spec.firmware) args.push("-L", dir);
   if (spec.incoming) args.push("-incoming", stateInUri(spec.incoming));
+  if (spec.savesState) args.push("-global", "migration.store-global-state=off");
   for (const [i, d] of spec.devices.entries()) {
     if (d.kind === "virtio-socket") {
       args.push(

@@ -126,7 +126,10 @@ export function stateInUri(path: string): string {
 
 /**
  * Save the VM behind `qmp` to `path` (QMP `migrate`), polling every 100 ms
- * until it completed; the VM is left stopped there. Throws QmpError
+ * until it completed; the VM is stopped first and stays stopped. Not a live
+ * save: one taken while the guest ran, under TCG on a loaded host, restored
+ * into an RCU oops at the same instant every time (a freed VMA's callback
+ * NULL: memory written during the save was not all in it). Throws QmpError
  * "saving <what> failed: <why>" or "saving <what> took over N s".
  */
 export async function saveStateTo(
@@ -135,6 +138,7 @@ export async function saveStateTo(
   timeoutSec: number,
   what = "the VM's state",
 ): Promise<void> {
+  await qmp.execute("stop");
   await qmp.execute("migrate", { uri: stateOutUri(path) });
   const end = performance.now() + timeoutSec * 1000;
   for (;;) {

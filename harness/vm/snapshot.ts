@@ -100,6 +100,7 @@ async function saveGuest(
     ...snapshotBaseSpec(spec),
     rootfs: disk,
     rootfsWritable: true,
+    savesState: true,
     sshPort: freePort(),
     qmpSocket: join(tmp, "qmp.sock"),
     consoleLog: join(logs, "console.log"),
@@ -146,9 +147,61 @@ async function saveGuest(
     );
   } finally {
     await vm.close();
+  }
+  try {
+    await checkRestore(base, out, logs, tmp, opts);
+  } finally {
     await Deno.remove(tmp, { recursive: true }).catch(() => {});
   }
   // Restored guests only ever read these (snapshot=on); nothing may change them.
   await Deno.chmod(disk, 0o444);
   await Deno.chmod(join(out, STATE_FILE), 0o444);
+}
+
+/**
+ * Restore the state just saved in `out` once, as a row would, before it
+ * enters the cache: it must answer SSH with a clean kernel log. A bad state
+ * would otherwise fail every row of its configuration until the cache is
+ * cleared (one saved live on a loaded host oopsed at once, every time).
+ */
+async function checkRestore(
+  base: GuestSpec,
+  out: string,
+  logs: string,
+  tmp: string,
+  opts: SaveOptions,
+): Promise<void> {
+  const spec: GuestSpec = {
+    ...base,
+    rootfs: join(out, DISK_FILE),
+    rootfsWritable: false,
+    savesState: false,
+    incoming: join(out, STATE_FILE),
+    sshPort: freePort(),
+    qmpSocket: join(tmp, "check.sock"),
+    consoleLog: join(logs, "check-console.log"),
+  };
+  const t0 = performance.now();
+  const vm = await GuestVm.start(spec, {
+    sshKeyPath: "",
+    bootTimeoutSec: opts.bootTimeoutSec,
+    logDir: logs,
+  });
+  try {
+    await vm.waitForSsh(spec.sshPort, opts.sshKey, opts.bootTimeoutSec);
+    const log = await vm.run("dmesg", { timeoutSec: 30 });
+    if (log.code !== 0) throw new Error(`reading the restored guest's kernel log: ${log.stderr}`);
+    const bad = opts.checkKernelLog(log.stdout);
+    if (bad.length) {
+      throw new Error(`the state restored into: ${bad.slice(0, 3).join(" | ")}`);
+    }
+  } finally {
+    await vm.close();
+  }
+  progress(
+    "snapshot",
+    `restored once to check it: SSH and a clean kernel log in ${
+      ((performance.now() - t0) / 1000).toFixed(1)
+    } s`,
+  );
 }

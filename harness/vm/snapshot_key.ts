@@ -9,7 +9,7 @@
 import { type GuestDevice, type GuestSpec, qemuArgs } from "./qemu_args.ts";
 
 /** Bump when what a saved state holds, or how it is made, changes. */
-export const SNAPSHOT_VERSION = 6;
+export const SNAPSHOT_VERSION = 7;
 
 /** The name (and hostname) of the guest a state is made from. */
 export const SNAPSHOT_GUEST = "snapshot";
@@ -54,7 +54,7 @@ function baseDevice(d: GuestDevice): GuestDevice {
 
 /** The spec a state for `spec` is made from (paths and port left empty: filled at save). */
 export function snapshotBaseSpec(spec: GuestSpec): GuestSpec {
-  const { rootfsWritable: _w, incoming: _i, ...rest } = spec;
+  const { rootfsWritable: _w, incoming: _i, savesState: _s, ...rest } = spec;
   return {
     ...rest,
     name: SNAPSHOT_GUEST,
