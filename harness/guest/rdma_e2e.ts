@@ -129,7 +129,7 @@ export async function rping(ctx: RowContext, nodes: RdmaNode[]): Promise<void> {
       nodes,
       `rping -s -a ${s.ip} -p 18850 -C 20 -S 1024 -v -V`,
       `rping -c -a ${s.ip} -p 18850 -C 20 -S 1024 -v -V`,
-      0,
+      { rdmaCm: 18850 },
     );
     const bad = rpingDataErrors(out);
     ctx.expect(bad.length === 0, `rping -V found wrong data: ${bad.join("; ")}`);

@@ -5,6 +5,7 @@
  * as measurements, and the port counters. Everything but the setup takes any
  * {@link RdmaNode}, so the native-InfiniBand rows (ib_pair.ts) use it too.
  */
+import { pingEach } from "./ping.ts";
 import type { Guest } from "../vm/types.ts";
 import { type RowContext, RowFailure } from "../matrix/row.ts";
 import { waitCarrier } from "./cnuas_net.ts";
@@ -82,8 +83,8 @@ export async function setupRoceNodes(ctx: RowContext, ips: string[]): Promise<Ro
     }));
     if (nodes.length > 1) {
       const last = nodes[nodes.length - 1];
-      const r = await last.g.run(`ping -c 3 -i 0.2 -W 5 ${nodes[0].ip}`, { timeoutSec: 60 });
-      ctx.expect(r.code === 0, `ping ${nodes[0].ip} from ${last.g.name}: ${r.stdout}`);
+      const r = await pingEach(last.g, nodes[0].ip, { count: 3 });
+      ctx.expect(r.ok, r.why);
     }
     await Promise.all(nodes.map(async (n) => {
       const st = await n.g.run(`ibv_devinfo -d ${n.dev.ibdev} | grep state:`, { timeoutSec: 30 });
