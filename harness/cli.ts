@@ -16,11 +16,14 @@
  *                                   restore their guests from a saved state)
  *       [--depth quick|deep]        how much each row does (default quick: every claim, smaller
  *                                   volumes; deep: the full volumes; or CNUAS_HIL_DEPTH)
+ *       [--jobs N]                  rows sharing the cores that run at once (default: the
+ *                                   cores, 2 to 4; or CNUAS_HIL_JOBS); rows judging timing
+ *                                   run alone
  *       [--dev-modules]             while working on a driver: guests run the modules built
  *                                   from the working tree over the newest image's packaged
  *                                   ones (no package/image/state rebuild); rows that check
  *                                   the packages are skipped
- *   test [--depth quick|deep]   Deno tests, then the matrix as a gate
+ *   test [--depth quick|deep] [--jobs N]  Deno tests, then the matrix as a gate
  *   lab [--guests N] [--fabric eth|ib] [--gpus G]  boot N guests (default 2), each with
  *                               G cnuasgpu functions (default 0), with our builds
  *                               installed, print their SSH commands, hold until Ctrl-C
@@ -121,7 +124,17 @@ function configFrom(values: Record<string, unknown>): Config {
     ...(values["no-snapshot"] ? { snapshots: false } : {}),
     ...(values["dev-modules"] ? { devModules: true } : {}),
     depth: depthFrom((values.depth as string | undefined) ?? env.depth),
+    ...jobsFrom((values.jobs as string | undefined) ?? env.jobs),
   });
+}
+
+/** `--jobs N` (or CNUAS_HIL_JOBS): a whole number from 1; the default (config.ts) without. */
+export function jobsFrom(value: string | undefined): { jobs?: number } {
+  if (value === undefined || value === "") return {};
+  if (!/^\d+$/.test(value) || Number(value) < 1 || Number(value) > 64) {
+    throw new UsageError(`--jobs wants a whole number from 1 to 64, not ${value}`);
+  }
+  return { jobs: Number(value) };
 }
 
 /** `--depth quick|deep` (or CNUAS_HIL_DEPTH); quick without either. */
@@ -321,6 +334,7 @@ async function main(argv: string[]): Promise<number> {
       "no-snapshot": { type: "boolean" },
       "dev-modules": { type: "boolean" },
       depth: { type: "string" },
+      jobs: { type: "string" },
       minutes: { type: "string" },
       guests: { type: "string" },
       fabric: { type: "string" },

@@ -52,6 +52,11 @@ export interface Config {
    * packages are skipped. Never for a published run.
    */
   devModules: boolean;
+  /**
+   * How many rows that share the cores run at once (`--jobs`); rows that
+   * judge timing always run alone (matrix/lanes.ts).
+   */
+  jobs: number;
 }
 
 /** Repository root, derived from this file's location. */
@@ -72,6 +77,8 @@ export interface EnvironmentSettings {
   lossSeed?: string;
   /** `CNUAS_HIL_DEPTH`, as `--depth` (unchecked: the CLI checks it). */
   depth?: string;
+  /** `CNUAS_HIL_JOBS`, as `--jobs` (unchecked: the CLI checks it). */
+  jobs?: string;
 }
 
 /** Read {@link EnvironmentSettings}; `get` is injectable for tests. */
@@ -85,6 +92,7 @@ export function environmentSettings(
     accel: pick("CNUAS_HIL_ACCEL"),
     lossSeed: pick("CNUAS_HIL_LOSS_SEED"),
     depth: pick("CNUAS_HIL_DEPTH"),
+    jobs: pick("CNUAS_HIL_JOBS"),
   };
 }
 
@@ -122,8 +130,18 @@ export function defaultConfig(overrides: Partial<Config> = {}): Config {
     snapshots: true,
     depth: "quick",
     devModules: false,
+    jobs: defaultJobs(),
     ...overrides,
   };
+}
+
+/**
+ * Rows sharing the cores that run at once by default: one per core, at
+ * least 2 (a 2-core host measured faster with 2 than 3: docs/architecture.md, "The
+ * flow of a row") and at most 4 (each guest row holds 1-3 guests of 1 GiB).
+ */
+export function defaultJobs(cores: number = navigator.hardwareConcurrency): number {
+  return Math.max(2, Math.min(4, cores));
 }
 
 /**

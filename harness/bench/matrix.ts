@@ -28,6 +28,7 @@ export function matrixFigures(rows: RowResult[]): Record<string, Measurement> {
     rowSec: { value: Number(rows.reduce((a, r) => a + r.durationSec, 0).toFixed(1)), unit: "s" },
     guestBoots: { value: starts.filter((g) => g.start === "cold").length, unit: "guests" },
     guestRestores: { value: starts.filter((g) => g.start === "snapshot").length, unit: "guests" },
+    rowsAlone: { value: rows.filter((r) => !r.ranBeside?.length).length, unit: "rows" },
   };
   for (const r of rows) {
     out[`row.${r.id}.sec`] = { value: Number(r.durationSec.toFixed(1)), unit: "s" };
@@ -55,6 +56,7 @@ export async function benchMatrix(config: Config): Promise<Record<string, Measur
     warmMatrixSec: { value: Number(wallSec.toFixed(1)), unit: "s" },
     warmMatrixBudgetSec: { value: WARM_MATRIX_BUDGET_SEC, unit: "s" },
     warmMatrixWithinBudget: { value: wallSec <= WARM_MATRIX_BUDGET_SEC ? 1 : 0, unit: "bool" },
+    jobs: { value: config.jobs, unit: "rows" },
     ...matrixFigures(report.rows),
   };
 }

@@ -1,23 +1,26 @@
 /**
- * The order a run's rows take. Rows with guests run one after another, in
- * the order given: a 2-core runner hosts one row's guests at a time. Rows
- * without guests (fresh-host, qtest-*; not `switch`, which declares `alone`)
- * form a second lane that runs beside the first guest row declaring
- * `sharesCores` (a row whose claims hold on shared cores: no rate, latency
- * or time among them); every later guest row without it waits until that
- * lane is done, so rows that judge timing have the cores to themselves.
- * With no such row, the guest-less lane runs first. Measured on 2 cores
- * under TCG (docs/architecture.md): the guest-less rows beside `packages`
- * take 168 s where the two ran 266 s one after the other.
+ * Which rows of a run run at once. A row shares the cores when its claims
+ * hold with other rows running beside it: rows without guests (fresh-host,
+ * qtest-*; not `switch`, which declares `alone`), and guest rows declaring
+ * `sharesCores` (no rate, latency or time among their claims, and no wait
+ * a slower guest could overrun). Every other row runs alone, first, in the
+ * order given: nothing runs beside a row that judges timing. Then the
+ * sharing rows run `jobs` at a time (`--jobs`; default: the host's cores,
+ * 2 to 4), longest first by the durations the previous run recorded
+ * (unknown ones at their median; the order given without any), each next
+ * row starting as soon as one ends, so the run ends with its short rows.
+ * Each row's report names the rows that ran beside it. Measured on 2 cores
+ * under TCG: docs/architecture.md, "The flow of a row".
  */
+import { median } from "../stats.ts";
 import type { Row } from "./row.ts";
 
 /**
- * A row runs in the guest-less lane when it has no guests and does not ask
- * for the cores to itself (`alone`); else in the guest lane.
+ * Whether `row` may run beside other rows: a guest-less row unless it asks
+ * to be `alone`, a guest row when it declares `sharesCores`.
  */
-export function guestless(row: Row): boolean {
-  return row.needs.guests === 0 && !row.alone;
+export function sharesCores(row: Row): boolean {
+  return row.needs.guests === 0 ? row.alone === undefined : row.sharesCores !== undefined;
 }
 
 /** A row with its index in the run's rows. */
@@ -26,48 +29,68 @@ export interface LaneRow {
   i: number;
 }
 
-/** The two lanes of `rows`, and the guest row the guest-less lane starts beside (none: first). */
-export function planLanes(rows: Row[]): { side: LaneRow[]; main: LaneRow[]; beside?: Row } {
-  const indexed = rows.map((row, i) => ({ row, i }));
-  const main = indexed.filter(({ row }) => !guestless(row));
-  return {
-    side: indexed.filter(({ row }) => guestless(row)),
-    main,
-    beside: main.find(({ row }) => row.sharesCores)?.row,
-  };
+/** How a run's rows are run. */
+export interface RunPlan {
+  /** Rows that run alone, first, in the order given. */
+  alone: LaneRow[];
+  /** Rows that share the cores, in the order they start. */
+  shared: LaneRow[];
+  /** How many shared rows run at once. */
+  jobs: number;
 }
 
 /**
- * Run `rows` through `runOne` in two lanes as above; `runOne` gets each
- * row's index in `rows`. Resolves when every row has run.
+ * The plan for `rows` with `jobs` shared rows at once; `durations` (row id
+ * to seconds, the previous run's) orders the shared rows longest first.
  */
-export async function runInLanes(
+export function planRun(
   rows: Row[],
-  runOne: (row: Row, index: number) => Promise<void>,
-): Promise<void> {
-  const { side, main, beside } = planLanes(rows);
-  let sideLane: Promise<void> | undefined;
-  const startSide = () => {
-    if (!sideLane) {
-      sideLane = (async () => {
-        for (const { row, i } of side) await runOne(row, i);
-      })();
-      // awaited later; until then a failure must not count as unhandled
-      sideLane.catch(() => {});
-    }
-    return sideLane;
-  };
-  if (!beside) await startSide();
-  try {
-    for (const { row, i } of main) {
-      if (row.sharesCores) startSide();
-      else if (sideLane) await sideLane;
-      await runOne(row, i);
-    }
-  } catch (e) {
-    // the guest lane's failure is the run's; a side lane under way ends first
-    await sideLane?.catch(() => {});
-    throw e;
+  jobs: number,
+  durations: ReadonlyMap<string, number> = new Map(),
+): RunPlan {
+  const indexed = rows.map((row, i) => ({ row, i }));
+  const shared = indexed.filter(({ row }) => sharesCores(row));
+  const known = shared.filter(({ row }) => durations.has(row.id))
+    .map(({ row }) => durations.get(row.id)!);
+  if (known.length) {
+    const guess = median(known);
+    const sec = ({ row }: LaneRow) => durations.get(row.id) ?? guess;
+    shared.sort((a, b) => sec(b) - sec(a) || a.i - b.i);
   }
-  await startSide();
+  return { alone: indexed.filter(({ row }) => !sharesCores(row)), shared, jobs };
+}
+
+/**
+ * Run `plan`'s rows through `runOne`, which gets each row's index in the
+ * run's rows and the indices of the rows running beside it — a set that
+ * grows while the row runs, complete once its promise settles. After a
+ * `runOne` rejects no further row starts; the rows under way end first, then
+ * the first rejection is the run's.
+ */
+export async function runPlan(
+  plan: RunPlan,
+  runOne: (row: Row, index: number, beside: ReadonlySet<number>) => Promise<void>,
+): Promise<void> {
+  for (const { row, i } of plan.alone) await runOne(row, i, new Set());
+  const queue = [...plan.shared];
+  const running = new Map<number, Set<number>>();
+  let failure: { error: unknown } | undefined;
+  const worker = async () => {
+    while (!failure && queue.length) {
+      const { row, i } = queue.shift()!;
+      const beside = new Set(running.keys());
+      for (const other of running.values()) other.add(i);
+      running.set(i, beside);
+      try {
+        await runOne(row, i, beside);
+      } catch (error) {
+        failure ??= { error };
+      } finally {
+        running.delete(i);
+      }
+    }
+  };
+  const workers = Math.max(1, Math.min(plan.jobs, queue.length));
+  await Promise.all(Array.from({ length: workers }, worker));
+  if (failure) throw failure.error;
 }

@@ -1,6 +1,7 @@
 /**
- * A whole matrix run: rows in two lanes (lanes.ts), a report directory,
- * provenance; the report lists the rows in the order given.
+ * A whole matrix run: the rows that judge timing alone, the others several
+ * at a time (lanes.ts), a report directory, provenance; the report lists the
+ * rows in the order given.
  */
 import { join } from "node:path";
 import type { Config } from "../config.ts";
@@ -13,11 +14,15 @@ import {
   type Provenance,
   type RowResult,
 } from "../report/schema.ts";
-import { latestReport, writeReport } from "../report/write.ts";
+import { latestReport, recentReports, writeReport } from "../report/write.ts";
+import { durationsFromReports } from "./shard_plan.ts";
 import { type FabricStarter, Lab } from "./lab.ts";
 import type { Row } from "./row.ts";
-import { planLanes, runInLanes } from "./lanes.ts";
+import { planRun, runPlan } from "./lanes.ts";
 import { runRow } from "./runner.ts";
+
+/** How many of the newest local runs give the rows' durations their order in a run. */
+const RECENT_RUNS = 30;
 
 /** A new run id: UTC time plus a short random suffix. */
 export function newRunId(): string {
@@ -68,11 +73,22 @@ export async function runMatrix(
     ...(config.devModules ? { devModules: true as const } : {}),
   };
   progress("matrix", `run ${runId}: ${rows.map((r) => r.id).join(", ")}`);
-  const { side, beside } = planLanes(rows);
-  if (beside && side.length) {
-    progress("matrix", `${side.map(({ row }) => row.id).join(", ")} run beside ${beside.id}`);
+  // the page's "since the previous run" locally: the run `latest` pointed at until now
+  // (a published page gets its whole history instead: report publish)
+  const previous = await latestReport(config.reportsDir);
+  // the rows sharing the cores start longest first, by what the recent local runs took
+  const recent = await recentReports(config.reportsDir, RECENT_RUNS);
+  const plan = planRun(rows, config.jobs, durationsFromReports(recent));
+  if (plan.shared.length > 1 && plan.jobs > 1) {
+    progress(
+      "matrix",
+      (plan.alone.length
+        ? `alone first: ${plan.alone.map(({ row }) => row.id).join(", ")}; `
+        : "") +
+        `then ${plan.jobs} at a time: ${plan.shared.map(({ row }) => row.id).join(", ")}`,
+    );
   }
-  // by the rows' order, whichever lane finished them
+  // by the rows' order, whichever ended first
   const done: (RowResult | undefined)[] = rows.map(() => undefined);
   const report = (): MatrixJson => ({
     provenance: {
@@ -81,21 +97,19 @@ export async function runMatrix(
       accel: lab.accel,
       accelReason: lab.accelReason,
     },
-    // a copy: the other lane may finish a row while this one is written
+    // a copy: another row may end while this one is written
     rows: done.filter((r) => r !== undefined),
   });
-  // the page's "since the previous run" locally: the run `latest` pointed at until now
-  // (a published page gets its whole history instead: report publish)
-  const previous = await latestReport(config.reportsDir);
   const context = { ...emptyPageContext(), ...(previous ? { previous } : {}) };
   // Written before the first row too: a shard left without rows (`--row a --shard 3/3`)
   // still leaves a report for `report merge`.
   await writeReport(dir, report(), config.reportsDir, context);
   // Written after every row, so a killed run still leaves a report; one
-  // write at a time, as both lanes finish rows.
+  // write at a time, as rows running at once end.
   let writing = Promise.resolve();
-  await runInLanes(rows, async (row, i) => {
-    done[i] = await runRow(row, lab, dir);
+  await runPlan(plan, async (row, i, beside) => {
+    const result = await runRow(row, lab, dir);
+    done[i] = beside.size ? { ...result, ranBeside: [...beside].map((k) => rows[k].id) } : result;
     writing = writing.then(() => writeReport(dir, report(), config.reportsDir, context));
     await writing;
   });

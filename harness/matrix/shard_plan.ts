@@ -12,6 +12,7 @@
  */
 import { UsageError } from "../errors.ts";
 import type { HistoryIndex } from "../report/history_index.ts";
+import type { MatrixJson } from "../report/schema.ts";
 import { median } from "../stats.ts";
 
 /** Statuses whose duration says what the row costs (ERROR, MISS, SKIP end early). */
@@ -49,6 +50,20 @@ export function durationsFromIndex(index: HistoryIndex): Map<string, number> {
     for (const row of run.rows) {
       if (out.has(row.id) || row.durationSec === undefined) continue;
       if (TIMED_STATUSES.has(row.status)) out.set(row.id, row.durationSec);
+    }
+  }
+  return out;
+}
+
+/**
+ * Each row's duration in the newest of `reports` (newest first) that ran it
+ * to an end, as {@link durationsFromIndex} does for a history.
+ */
+export function durationsFromReports(reports: readonly MatrixJson[]): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const m of reports) {
+    for (const row of m.rows) {
+      if (!out.has(row.id) && TIMED_STATUSES.has(row.status)) out.set(row.id, row.durationSec);
     }
   }
   return out;

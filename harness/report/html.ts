@@ -225,6 +225,13 @@ function detailsBody(r: RowResult, context: PageContext, files: PageFiles): stri
   const flaky = context.flaky[r.id];
   if (flaky) parts.push(`<p><span class="flaky">⚑ flaky</span>: ${esc(flaky)}</p>`);
   if (r.reason) parts.push(`<p><strong>Reason:</strong> ${esc(r.reason)}</p>`);
+  if (r.ranBeside?.length) {
+    parts.push(
+      `<p class="beside">Ran beside ${
+        esc(r.ranBeside.join(", "))
+      }, sharing the host's cores: its times were taken that way.</p>`,
+    );
+  }
   if (r.steps.length) {
     parts.push(
       `<table class="steps"><caption>Steps of ${esc(r.id)}</caption><thead><tr>` +

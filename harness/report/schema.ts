@@ -65,6 +65,11 @@ export interface RowResult {
   steps: StepResult[];
   /** How each guest started (rows without guests, and older reports, have none). */
   guests?: GuestStart[];
+  /**
+   * The rows that ran at some time beside this one, sharing the host's cores
+   * (absent: it ran alone). Its duration was measured that way.
+   */
+  ranBeside?: string[];
 }
 
 /** Where a run's inputs came from. */

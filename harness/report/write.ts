@@ -22,6 +22,32 @@ export async function latestReport(reportsDir: string): Promise<MatrixJson | und
 }
 
 /**
+ * The newest `count` runs under `reportsDir` (run ids sort by their start
+ * time), newest first; directories without a readable matrix.json are left
+ * out.
+ */
+export async function recentReports(reportsDir: string, count: number): Promise<MatrixJson[]> {
+  const ids: string[] = [];
+  try {
+    for await (const e of Deno.readDir(reportsDir)) {
+      if (e.isDirectory && /^\d{8}T\d{6}-/.test(e.name)) ids.push(e.name);
+    }
+  } catch {
+    return [];
+  }
+  const out: MatrixJson[] = [];
+  for (const id of ids.sort().reverse().slice(0, count)) {
+    const path = join(reportsDir, id, "matrix.json");
+    try {
+      out.push(parseMatrixJson(await Deno.readTextFile(path), path));
+    } catch {
+      // a run killed before its first write, or not a run: nothing to learn from
+    }
+  }
+  return out;
+}
+
+/**
  * Write matrix.json and its renderings into `dir`; point `<reportsDir>/latest`
  * at it. The page shows `context` (the run's history; empty: the run alone)
  * and what `dir` holds: each step's transcript excerpt is written to

@@ -223,6 +223,7 @@ export const row: Row = {
   id: "cnuasdev",
   title: "libcnuasdev: suite on pcie, host and soft, cross-backend differential, no-device smoke",
   needs: cnuasdevGuestNeeds("cnuasdev-host"),
+  sharesCores: "it judges results and the cross-backend differential, whose lines hold no times",
   timeoutSec: 600,
   modules: ["cnuasgpu", "cnuasgpu_host"],
   libraries: ["libcnuasdev"],

@@ -186,6 +186,7 @@ export const row: Row = {
   id: "cnuaslink",
   title: "two accelerators exchange frames over CnuasLink through the switch",
   needs: linkedGpuNeeds(),
+  sharesCores: "it judges frames and link states; the frame rates are recorded, not judged",
   timeoutSec: 600,
   modules: ["cnuasgpu"],
   run,

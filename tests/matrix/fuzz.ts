@@ -143,6 +143,9 @@ export const row: Row = {
   title: "wire fuzz and uverbs ABI fuzz of cnuas_ib: drops counted as predicted, " +
     "no oops, no leak, device still works",
   needs: rdmaPairNeeds("eth", "guestprogs"),
+  sharesCores:
+    "it judges counters against the model, read once the guest is quiet; the soak's memory bound " +
+    "is per round, not per second",
   timeoutSec: 1800,
   modules: ["cnuas_net", "cnuas_ib"],
   async run(ctx) {

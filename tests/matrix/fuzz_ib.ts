@@ -25,6 +25,7 @@ export const row: Row = {
   title:
     "wire fuzz of cnuas_ib on native InfiniBand: link and transport faults counted as predicted",
   needs: rdmaPairNeeds("ib", "guestprogs"),
+  sharesCores: "it judges counters against the model, read once the guest is quiet",
   timeoutSec: 1200,
   modules: ["cnuas_net", "cnuas_ib"],
   async run(ctx) {

@@ -531,6 +531,7 @@ export const row: Row = {
     // the gpu: the ABI fuzz's /dev/cnuasgpu0
     devices: { vnic: 1, gpu: 1 },
   },
+  sharesCores: "it judges results against the model; the waits it checks are 1 s and more",
   timeoutSec: 1200,
   // Both GPU modules (issue 15); cnuas_ib only imports an export here.
   modules: ["cnuasgpu_host", "cnuasgpu"],

@@ -193,6 +193,7 @@ export const row: Row = {
   id: "gpu-smoke",
   title: "cnuasgpu.ko probes; info, alloc, copy, free, mmap of BAR1, sysfs",
   needs: { guests: 1, builds: ["qemu", "image", "guestprogs"], devices: { gpu: GPUS } },
+  sharesCores: "it judges data and states; the fuzz call count is recorded, not judged",
   timeoutSec: 600,
   modules: ["cnuasgpu"],
   run,

@@ -1,3 +1,4 @@
+import { pingEach } from "../../harness/guest/ping.ts";
 import type { Row, RowContext } from "../../harness/matrix/row.ts";
 import { RowFailure } from "../../harness/matrix/row.ts";
 import type { FabricHandle } from "../../harness/matrix/row.ts";
@@ -109,10 +110,8 @@ async function pingpong(
 }
 
 async function ping(from: IbNode, to: IbNode, count = 5): Promise<void> {
-  const r = await from.g.run(`ping -c ${count} -i 0.2 -W 5 ${to.ip}`, { timeoutSec: 60 });
-  if (r.code !== 0) {
-    throw new RowFailure(`IPoIB ping ${from.g.name} -> ${to.ip}: ${r.stdout}${r.stderr}`);
-  }
+  const r = await pingEach(from.g, to.ip, { count });
+  if (!r.ok) throw new RowFailure(`IPoIB ping: ${r.why}`);
 }
 
 /** Wait (bounded) until IPoIB has its carrier: it joined the broadcast group through the SA. */
@@ -398,6 +397,9 @@ export const row: Row = {
     builds: ["qemu", "image", "provider"],
     devices: { vnic: 1 },
   },
+  sharesCores:
+    "it judges forwarding against the model, SMA answers and traps; the SM's times are recorded, " +
+    "not judged",
   timeoutSec: 900,
   modules: ["cnuas_net", "cnuas_ib"],
   run: async (ctx) => {

@@ -356,6 +356,9 @@ export const row: Row = {
   title: "ibv_devinfo -v, ibstat, rdma show the datasheet; poll_cq and post_recv are syscall-free",
   // the port state must follow a real link: the device on a switch
   needs: rdmaGuestNeeds(),
+  sharesCores:
+    "it judges attributes, counters and syscall counts; the poll and post costs are recorded, " +
+    "not judged",
   timeoutSec: 300,
   modules: ["cnuas_net", "cnuas_ib"],
   async run(ctx) {

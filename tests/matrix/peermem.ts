@@ -12,6 +12,7 @@ export const row: Row = {
   id: "peermem",
   title: "DMA-BUF export of accelerator memory, ibv_reg_dmabuf_mr on cnuas_ib, RDMA into it",
   needs: rdmaGpuPairNeeds("eth"),
+  sharesCores: "it judges the data moved, with 120 s per completion",
   timeoutSec: 600,
   modules: ["cnuasgpu", "cnuas_net", "cnuas_ib"],
   async run(ctx) {

@@ -70,6 +70,9 @@ export const row: Row = {
   id: "roce-e2e",
   title: "unmodified RDMA tools over RoCEv2: pingpongs, perftest, rping, the examples",
   needs: rdmaPairNeeds("eth", "guestprogs"),
+  sharesCores:
+    "it judges data (--chk, -V) and counts; the tools' rates and latencies are recorded, not " +
+    "judged",
   timeoutSec: 1200,
   modules: ["cnuas_net", "cnuas_ib"],
   async run(ctx) {

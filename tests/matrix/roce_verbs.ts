@@ -316,6 +316,7 @@ export const row: Row = {
   id: "roce-verbs",
   title: "UD, SRQ, multicast, RDMA CM tools and rsockets over RoCEv2",
   needs: rdmaPairNeeds("eth", "guestprogs"),
+  sharesCores: "it judges data, counts and events; the tools' rates are recorded, not judged",
   timeoutSec: 1200,
   modules: ["cnuas_net", "cnuas_ib"],
   async run(ctx) {

@@ -165,6 +165,7 @@ export const row: Row = {
   id: "verbs-limits",
   title: "table 4.1's limits reached through verbs; one past each refused with ENOMEM/EINVAL",
   needs: rdmaGuestNeeds(),
+  sharesCores: "it judges counts and error codes only",
   timeoutSec: 300,
   modules: ["cnuas_net", "cnuas_ib"],
   async run(ctx) {

@@ -1,116 +1,135 @@
 import assert from "node:assert/strict";
-import { guestless, planLanes, runInLanes } from "../../harness/matrix/lanes.ts";
+import { planRun, runPlan, sharesCores } from "../../harness/matrix/lanes.ts";
 import type { Row } from "../../harness/matrix/row.ts";
 
-function row(id: string, guests: number, sharesCores?: string): Row {
+function row(id: string, guests: number, sharing?: string): Row {
   return {
     id,
     title: id,
     needs: { guests, builds: [] },
     timeoutSec: 1,
-    ...(sharesCores ? { sharesCores } : {}),
+    ...(sharing ? { sharesCores: sharing } : {}),
   };
 }
 
 const tick = () => new Promise((r) => setTimeout(r, 1));
 
-/** Run `rows`, each taking `ticks[id]` (default 2) timer ticks; the start/end events in order. */
-async function trace(rows: Row[], ticks: Record<string, number> = {}): Promise<string[]> {
+/**
+ * Run `rows` with `jobs` at a time, each taking `ticks[id]` (default 2) timer
+ * ticks; the start/end events in order and what each row saw beside it.
+ */
+async function trace(
+  rows: Row[],
+  jobs: number,
+  ticks: Record<string, number> = {},
+  durations = new Map<string, number>(),
+): Promise<{ events: string[]; beside: Map<string, string[]> }> {
   const events: string[] = [];
   const seen: number[] = [];
-  await runInLanes(rows, async (r, i) => {
+  const beside = new Map<string, string[]>();
+  await runPlan(planRun(rows, jobs, durations), async (r, i, others) => {
     assert.equal(rows[i], r);
     seen.push(i);
     events.push(`+${r.id}`);
     for (let t = 0; t < (ticks[r.id] ?? 2); t++) await tick();
     events.push(`-${r.id}`);
+    // read once the row is over, as the matrix run does
+    queueMicrotask(() => beside.set(r.id, [...others].map((k) => rows[k].id).sort()));
   });
+  await tick();
   assert.deepEqual(seen.toSorted((a, b) => a - b), rows.map((_, i) => i), "each row once");
-  return events;
+  return { events, beside };
 }
 
-Deno.test("guestless: rows that need no guests and do not ask for the cores alone", () => {
-  assert.equal(guestless(row("qtest-vnic", 0)), true);
-  assert.equal(guestless(row("boot", 2)), false);
-  assert.equal(guestless({ ...row("switch", 0), alone: "deadlines" }), false);
+Deno.test("sharesCores: guest-less rows unless alone, guest rows that declare it", () => {
+  assert.equal(sharesCores(row("qtest-vnic", 0)), true);
+  assert.equal(sharesCores(row("boot", 2)), false);
+  assert.equal(sharesCores(row("packages", 1, "no timing")), true);
+  assert.equal(sharesCores({ ...row("switch", 0), alone: "deadlines" }), false);
 });
 
-Deno.test("runInLanes: a guest-less row that asks to be alone waits in the guest lane", async () => {
-  const rows = [row("q", 0), row("p", 1, "x"), { ...row("sw", 0), alone: "deadlines" }];
-  const events = await trace(rows, { q: 6, p: 2, sw: 1 });
-  assert.ok(events.indexOf("+sw") > events.indexOf("-q"), events.join(" "));
-  assert.deepEqual(events.slice(-2), ["+sw", "-sw"]);
-});
-
-Deno.test("runInLanes: with no row sharing its cores, the guest-less rows run first, alone", async () => {
-  const events = await trace([row("boot", 2), row("qtest", 0), row("ibstat", 1), row("sw", 0)]);
-  assert.deepEqual(events, [
-    "+qtest",
-    "-qtest",
-    "+sw",
-    "-sw",
-    "+boot",
-    "-boot",
-    "+ibstat",
-    "-ibstat",
-  ]);
-});
-
-Deno.test("runInLanes: guest-less rows start beside the first row sharing its cores", async () => {
+Deno.test("runPlan: rows that judge timing run alone and first, in the order given", async () => {
   const rows = [
-    row("fresh", 0),
+    row("q", 0),
     row("boot", 2),
-    row("packages", 1, "no timing"),
-    row("qtest", 0),
-    row("driver-load", 1),
+    row("p", 1, "x"),
+    { ...row("sw", 0), alone: "deadlines" },
+    row("lossless", 3),
   ];
-  const events = await trace(rows, { fresh: 6, qtest: 6, packages: 2 });
-  // boot runs alone; the side lane starts with packages and overlaps it
-  assert.deepEqual(events.slice(0, 4), ["+boot", "-boot", "+fresh", "+packages"]);
-  assert.ok(events.indexOf("-packages") < events.indexOf("-fresh"), events.join(" "));
-  // driver-load judges timing: it starts only once the side lane is done
-  assert.ok(events.indexOf("+driver-load") > events.indexOf("-qtest"), events.join(" "));
-  assert.deepEqual(events.slice(-2), ["+driver-load", "-driver-load"]);
+  const { events, beside } = await trace(rows, 2);
+  assert.deepEqual(events.slice(0, 6), ["+boot", "-boot", "+sw", "-sw", "+lossless", "-lossless"]);
+  assert.deepEqual(events.slice(6, 8).sort(), ["+p", "+q"]);
+  assert.deepEqual(beside.get("boot"), []);
+  assert.deepEqual(beside.get("q"), ["p"]);
+  assert.deepEqual(beside.get("p"), ["q"]);
 });
 
-Deno.test("runInLanes: consecutive sharing rows keep the side lane beside them", async () => {
-  const rows = [row("a", 1, "x"), row("b", 1, "x"), row("q", 0)];
-  const events = await trace(rows, { q: 8, a: 2, b: 2 });
-  assert.deepEqual(events.slice(0, 2), ["+q", "+a"]);
-  assert.ok(events.indexOf("+b") < events.indexOf("-q"), events.join(" "));
+Deno.test("runPlan: never more than jobs at once; a row starts as soon as one ends", async () => {
+  const rows = ["a", "b", "c", "d", "e"].map((id) => row(id, 1, "x"));
+  const { events } = await trace(rows, 2, { a: 2, b: 6, c: 2, d: 2, e: 2 });
+  let running = 0;
+  let most = 0;
+  for (const e of events) {
+    running += e.startsWith("+") ? 1 : -1;
+    most = Math.max(most, running);
+  }
+  assert.equal(most, 2, events.join(" "));
+  // a ends first: c takes its place while b still runs
+  assert.ok(events.indexOf("+c") < events.indexOf("-b"), events.join(" "));
 });
 
-Deno.test("runInLanes: a failing side lane fails the run once the guest lane waits for it", async () => {
+Deno.test("runPlan: what ran beside a row is every row that overlapped it", async () => {
+  const rows = [row("long", 1, "x"), row("s1", 0), row("s2", 0)];
+  const { beside } = await trace(rows, 2, { long: 8, s1: 2, s2: 2 });
+  assert.deepEqual(beside.get("long"), ["s1", "s2"]);
+  assert.deepEqual(beside.get("s1"), ["long"]);
+  assert.deepEqual(beside.get("s2"), ["long"]);
+});
+
+Deno.test("runPlan: with jobs 1 every row runs alone, in the order given", async () => {
+  const rows = [row("a", 1, "x"), row("q", 0), row("b", 1, "x")];
+  const { events } = await trace(rows, 1);
+  assert.deepEqual(events, ["+a", "-a", "+q", "-q", "+b", "-b"]);
+});
+
+Deno.test("planRun: shared rows longest first by the previous durations, unknown at the median", () => {
+  const rows = [row("a", 1, "x"), row("b", 1, "x"), row("c", 0), row("d", 1, "x"), row("t", 2)];
+  const durations = new Map([["a", 10], ["b", 50], ["c", 30], ["t", 99]]);
+  const plan = planRun(rows, 2, durations);
+  assert.deepEqual(plan.alone.map(({ row }) => row.id), ["t"]);
+  // d is unknown: the median of 10, 50, 30 is 30, and it ties c, which comes first
+  assert.deepEqual(plan.shared.map(({ row }) => row.id), ["b", "c", "d", "a"]);
+  assert.deepEqual(planRun(rows, 2).shared.map(({ row }) => row.id), ["a", "b", "c", "d"]);
+});
+
+Deno.test("runPlan: after a failure no row starts; the rows under way end, then it rejects", async () => {
   const ran: string[] = [];
+  const ended: string[] = [];
+  const rows = [row("x", 1, "x"), row("y", 1, "x"), row("z", 1, "x")];
   await assert.rejects(
-    runInLanes([row("p", 1, "x"), row("q", 0), row("late", 1)], async (r) => {
+    runPlan(planRun(rows, 2), async (r) => {
       ran.push(r.id);
       await tick();
-      if (r.id === "q") throw new Error("side broke");
+      if (r.id === "x") throw new Error("x broke");
+      await tick();
+      await tick();
+      ended.push(r.id);
     }),
-    /side broke/,
+    /x broke/,
   );
-  assert.deepEqual(ran, ["q", "p"]);
+  assert.deepEqual(ran, ["x", "y"]);
+  assert.deepEqual(ended, ["y"]);
 });
 
-Deno.test("runInLanes: a guest lane failing before the sharing row starts no guest-less row", async () => {
+Deno.test("runPlan: a row that runs alone and fails starts nothing after it", async () => {
   const ran: string[] = [];
   await assert.rejects(
-    runInLanes([row("g", 1), row("p", 1, "x"), row("q", 0)], async (r) => {
+    runPlan(planRun([row("g", 1), row("p", 1, "x"), row("q", 0)], 2), async (r) => {
       ran.push(r.id);
       await tick();
-      if (r.id === "g") throw new Error("guest lane broke");
+      if (r.id === "g") throw new Error("g broke");
     }),
-    /guest lane broke/,
+    /g broke/,
   );
   assert.deepEqual(ran, ["g"]);
-});
-
-Deno.test("planLanes: each lane's rows by index, and the row the guest-less lane starts beside", () => {
-  const rows = [row("fresh", 0), row("boot", 2), row("packages", 1, "x"), row("q", 0)];
-  const plan = planLanes(rows);
-  assert.deepEqual(plan.side.map(({ i }) => i), [0, 3]);
-  assert.deepEqual(plan.main.map(({ i }) => i), [1, 2]);
-  assert.equal(plan.beside?.id, "packages");
-  assert.equal(planLanes([row("boot", 2), row("q", 0)]).beside, undefined);
 });

@@ -91,6 +91,13 @@ Deno.test("markdown and html show every row, its status and its measurements", (
   assert.ok(!/<link|<script src/.test(html), "self-contained");
   assert.match(html, /why &lt;switch&gt;/);
   assert.match(html, /step &amp; more/);
+  assert.ok(!/Ran beside/.test(html), "no row ran beside another");
+});
+
+Deno.test("the page says which rows ran beside a row, sharing the cores", () => {
+  const m = sample("r1", ["docs", "qtest-vnic"]);
+  m.rows[0].ranBeside = ["qtest-vnic"];
+  assert.match(toHtml(m), /Ran beside qtest-vnic, sharing the host's cores/);
 });
 
 Deno.test("compat.json lists module versions with the rows that validated them", async () => {

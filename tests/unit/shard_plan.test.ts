@@ -2,7 +2,12 @@
 import assert from "node:assert/strict";
 import { UsageError } from "../../harness/errors.ts";
 import { shardRows } from "../../harness/matrix/registry.ts";
-import { durationsFromIndex, formatPlan, planShards } from "../../harness/matrix/shard_plan.ts";
+import {
+  durationsFromIndex,
+  durationsFromReports,
+  formatPlan,
+  planShards,
+} from "../../harness/matrix/shard_plan.ts";
 import { emptyIndex, type RunEntry } from "../../harness/report/history_index.ts";
 import type { Status } from "../../harness/report/schema.ts";
 
@@ -77,4 +82,28 @@ Deno.test("durations come from each row's newest run that ran it to an end", () 
   ];
   assert.deepEqual(durationsFromIndex(index), new Map([["a", 120], ["b", 50], ["c", 40]]));
   assert.deepEqual(durationsFromIndex(emptyIndex()), new Map());
+});
+
+Deno.test("durationsFromReports: each row's newest ended run; reports come newest first", () => {
+  const report = (rows: [string, Status, number][]) => ({
+    provenance: {
+      runId: "r",
+      startedAt: "2026-12-01T00:00:00Z",
+      project: "p",
+      host: { kernel: "k", hostname: "h", cpus: 2 },
+    },
+    rows: rows.map(([id, status, durationSec]) => ({
+      id,
+      title: id,
+      status,
+      durationSec,
+      measurements: {},
+      artifacts: [],
+      steps: [],
+    })),
+  });
+  const newest = report([["a", "PASS", 120], ["b", "ERROR", 2]]);
+  const older = report([["a", "PASS", 100], ["b", "FAIL", 50], ["c", "MISS", 0]]);
+  assert.deepEqual(durationsFromReports([newest, older]), new Map([["a", 120], ["b", 50]]));
+  assert.deepEqual(durationsFromReports([]), new Map());
 });
