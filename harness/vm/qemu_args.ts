@@ -4,6 +4,14 @@
 import type { Accel } from "../config.ts";
 import { stateInUri } from "./qmp.ts";
 
+/**
+ * For a machine whose state `saveStateTo` saves (it stops the machine
+ * first): leave the run state out of the stream, so the machine that loads
+ * it runs as its own start says (`cont`, or at once without `-S`), not
+ * stopped as the saved one was.
+ */
+export const SAVES_STATE_ARGS: readonly string[] = ["-global", "migration.store-global-state=off"];
+
 /** One of our devices on a guest's PCI bus. */
 export type GuestDevice =
   | { kind: "vnic"; socketPath?: string; mac: string }
@@ -132,7 +140,7 @@ export function qemuArgs(spec: GuestSpec): string[] {
   ];
   for (const dir of spec.firmware) args.push("-L", dir);
   if (spec.incoming) args.push("-incoming", stateInUri(spec.incoming));
-  if (spec.savesState) args.push("-global", "migration.store-global-state=off");
+  if (spec.savesState) args.push(...SAVES_STATE_ARGS);
   for (const [i, d] of spec.devices.entries()) {
     if (d.kind === "virtio-socket") {
       args.push(

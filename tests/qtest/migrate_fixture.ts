@@ -6,11 +6,16 @@
  * ends.
  */
 import { join } from "node:path";
+import { SAVES_STATE_ARGS } from "../../harness/vm/qemu_args.ts";
 import { type QmpClient, saveStateTo, stateInUri } from "../../harness/vm/qmp.ts";
 
-/** `-qmp` arguments for a machine named `name`, its socket in `dir`. */
+/**
+ * `-qmp` arguments for a machine named `name`, its socket in `dir`, and the
+ * harness's `SAVES_STATE_ARGS`: `saveState` stops the source, and the
+ * destination must still run once the load ends, as a restored guest does.
+ */
 export function qmpArgs(dir: string, name: string): string[] {
-  return ["-qmp", `unix:${qmpPath(dir, name)},server=on,wait=off`];
+  return ["-qmp", `unix:${qmpPath(dir, name)},server=on,wait=off`, ...SAVES_STATE_ARGS];
 }
 
 /** Where `qmpArgs` puts the QMP socket. */
