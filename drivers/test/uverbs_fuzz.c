@@ -84,6 +84,8 @@
 #define MAX_OBJ		96	/* live objects of one context we keep track of */
 #define STALE_RING	64	/* destroyed handles remembered */
 #define BUF_PAGES	16	/* the buffer MRs and SGEs point into */
+#define SPILL_PAGES	8	/* read-write after buf: what MRs running past it cover */
+#define GUARD_PAGES	16	/* PROT_NONE after the spill: no MR can be pinned across it */
 #define KERNEL_ADDR	0xffffffff81000000ULL
 
 #ifndef offsetofend
@@ -186,14 +188,27 @@ static void violation(const char *fmt, ...)
 
 /* ---- memory the fuzz points at ---- */
 
-static char *buf;		/* BUF_PAGES read-write pages */
+static char *buf;		/* BUF_PAGES read-write pages, then the spill */
 static char *ro_page;		/* one read-only page */
 static char *none_page;		/* one PROT_NONE page: never readable */
 
+/*
+ * buf is followed by SPILL_PAGES of our own and then a guard: an MR that
+ * starts in buf and runs past its end (accepted: that memory is mapped)
+ * covers only the spill, and a longer one fails to pin at the guard.
+ * Without them, what followed buf was whatever the loader had mapped there
+ * (its own data among it), and RDMA WRITEs and receives through such an MR,
+ * legal for the device, overwrote this process: seed 1899891213 crashed in
+ * ld.so.
+ */
 static void map_memory(void)
 {
-	buf = mmap(NULL, BUF_PAGES * PAGE, PROT_READ | PROT_WRITE,
-		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	size_t usable = (BUF_PAGES + SPILL_PAGES) * PAGE;
+
+	buf = mmap(NULL, usable + GUARD_PAGES * PAGE, PROT_NONE,
+		   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (buf != MAP_FAILED && mprotect(buf, usable, PROT_READ | PROT_WRITE))
+		DIE("mprotect: %s", strerror(errno));
 	ro_page = mmap(NULL, PAGE, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	none_page = mmap(NULL, 4 * PAGE, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (buf == MAP_FAILED || ro_page == MAP_FAILED || none_page == MAP_FAILED)
@@ -584,7 +599,7 @@ static void do_mr(struct fctx *f)
 	switch (where) {
 	case M_BUF:
 		addr = buf_addr();
-		/* what follows buf may be mapped: only a length past max_mr_size must fail */
+		/* the spill follows buf, then the guard: only a length past max_mr_size must fail */
 		must_fail = len > f->attr.max_mr_size;
 		break;
 	case M_NULL:
@@ -613,7 +628,7 @@ static void do_mr(struct fctx *f)
 		addr = (uintptr_t)buf + BUF_PAGES * PAGE - below(64);
 		if (len < 128)
 			len = 128 + below(PAGE);
-		/* buf's end is followed by memory that may be mapped: accepted */
+		/* buf's end is followed by the spill: accepted */
 		break;
 	}
 	switch (below(5)) {
