@@ -7,13 +7,16 @@
  *
  * Completion timing: each file's ops complete in order, at times the model
  * cannot see. It keeps, per file, a lower bound (`lower`) of the last op
- * known to have completed (POLL and WAIT report it; an answer only some
- * completions explain proves them too) and applies an op's effects (its
- * bytes, the holds it drops) once the bound passes it. An answer that depends
- * on ops past the bound (a digest of bytes a queued op writes, where ALLOC
- * puts an allocation when a queued op holds the top one, devmem_used) is
- * checked against every candidate "file f has completed up to seq s"; the
- * answer must match one, and the bound moves to the least matching one.
+ * known to have completed (POLL and WAIT report it) and one (`ran`) of the
+ * last op known to have run, and applies an op's effects (its bytes, the
+ * holds it drops) once `ran` passes it. A completion proves its op ran; an
+ * answer only some states explain proves the ops it needs ran, and the ones
+ * before the last of them completed (that one's completion is posted after
+ * it ran: docs/devices.md, "Asynchronous queues"). An answer that depends
+ * on ops past `ran` (a digest of bytes a queued op writes, where ALLOC puts
+ * an allocation when a queued op holds the top one, devmem_used) is checked
+ * against every candidate "file f has run up to seq s"; the answer must
+ * match one, and `ran` moves to the least matching one.
  * Accesses the model could not order (a synchronous write to bytes a queued
  * op reads or writes, two files' ops on the same bytes, ops cut short by
  * close) make the bytes concerned unknown instead of guessing.
@@ -157,8 +160,19 @@ export class GpuHostCore {
     return this.live.flatMap((f) => f.queue.filter((q) => !q.applied));
   }
 
-  /** Move `file`'s completion bound to `point`, applying the ops it passes. */
+  /** `file`'s ops up to `point` are known completed (a completion said so). */
   advance(file: FileState, point: bigint): void {
+    this.ranTo(file, point);
+    if (point > file.lower) file.lower = point;
+  }
+
+  /**
+   * `file`'s ops up to `point` are known to have run — their bytes landed
+   * and they let go of what they held — which proves the ops before `point`
+   * completed, not `point` itself: its completion is posted after that
+   * (docs/devices.md, "Asynchronous queues").
+   */
+  ranTo(file: FileState, point: bigint): void {
     for (const q of file.queue) {
       if (q.applied || q.seq > point) continue;
       applyContent(q, this.hbufs, (m) => m);
@@ -167,7 +181,8 @@ export class GpuHostCore {
       if (q.host.kind === "pin") q.host.pin.opHolds--;
       q.applied = true;
     }
-    if (point > file.lower) file.lower = point;
+    if (point > file.ran) file.ran = point;
+    if (point - 1n > file.lower) file.lower = point - 1n;
     this.forgetDrained(file);
     collect(file.node);
   }
@@ -229,7 +244,7 @@ export class GpuHostCore {
   candidates<T>(relevant: QOp[], evaluate: (done: ReadonlySet<QOp>) => T): Candidate<T>[] | null {
     const files = [...new Set(relevant.map((q) => q.file))];
     const axes = files.map((f) => [
-      f.lower,
+      f.ran,
       ...relevant.filter((q) => q.file === f).map((q) => q.seq).sort((a, b) => (a < b ? -1 : 1)),
     ]);
     if (axes.reduce((n, a) => n * a.length, 1) > MAX_CANDIDATES) return null;
@@ -267,7 +282,7 @@ export class GpuHostCore {
     let least: Candidate<T>[] = [];
     for (const [i, match] of matches.entries()) {
       const ok = cands.filter((c) =>
-        match(c.value) && [...c.points].every(([f, p]) => p >= (bound.get(f) ?? f.lower))
+        match(c.value) && [...c.points].every(([f, p]) => p >= (bound.get(f) ?? f.ran))
       );
       if (!ok.length) return { failed: i };
       const next = new Map<FileState, bigint>();
@@ -283,7 +298,11 @@ export class GpuHostCore {
     return { least };
   }
 
-  /** Advance every file to the least point among `matching` candidates. */
+  /**
+   * Follow an answer the `matching` candidates explain: each file has run
+   * up to its least point among them ({@link ranTo}: what is seen of an op
+   * does not prove its completion posted).
+   */
   settleTo<T>(matching: Candidate<T>[]): void {
     const least = new Map<FileState, bigint>();
     for (const c of matching) {
@@ -292,7 +311,7 @@ export class GpuHostCore {
         if (cur === undefined || p < cur) least.set(f, p);
       }
     }
-    for (const [f, p] of least) this.advance(f, p);
+    for (const [f, p] of least) this.ranTo(f, p);
   }
 
   /**

@@ -188,6 +188,8 @@ export class FileState {
   reaped = 0n;
   /** Known completed up to here (a lower bound; the device may be further). */
   lower = 0n;
+  /** Known to have run up to here (its bytes and holds followed); at least `lower`. */
+  ran = 0n;
   /** Ops from `reaped + 1` to `submitted`. */
   queue: QOp[] = [];
   /** Opened in runner slot `slot` on `node`. */

@@ -291,11 +291,44 @@ Deno.test("FREE while an op is queued: the allocation stays until the op complet
     null,
   );
   run(m, [[next, "ok handle=2 offset=4096 size=4096"]]);
-  // that answer proved the op complete: a poll must now take it
+  // that answer proved the op ran, not that its completion is posted (docs/devices.md,
+  // "Asynchronous queues"): a poll may still find none, but the memory is not held again
+  const poll: HostOp = { op: "poll", f: 0, max: 1 };
+  assert.equal(refuse(m, poll, "ok count=0 submitted=1 completed=0 reaped=0 c="), null);
   assert.notEqual(
-    refuse(m, { op: "poll", f: 0, max: 1 }, "ok count=0 submitted=1 completed=0 reaped=0 c="),
+    refuse(
+      m,
+      { op: "stat", node: 0 },
+      "ok devmem_used=12288 allocations=3 exports=0 pinned_used=0 pins=0 inflight=0",
+    ),
     null,
   );
+  run(m, [[poll, "ok count=1 submitted=1 completed=1 reaped=1 c=1:0:3:0"]]);
+});
+
+Deno.test("an op's bytes seen prove the ops before it completed, not its own completion", () => {
+  const m = model();
+  const fill = (value: number, off: bigint) => ({
+    k: "fill" as const,
+    h: "$1" as const,
+    off,
+    len: 16n,
+    value,
+    ud: 5n,
+  });
+  run(m, [
+    [alloc(4096, 1), "ok handle=1 offset=0 size=4096"],
+    [{ op: "submit", f: 0, ops: [fill(1, 0n), fill(2, 16n), fill(3, 32n)] }, "ok first=1"],
+  ]);
+  // op 2's bytes are there (op 3's not): op 1 completed, op 2 ran, its completion may lag
+  const bytes = new Uint8Array(48);
+  bytes.fill(1, 0, 16);
+  bytes.fill(2, 16, 32);
+  run(m, [[{ op: "copy_from", f: 0, h: "$1", off: 0n, len: 48n }, `ok digest=${fnv1a64(bytes)}`]]);
+  const poll: HostOp = { op: "poll", f: 0, max: 8 };
+  assert.notEqual(refuse(m, poll, "ok count=0 submitted=3 completed=0 reaped=0 c="), null);
+  assert.equal(refuse(m, poll, "ok count=1 submitted=3 completed=1 reaped=1 c=1:0:3:5"), null);
+  run(m, [[poll, "ok count=1 submitted=3 completed=2 reaped=2 c=2:0:3:5"]]);
 });
 
 Deno.test("errno order: size bits, feature, argument, own fields, handles, ranges, resources", () => {
