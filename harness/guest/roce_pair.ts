@@ -216,8 +216,10 @@ export function perftestFigures(
 /**
  * A step that runs perftest `prog` between the two nodes (`-d` the node's
  * device, on RoCE `-x` its GID index (see {@link addrFlag}), `-p port`, `-F`,
- * then `extra`; the client connects to the first node's `ip`), fails the row unless both ends exit 0 and the
- * client printed a result row, and records that row ({@link perftestFigures}).
+ * then `extra`, then `volume`; the client connects to the first node's `ip`),
+ * fails the row unless both ends exit 0 and the client printed a result row,
+ * and records that row ({@link perftestFigures}: named by `extra`, not by
+ * `volume`, so a depth's iteration count keeps the figures' names).
  * perftest checks no data: a run proves completion and speed only.
  */
 export async function measurePerftest(
@@ -226,9 +228,10 @@ export async function measurePerftest(
   prog: string,
   port: number,
   extra = "",
+  volume = "",
 ): Promise<void> {
   const [s, c] = nodes;
-  const flags = extra ? ` ${extra}` : "";
+  const flags = [extra, volume].filter((f) => f).map((f) => ` ${f}`).join("");
   const addr = s.gid === undefined ? "" : " -x <gid>";
   await ctx.step(`${prog}${addr}${flags}`, async () => {
     const args = (n: RdmaNode) =>
