@@ -16,10 +16,9 @@
  *                                   restore their guests from a saved state)
  *       [--depth quick|deep]        how much each row does (default quick: every claim, smaller
  *                                   volumes; deep: the full volumes; or CNUAS_HIL_DEPTH)
- *       [--jobs N]                  guest rows sharing the cores that run at once (default:
- *                                   one per two cores, 1 to 4; or CNUAS_HIL_JOBS); rows
- *                                   without guests run beside them, one at a time; rows
- *                                   judging timing run alone
+ *       [--jobs N]                  rows sharing the cores that run at once (default: the
+ *                                   cores, 2 to 4; or CNUAS_HIL_JOBS); rows judging timing
+ *                                   run alone
  *       [--dev-modules]             while working on a driver: guests run the modules built
  *                                   from the working tree over the newest image's packaged
  *                                   ones (no package/image/state rebuild); rows that check

@@ -53,9 +53,8 @@ export interface Config {
    */
   devModules: boolean;
   /**
-   * How many guest rows that share the cores run at once (`--jobs`); rows
-   * without guests run beside them one at a time, rows that judge timing
-   * always alone (matrix/lanes.ts).
+   * How many rows that share the cores run at once (`--jobs`); rows that
+   * judge timing always run alone (matrix/lanes.ts).
    */
   jobs: number;
 }
@@ -137,13 +136,12 @@ export function defaultConfig(overrides: Partial<Config> = {}): Config {
 }
 
 /**
- * Guest rows sharing the cores that run at once by default: one per two
- * cores (a row's guests keep two busy), at least 1 and at most 4 (each
- * holds 1-3 guests of 1 GiB). On 2 cores under TCG two at once made the
- * whole quick matrix slower (docs/architecture.md, "The flow of a row").
+ * Rows sharing the cores that run at once by default: one per core, at
+ * least 2 (a 2-core host measured faster with 2 than 3: docs/architecture.md, "The
+ * flow of a row") and at most 4 (each guest row holds 1-3 guests of 1 GiB).
  */
 export function defaultJobs(cores: number = navigator.hardwareConcurrency): number {
-  return Math.max(1, Math.min(4, Math.floor(cores / 2)));
+  return Math.max(2, Math.min(4, cores));
 }
 
 /**

@@ -5,14 +5,12 @@
  * `sharesCores` (no rate, latency or time among their claims, and no wait
  * a slower guest could overrun). Every other row runs alone, first, in the
  * order given: nothing runs beside a row that judges timing. Then the
- * sharing rows run longest first by the durations recent runs recorded
+ * sharing rows run `jobs` at a time (`--jobs`; default: the host's cores,
+ * 2 to 4), longest first by the durations the previous run recorded
  * (unknown ones at their median; the order given without any), each next
- * row starting as soon as one ends: guest rows `jobs` at a time (`--jobs`;
- * default one per two cores), and beside them the rows without guests, one
- * at a time. Each row's report names the rows that ran beside it. Measured
- * on 2 cores under TCG (docs/architecture.md, "The flow of a row"): two
- * guest rows at once made the whole matrix slower, a row without guests
- * beside a guest row faster.
+ * row starting as soon as one ends, so the run ends with its short rows.
+ * Each row's report names the rows that ran beside it. Measured on 2 cores
+ * under TCG: docs/architecture.md, "The flow of a row".
  */
 import { median } from "../stats.ts";
 import type { Row } from "./row.ts";
@@ -37,13 +35,13 @@ export interface RunPlan {
   alone: LaneRow[];
   /** Rows that share the cores, in the order they start. */
   shared: LaneRow[];
-  /** How many shared guest rows run at once (rows without guests: one, beside them). */
+  /** How many shared rows run at once. */
   jobs: number;
 }
 
 /**
- * The plan for `rows` with `jobs` shared guest rows at once; `durations`
- * (row id to seconds, recent runs') orders the shared rows longest first.
+ * The plan for `rows` with `jobs` shared rows at once; `durations` (row id
+ * to seconds, the previous run's) orders the shared rows longest first.
  */
 export function planRun(
   rows: Row[],
@@ -62,17 +60,12 @@ export function planRun(
   return { alone: indexed.filter(({ row }) => !sharesCores(row)), shared, jobs };
 }
 
-/** Rows without guests that run at once, beside the guest rows. */
-export const GUESTLESS_LANES = 1;
-
 /**
  * Run `plan`'s rows through `runOne`, which gets each row's index in the
  * run's rows and the indices of the rows running beside it — a set that
- * grows while the row runs, complete once its promise settles. Each shared
- * row starts as soon as there is room for its kind (`plan.jobs` guest rows,
- * {@link GUESTLESS_LANES} rows without guests), the first in `plan.shared`
- * order that fits. After a `runOne` rejects no further row starts; the rows
- * under way end first, then the first rejection is the run's.
+ * grows while the row runs, complete once its promise settles. After a
+ * `runOne` rejects no further row starts; the rows under way end first, then
+ * the first rejection is the run's.
  */
 export async function runPlan(
   plan: RunPlan,
@@ -80,37 +73,24 @@ export async function runPlan(
 ): Promise<void> {
   for (const { row, i } of plan.alone) await runOne(row, i, new Set());
   const queue = [...plan.shared];
-  const running = new Map<number, { beside: Set<number>; guests: boolean }>();
-  const underWay = new Set<Promise<void>>();
+  const running = new Map<number, Set<number>>();
   let failure: { error: unknown } | undefined;
-  const hasGuests = (row: Row) => row.needs.guests > 0;
-  const fits = (row: Row) => {
-    const kind = hasGuests(row);
-    const same = [...running.values()].filter((r) => r.guests === kind).length;
-    return same < (kind ? Math.max(1, plan.jobs) : GUESTLESS_LANES);
-  };
-  const start = ({ row, i }: LaneRow) => {
-    const beside = new Set(running.keys());
-    for (const other of running.values()) other.beside.add(i);
-    running.set(i, { beside, guests: hasGuests(row) });
-    const done: Promise<void> = runOne(row, i, beside)
-      .catch((error) => {
+  const worker = async () => {
+    while (!failure && queue.length) {
+      const { row, i } = queue.shift()!;
+      const beside = new Set(running.keys());
+      for (const other of running.values()) other.add(i);
+      running.set(i, beside);
+      try {
+        await runOne(row, i, beside);
+      } catch (error) {
         failure ??= { error };
-      })
-      .finally(() => {
+      } finally {
         running.delete(i);
-        underWay.delete(done);
-      });
-    underWay.add(done);
-  };
-  for (;;) {
-    while (!failure) {
-      const k = queue.findIndex(({ row }) => fits(row));
-      if (k < 0) break;
-      start(queue.splice(k, 1)[0]);
+      }
     }
-    if (!underWay.size) break;
-    await Promise.race(underWay);
-  }
+  };
+  const workers = Math.max(1, Math.min(plan.jobs, queue.length));
+  await Promise.all(Array.from({ length: workers }, worker));
   if (failure) throw failure.error;
 }

@@ -79,14 +79,13 @@ export async function runMatrix(
   // the rows sharing the cores start longest first, by what the recent local runs took
   const recent = await recentReports(config.reportsDir, RECENT_RUNS);
   const plan = planRun(rows, config.jobs, durationsFromReports(recent));
-  if (plan.shared.length > 1) {
+  if (plan.shared.length > 1 && plan.jobs > 1) {
     progress(
       "matrix",
       (plan.alone.length
         ? `alone first: ${plan.alone.map(({ row }) => row.id).join(", ")}; `
         : "") +
-        `then ${plan.jobs === 1 ? "one guest row" : `${plan.jobs} guest rows`} at a time, ` +
-        `rows without guests beside them: ${plan.shared.map(({ row }) => row.id).join(", ")}`,
+        `then ${plan.jobs} at a time: ${plan.shared.map(({ row }) => row.id).join(", ")}`,
     );
   }
   // by the rows' order, whichever ended first
