@@ -94,6 +94,9 @@ export function allocExpect(m: GpuHostCore, o: Op<"alloc">): Expect {
     return errno("EINVAL");
   }
   const size = ((o.size + BigInt(PAGE) - 1n) / BigInt(PAGE)) * BigInt(PAGE);
+  // more than the arena fits in no state: decided before the candidates,
+  // which may be too many to list (and then an answer is taken unchecked)
+  if (size > BigInt(f.node.arena)) return errno("ENOMEM");
   const cands = countCandidates(m, f.node);
   const where = (c: NodeCounts) => placement(c.top, size, o.align, f.node.arena);
   const answer = (p: number | "ENOMEM", h: string) =>
