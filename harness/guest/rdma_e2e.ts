@@ -33,12 +33,12 @@ export const PINGPONG_SIZES = [1, 64, 1024, 4096, 65536, 1048576];
 export const PINGPONG_ITERS: Record<Depth, number> = { quick: 100, deep: 1000 };
 
 /**
- * perftest's iterations by depth: quick runs each program 1,000 times (its
+ * perftest's volume flags by depth: quick runs each program 1,000 times (its
  * own default for all of PERFTESTS but ib_write_bw, which does 5,000: 11 s
- * of 15 under TCG); deep keeps perftest's defaults. The count is a volume:
- * it is not part of the figures' names.
+ * of 15 under TCG); deep keeps perftest's defaults. A volume is not part of
+ * the figures' names.
  */
-export const PERFTEST_ITERS: Record<Depth, number | undefined> = { quick: 1000, deep: undefined };
+export const PERFTEST_VOLUME: Record<Depth, string> = { quick: "-n 1000", deep: "" };
 
 /** perftest programs the rows run, each exiting 0 with its figures recorded. */
 export const PERFTESTS = [
@@ -122,16 +122,9 @@ export async function udPingpong(
  * pingpongs (--chk), rping (-V), the examples and peermem.
  */
 export async function perftests(ctx: RowContext, nodes: RdmaNode[]): Promise<void> {
+  const volume = PERFTEST_VOLUME[ctx.config.depth];
   for (const [i, prog] of PERFTESTS.entries()) {
-    const iters = PERFTEST_ITERS[ctx.config.depth];
-    await measurePerftest(
-      ctx,
-      nodes,
-      prog,
-      18600 + i,
-      "",
-      iters === undefined ? "" : `-n ${iters}`,
-    );
+    await measurePerftest(ctx, nodes, prog, 18600 + i, "", volume);
   }
 }
 
