@@ -7,10 +7,16 @@
  * as a {@link Divergence}, and the failing sequence is shrunk to a short
  * reproduction. `vnic_diff.ts` is the same for cnuas-vnic.
  *
- * Operations happen one at a time. Those whose effect in the device is
- * asynchronous (a frame or a close from the peer) are followed by a settle
- * step that waits until LINK_STATUS and the log count reach what the model
- * predicts; a device that never gets there fails on a timeout.
+ * Register and BAR1 accesses are pipelined: each is sent with its INTx and
+ * MSI checks without waiting for the answers, and compared when they come,
+ * so a run costs one qtest round trip per batch instead of two per op; the
+ * frames, log lines and connections of a batch are compared when it is
+ * flushed (every {@link BATCH_OPS} ops, and before any other op). The peer's
+ * actions, clock steps, MSI enables and resets run one at a time, after a
+ * flush. Those whose effect in the device is asynchronous (a frame or a
+ * close from the peer) are followed by a settle step that waits until
+ * LINK_STATUS and the log count reach what the model predicts; a device
+ * that never gets there fails on a timeout.
  *
  * @example
  * ```ts
@@ -88,15 +94,30 @@ export interface GpuRunResult {
 const SETTLE_MS = 2000;
 /** Guest RAM word the rig aims MSI messages at. */
 const MSI_WORD = 0x7000;
+/** Register and BAR1 ops sent before their answers are awaited and their frames compared. */
+export const BATCH_OPS = 128;
+/** Bytes of frames a batch may expect the device to send before it is flushed (socket room). */
+const BATCH_SENT_BYTES = 64 * 1024;
+/** The ops that are pipelined: accesses whose effects are all synchronous in the device. */
+const PIPELINED = new Set<GpuOp["op"]>(["read", "write", "odd", "memWrite", "memRead"]);
 
 // ---- comparison ------------------------------------------------------------------
 
-/** Thrown at the first difference; the runner adds the operation. */
+/**
+ * Thrown at the first difference; the runner adds the operation (a
+ * pipelined one names its own: `opIndex`).
+ */
 class DivergenceError extends HilError {
   override name = "GpuDivergence";
-  constructor(readonly kind: string, readonly detail: string) {
+  constructor(readonly kind: string, readonly detail: string, readonly opIndex?: number) {
     super(`${kind}: ${detail}`);
   }
+}
+
+/** A pipelined op's checks: its index and the comparisons waiting on the device's answers. */
+interface Pending {
+  index: number;
+  checks: Promise<void>[];
 }
 
 function expectEq(kind: string, what: string, expected: unknown, actual: unknown): void {
@@ -143,6 +164,12 @@ class Run {
   expectedLogs = 0;
   /** Whether the peer listens (it does when QEMU starts). */
   listening = true;
+  /** Pipelined ops not yet flushed, in order. */
+  #batch: Pending[] = [];
+  /** The batch's effects the flush compares: frames the device should have sent, connections. */
+  #batchFx: GpuEffects = noGpuEffects();
+  #batchSentBytes = 0;
+  #batchLogs = false;
 
   constructor(readonly rig: GpuRig, config: GpuConfig) {
     this.model = new GpuModel(config, { listening: true });
@@ -167,62 +194,30 @@ class Run {
     expectEq("logs", "guest-error log lines", `${this.expectedLogs}`, `${logs}`);
   }
 
-  /** Run `op` on both sides and compare; false when the guard skipped it. */
-  async step(op: GpuOp): Promise<boolean> {
+  /**
+   * Run `op` on both sides and compare; false when the guard skipped it.
+   * `index` is the op's place in the sequence (a pipelined op's divergence
+   * names it).
+   */
+  async step(op: GpuOp, index: number): Promise<boolean> {
     const { rig, model } = this;
     const gpu = rig.gpu;
     // Model first for ops with preconditions: a skipped op is skipped on both sides.
     if (!gpuOpAllowed(op, model, this.listening)) return false;
+    if (PIPELINED.has(op.op)) {
+      await this.#pipeline(op, index);
+      return true;
+    }
+    await this.flush();
 
     let fx: GpuEffects;
     switch (op.op) {
-      case "read": {
-        const dev = await gpu.reg(op.off);
-        const m = model.read(op.off);
-        expectEq("read", `read of register 0x${op.off.toString(16)}`, m.value, dev);
-        fx = m;
-        break;
-      }
+      case "read":
       case "write":
-        await gpu.setReg(op.off, op.val);
-        fx = model.write(op.off, op.val);
-        break;
-      case "odd": {
-        const dev = await gpu.regAccess(
-          op.off,
-          op.size,
-          op.val === undefined ? undefined : BigInt(op.val),
-        );
-        const res = applyToModel(model, op, this.listening);
-        fx = res.fx!;
-        if (op.val === undefined) {
-          expectEq(
-            "read",
-            `${op.size}-byte read at 0x${op.off.toString(16)}`,
-            res.value ?? 0n,
-            dev,
-          );
-        }
-        break;
-      }
-      case "memWrite": {
-        const data = opBytes(op.seed, op.len);
-        await gpu.devmemWrite(op.off, data);
-        model.writeMem(op.off, data);
-        fx = noGpuEffects();
-        break;
-      }
-      case "memRead": {
-        const dev = await gpu.devmemRead(op.off, op.len);
-        expectBytes(
-          "memory",
-          `BAR1 read at 0x${op.off.toString(16)}`,
-          model.readMem(op.off, op.len),
-          dev,
-        );
-        fx = noGpuEffects();
-        break;
-      }
+      case "odd":
+      case "memWrite":
+      case "memRead":
+        throw new Error(`${op.op} is pipelined`);
       case "send": {
         const before = model.linkStatus;
         const frame = opBytes(op.seed, op.len);
@@ -272,8 +267,128 @@ class Run {
     return true;
   }
 
+  /**
+   * Send a register or BAR1 access and its INTx and MSI checks without
+   * awaiting them; each comparison runs when its answer comes. The model
+   * moves at once, so the next op is generated from the state after this one.
+   */
+  async #pipeline(op: GpuOp, index: number): Promise<void> {
+    const { rig, model } = this;
+    const gpu = rig.gpu;
+    const checks: Promise<void>[] = [];
+    let fx: GpuEffects;
+    switch (op.op) {
+      case "read": {
+        const m = model.read(op.off);
+        checks.push(
+          gpu.reg(op.off).then((dev) => {
+            expectEq("read", `read of register 0x${op.off.toString(16)}`, m.value, dev);
+          }),
+        );
+        fx = m;
+        break;
+      }
+      case "write":
+        checks.push(gpu.setReg(op.off, op.val));
+        fx = model.write(op.off, op.val);
+        break;
+      case "odd": {
+        const dev = gpu.regAccess(
+          op.off,
+          op.size,
+          op.val === undefined ? undefined : BigInt(op.val),
+        );
+        const res = applyToModel(model, op, this.listening);
+        fx = res.fx!;
+        checks.push(dev.then((v) => {
+          if (op.val !== undefined) return;
+          expectEq("read", `${op.size}-byte read at 0x${op.off.toString(16)}`, res.value ?? 0n, v);
+        }));
+        break;
+      }
+      case "memWrite": {
+        const data = opBytes(op.seed, op.len);
+        checks.push(gpu.devmemWrite(op.off, data));
+        model.writeMem(op.off, data);
+        fx = noGpuEffects();
+        break;
+      }
+      case "memRead": {
+        const want = model.readMem(op.off, op.len);
+        checks.push(
+          gpu.devmemRead(op.off, op.len).then((dev) => {
+            expectBytes("memory", `BAR1 read at 0x${op.off.toString(16)}`, want, dev);
+          }),
+        );
+        fx = noGpuEffects();
+        break;
+      }
+      default:
+        throw new Error(`${op.op} is not pipelined`);
+    }
+    // The levels right after this op, read in order behind it.
+    const intx = model.intx;
+    const msi = fx.msi > 0;
+    checks.push(gpu.intx().then((dev) => expectEq("irq", "INTx asserted", intx, dev)));
+    checks.push(
+      gpu.qt.readl(MSI_WORD).then((word) => expectEq("msi", "MSI sent", msi, word !== 0)),
+    );
+    // Cleared only when one was due: a word left set is a difference at the next check anyway.
+    if (msi) checks.push(gpu.qt.writel(MSI_WORD, 0));
+    // Judged at the flush; until then a rejection (QEMU gone) must not count as unhandled.
+    for (const c of checks) c.catch(() => {});
+    this.#batch.push({ index, checks });
+    this.#batchFx.sent.push(...fx.sent);
+    this.#batchFx.connects += fx.connects;
+    this.#batchSentBytes += fx.sent.reduce((n, f) => n + f.length, 0);
+    if (fx.logs.length > 0) {
+      this.expectedLogs += fx.logs.length;
+      this.#batchFx.logs.push(...fx.logs);
+      this.#batchLogs = true;
+    }
+    if (
+      this.#batch.length >= BATCH_OPS || this.#batchSentBytes >= BATCH_SENT_BYTES || fx.connects > 0
+    ) {
+      await this.flush();
+    }
+  }
+
+  /**
+   * Await the pipelined ops' answers (the first op whose comparison failed
+   * is the divergence), then compare what the batch did besides its values:
+   * frames, log lines, connections.
+   */
+  async flush(): Promise<void> {
+    const batch = this.#batch;
+    if (batch.length === 0) return;
+    const fx = this.#batchFx;
+    const logs = this.#batchLogs;
+    this.#batch = [];
+    this.#batchFx = noGpuEffects();
+    this.#batchSentBytes = 0;
+    this.#batchLogs = false;
+    const results = await Promise.all(batch.map((p) => Promise.allSettled(p.checks)));
+    for (const [k, settled] of results.entries()) {
+      const bad = settled.find((r) => r.status === "rejected");
+      if (!bad) continue;
+      const e = (bad as PromiseRejectedResult).reason;
+      if (e instanceof DivergenceError) {
+        throw new DivergenceError(e.kind, e.detail, batch[k].index);
+      }
+      throw e;
+    }
+    const last = batch[batch.length - 1].index;
+    try {
+      // the logs were counted in as the ops were sent: compare, add none
+      await this.checkAfter({ ...fx, logs: [] }, logs);
+    } catch (e) {
+      if (!(e instanceof DivergenceError)) throw e;
+      throw new DivergenceError(e.kind, `${e.detail} (ops up to this one)`, last);
+    }
+  }
+
   /** Compare what an op (or the device's realize) did besides its return value. */
-  async checkAfter(fx: GpuEffects): Promise<void> {
+  async checkAfter(fx: GpuEffects, compareLogs = false): Promise<void> {
     const { rig, model } = this;
     const gpu = rig.gpu;
     // Frames the device emitted during the op (sends are synchronous in the device).
@@ -310,7 +425,7 @@ class Run {
     }
     if (!model.peerConnected) rig.closeConn();
 
-    if (fx.logs.length > 0) {
+    if (fx.logs.length > 0 || compareLogs) {
       this.expectedLogs += fx.logs.length;
       expectEq(
         "logs",
@@ -378,11 +493,14 @@ export async function runGpuSequence(
     for (index = 0; index < total; index++) {
       const op = gen ? gen.next(run.model) : (source as { list: GpuOp[] }).list[index];
       ops.push(op);
-      if (await run.step(op)) executed++;
+      if (await run.step(op, index)) executed++;
     }
+    await run.flush();
     await run.checkEnd();
   } catch (e) {
     if (!(e instanceof DivergenceError)) throw e;
+    // a pipelined op's difference is found up to BATCH_OPS ops later: it names its op
+    if (e.opIndex !== undefined) index = e.opIndex;
     divergence = { opIndex: index, op: ops[index] ?? null, kind: e.kind, detail: e.detail };
   } finally {
     await rig.close({ keepFiles: divergence !== null && env.keepFailed === true });
