@@ -323,8 +323,19 @@ async function bothModules(ctx: RowContext): Promise<void> {
   }
 }
 
+/**
+ * The arena of the kill step, MiB, and the size of each of its fills: the
+ * queue must still be running when the shell reads the counters, however
+ * slowly it gets there on busy cores. With 32 MiB fills a run beside other
+ * rows once found 63 of 64 ops done (typically 52-56 were in flight); each
+ * fill is 4 times that now, so the 32 fills ahead of the pinned ops take
+ * seconds. The kill cancels what is queued: only the running op finishes.
+ */
+const KILL_DEVMEM_MB = 256;
+const KILL_FILL_BYTES = 128 << 20;
+
 async function killMidQueue(ctx: RowContext): Promise<void> {
-  const big = 32 << 20;
+  const big = KILL_FILL_BYTES;
   const fills = (n: number) =>
     Array.from({ length: n }, (_, i) => `fill $1 0 ${big} ${i + 1} ${i}`).join(" ; ");
   const pinned = Array.from({ length: 32 }, (_, i) => `pto $1 0 262144 $2 0 ${100 + i}`).join(
@@ -344,7 +355,7 @@ async function killMidQueue(ctx: RowContext): Promise<void> {
     "a process killed holding pins, with 64 ops in flight, leaves nothing",
     async () => {
       const g = ctx.guests[0];
-      await loadHost(g, 1, "");
+      await loadHost(g, 1, `devmem_mb=${KILL_DEVMEM_MB}`);
       const r = await g.run(killMidQueueScript(HOST_OPS_BIN, batch), { timeoutSec: 180 });
       ctx.log(r.stdout.trim());
       const kv: Record<string, string> = {};
