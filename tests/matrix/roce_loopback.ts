@@ -1,11 +1,12 @@
 import type { Row, RowContext } from "../../harness/matrix/row.ts";
 import { captured } from "../../harness/oracle/wire_capture.ts";
-import { parsePerftest, runPair } from "../../harness/guest/cnuas_ib.ts";
+import { runPair } from "../../harness/guest/cnuas_ib.ts";
 import {
   counterDelta,
   expectBothExit0,
   hwCounters,
   mckeyMemberOk,
+  perftestResult,
   pingpongResult,
   type RoceNode,
   setupRoceNodes,
@@ -78,11 +79,19 @@ async function perftests(ctx: RowContext, n: RoceNode): Promise<void> {
     await ctx.step(`${prog} to the own GID`, async () => {
       const port = 18600 + i;
       const cmd = `${prog} -d ${n.dev.ibdev} -x ${n.gid} -p ${port} -F -s 65536 -n 500`;
-      const out = (await self(prog, n, cmd, port)).clientOut;
-      const row = parsePerftest(out);
-      ctx.expect(row !== undefined, `${prog}: no result row in its output: ${out}`);
+      const r = await self(prog, n, cmd, port);
+      const { row, side, why } = perftestResult(r.clientOut, r.serverOut);
+      if (side === "server") ctx.log(`${prog}: the server's figures (${why})`);
+      if (row === undefined && why === "neither end calibrated its clock") {
+        // both ends exited 0 (self), so the transfers completed; on shared
+        // cores perftest may fail to calibrate and print zeros: not a figure
+        ctx.log(`${prog}: ${why}; no figures recorded for this run`);
+        ctx.measure(`perftest.${prog}.clockVoid`, 1, "runs");
+        return;
+      }
+      ctx.expect(row !== undefined, `${prog}: ${why}: ${r.clientOut}`);
       const bw = row!["BW average[MiB/sec]"] ?? row!["BW average[MB/sec]"];
-      ctx.expect(bw !== undefined && bw > 0, `${prog}: no bandwidth figure: ${out}`);
+      ctx.expect(bw !== undefined && bw > 0, `${prog}: no bandwidth figure: ${r.clientOut}`);
       ctx.measure(`perftest.${prog}.bwAverage`, bw!, "MiB/s");
     });
   }
@@ -103,6 +112,9 @@ export const row: Row = {
     builds: ["qemu", "image", "provider"],
     devices: { vnic: 1 },
   },
+  sharesCores:
+    "it judges exit codes, data (--chk), delivery and counters; perftest's bandwidth is recorded, " +
+    "and a run whose clock calibration failed on busy cores records none",
   timeoutSec: 600,
   modules: ["cnuas_net", "cnuas_ib"],
   async run(ctx) {
