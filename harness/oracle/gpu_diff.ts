@@ -168,7 +168,9 @@ class Run {
   #batch: Pending[] = [];
   /** The batch's effects the flush compares: frames the device should have sent, connections. */
   #batchFx: GpuEffects = noGpuEffects();
+  /** Bytes of those frames (the peer's socket holds them until the flush reads them). */
   #batchSentBytes = 0;
+  /** Whether an op of the batch wrote log lines (counted into `expectedLogs` as it was sent). */
   #batchLogs = false;
 
   constructor(readonly rig: GpuRig, config: GpuConfig) {
@@ -343,7 +345,6 @@ class Run {
     this.#batchSentBytes += fx.sent.reduce((n, f) => n + f.length, 0);
     if (fx.logs.length > 0) {
       this.expectedLogs += fx.logs.length;
-      this.#batchFx.logs.push(...fx.logs);
       this.#batchLogs = true;
     }
     if (
