@@ -168,8 +168,6 @@ class Run {
   #batch: Pending[] = [];
   /** The batch's effects the flush compares: frames the device should have sent, connections. */
   #batchFx: GpuEffects = noGpuEffects();
-  /** Bytes of those frames (the peer's socket holds them until the flush reads them). */
-  #batchSentBytes = 0;
   /** Whether an op of the batch wrote log lines (counted into `expectedLogs` as it was sent). */
   #batchLogs = false;
 
@@ -328,28 +326,20 @@ class Run {
       default:
         throw new Error(`${op.op} is not pipelined`);
     }
-    // The levels right after this op, read in order behind it.
-    const intx = model.intx;
-    const msi = fx.msi > 0;
-    checks.push(gpu.intx().then((dev) => expectEq("irq", "INTx asserted", intx, dev)));
-    checks.push(
-      gpu.qt.readl(MSI_WORD).then((word) => expectEq("msi", "MSI sent", msi, word !== 0)),
-    );
-    // Cleared only when one was due: a word left set is a difference at the next check anyway.
-    if (msi) checks.push(gpu.qt.writel(MSI_WORD, 0));
+    // the levels right after this op, read in order behind it
+    checks.push(...this.#levelChecks(fx.msi > 0));
     // Judged at the flush; until then a rejection (QEMU gone) must not count as unhandled.
     for (const c of checks) c.catch(() => {});
     this.#batch.push({ index, checks });
     this.#batchFx.sent.push(...fx.sent);
     this.#batchFx.connects += fx.connects;
-    this.#batchSentBytes += fx.sent.reduce((n, f) => n + f.length, 0);
     if (fx.logs.length > 0) {
       this.expectedLogs += fx.logs.length;
       this.#batchLogs = true;
     }
-    if (
-      this.#batch.length >= BATCH_OPS || this.#batchSentBytes >= BATCH_SENT_BYTES || fx.connects > 0
-    ) {
+    // the peer's socket holds the batch's frames until the flush reads them
+    const sentBytes = this.#batchFx.sent.reduce((n, f) => n + f.length, 0);
+    if (this.#batch.length >= BATCH_OPS || sentBytes >= BATCH_SENT_BYTES || fx.connects > 0) {
       await this.flush();
     }
   }
@@ -366,7 +356,6 @@ class Run {
     const logs = this.#batchLogs;
     this.#batch = [];
     this.#batchFx = noGpuEffects();
-    this.#batchSentBytes = 0;
     this.#batchLogs = false;
     const results = await Promise.all(batch.map((p) => Promise.allSettled(p.checks)));
     for (const [k, settled] of results.entries()) {
@@ -380,8 +369,9 @@ class Run {
     }
     const last = batch[batch.length - 1].index;
     try {
-      // the logs were counted in as the ops were sent: compare, add none
-      await this.checkAfter({ ...fx, logs: [] }, logs);
+      // the logs were counted in as the ops were sent: compare, add none; each
+      // op's INTx and MSI were checked behind it
+      this.#checkPeerSide({ ...fx, logs: [] }, logs);
     } catch (e) {
       if (!(e instanceof DivergenceError)) throw e;
       throw new DivergenceError(e.kind, `${e.detail} (ops up to this one)`, last);
@@ -389,9 +379,34 @@ class Run {
   }
 
   /** Compare what an op (or the device's realize) did besides its return value. */
-  async checkAfter(fx: GpuEffects, compareLogs = false): Promise<void> {
+  async checkAfter(fx: GpuEffects): Promise<void> {
+    this.#checkPeerSide(fx, false);
+    await Promise.all(this.#levelChecks(fx.msi > 0));
+  }
+
+  /**
+   * The INTx level and the MSI word as the device has them now, against the
+   * model's level and whether an MSI was due (`msiDue`); the word is
+   * cleared when one was (a word left set is a difference at the next check).
+   * Sent at once, compared as the answers come.
+   */
+  #levelChecks(msiDue: boolean): Promise<void>[] {
+    const gpu = this.rig.gpu;
+    const intx = this.model.intx;
+    const checks = [
+      gpu.intx().then((dev) => expectEq("irq", "INTx asserted", intx, dev)),
+      gpu.qt.readl(MSI_WORD).then((word) => expectEq("msi", "MSI sent", msiDue, word !== 0)),
+    ];
+    if (msiDue) checks.push(gpu.qt.writel(MSI_WORD, 0));
+    return checks;
+  }
+
+  /**
+   * Frames the device sent, connections it opened and (with `fx` naming
+   * some, or `compareLogs`) its log lines, against `fx` and the model.
+   */
+  #checkPeerSide(fx: GpuEffects, compareLogs: boolean): void {
     const { rig, model } = this;
-    const gpu = rig.gpu;
     // Frames the device emitted during the op (sends are synchronous in the device).
     const frames = rig.drainFrames();
     expectEq(
@@ -432,14 +447,9 @@ class Run {
         "logs",
         `guest-error log lines (${fx.logs.join("; ")})`,
         `${this.expectedLogs}`,
-        `${gpu.guestErrorCount()}`,
+        `${rig.gpu.guestErrorCount()}`,
       );
     }
-
-    const [intx, msiWord] = await Promise.all([gpu.intx(), gpu.qt.readl(MSI_WORD)]);
-    expectEq("irq", "INTx asserted", model.intx, intx);
-    if (msiWord !== 0) await gpu.qt.writel(MSI_WORD, 0);
-    expectEq("msi", "MSI sent", fx.msi > 0, msiWord !== 0);
   }
 
   /** Final agreement: link state, logs, no stray frames, the whole of BAR1. */
