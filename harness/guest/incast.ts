@@ -132,23 +132,25 @@ export interface FlowFigures {
   mbitPerSec: number;
   usecPerIter: number;
   /**
-   * The sender ignores PFC, its client got every message intact, and the
-   * server's QP gave up on its last one: see {@link violatorEndRace}.
+   * The flow's frames could be dropped (no PFC, or its sender ignores it),
+   * its client got every message intact, and the server's QP gave up on its
+   * last one: see {@link lastAckLost}.
    */
   serverGaveUp: boolean;
 }
 
 /**
- * A host that ignores PFC has its frames dropped at the full queue — its
- * ACKs too. When the ACK of the server's last message is dropped and the
- * client, having received that message (its figures printed, exit 0), has
- * already exited and destroyed its QP, the server's resends go unanswered
- * and its QP gives up: "retry counter exceeded", a consequence of the
- * violation and of the tool ending, not a device fault. Only this outcome
- * is taken from a violator's flow; wrong data or any other failure still
- * fails the row.
+ * Where the RoCE priority is lossy — PFC off, or a sender that ignores it —
+ * the switch drops the flows' frames at the full queue, ACKs too. When the
+ * ACK of the server's last message is dropped and the client, having
+ * received that message (its figures printed, exit 0), has already exited
+ * and destroyed its QP, the server's resends go unanswered and its QP gives
+ * up: "retry counter exceeded", a consequence of the drops and of the tool
+ * ending, not a device fault. Only this outcome is taken from a lossy flow;
+ * wrong data or any other failure still fails the row, and a flow PFC
+ * protects is taken only when both ends exit 0.
  */
-export function violatorEndRace(r: PairResult): boolean {
+export function lastAckLost(r: PairResult): boolean {
   return r.clientCode === 0 && r.serverCode !== 0 &&
     /transport retry counter exceeded/.test(r.serverOut) &&
     parsePingpong(r.clientOut) !== undefined;
@@ -342,6 +344,7 @@ export async function runIncast(
   const flags = `-s ${vol.size} -n ${vol.iters} -m 1024 --chk`;
   const flowSenders = senders.flatMap((s, i) => Array(mode.flows?.[i] ?? 1).fill(s) as RoceNode[]);
   const ignoresPfc = (s: RoceNode) => mode.ignorePfc?.includes(w.nodes.indexOf(s)) ?? false;
+  const lossy = (s: RoceNode) => !mode.pfc || ignoresPfc(s);
   const port = (i: number) => 18515 + i;
   const what = (i: number) =>
     `${flowSenders[i].g.name} → ${rx.g.name}: ibv_rc_pingpong -p ${port(i)} ${flags}`;
@@ -417,7 +420,7 @@ export async function runIncast(
     const c = clients[i];
     const srv = await collectBackground(rx.g, srvTag(i), timeout);
     const pr = { serverCode: srv.code, serverOut: srv.out, clientCode: c.code, clientOut: c.out };
-    const serverGaveUp = ignoresPfc(s) && violatorEndRace(pr);
+    const serverGaveUp = lossy(s) && lastAckLost(pr);
     const r = serverGaveUp ? pr : expectBothExit0(what(i), pr);
     flows.push({ sender: s.g.name, port: port(i), serverGaveUp, ...pingpongResult(what(i), r) });
   }
