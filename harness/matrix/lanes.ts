@@ -6,8 +6,9 @@
  * a slower guest could overrun). Every other row runs alone, first, in the
  * order given: nothing runs beside a row that judges timing. Then the
  * sharing rows run `jobs` at a time (`--jobs`; default: the host's cores,
- * 2 to 4), longest first by the durations the previous run recorded
- * (unknown ones at their median; the order given without any), each next
+ * 2 to 4), longest first by the durations earlier runs recorded (run.ts:
+ * the local reports', then the cache's; unknown ones at their median; the
+ * order given without any), each next
  * row starting as soon as one ends, so the run ends with its short rows.
  * Each row's report names the rows that ran beside it. Measured on 2 cores
  * under TCG: docs/architecture.md, "The flow of a row".

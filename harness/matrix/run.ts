@@ -16,6 +16,7 @@ import {
 } from "../report/schema.ts";
 import { latestReport, recentReports, writeReport } from "../report/write.ts";
 import { durationsFromReports } from "./shard_plan.ts";
+import { cachedDurations, recordDurations } from "./row_durations.ts";
 import { type FabricStarter, Lab } from "./lab.ts";
 import type { Row } from "./row.ts";
 import { planRun, runPlan } from "./lanes.ts";
@@ -76,9 +77,11 @@ export async function runMatrix(
   // the page's "since the previous run" locally: the run `latest` pointed at until now
   // (a published page gets its whole history instead: report publish)
   const previous = await latestReport(config.reportsDir);
-  // the rows sharing the cores start longest first, by what the recent local runs took
-  const recent = await recentReports(config.reportsDir, RECENT_RUNS);
-  const plan = planRun(rows, config.jobs, durationsFromReports(recent));
+  // the rows sharing the cores start longest first, by what the recent local runs took;
+  // rows they do not know (a fresh clone knows none) by the cache's record of earlier runs
+  const recent = durationsFromReports(await recentReports(config.reportsDir, RECENT_RUNS));
+  const known = new Map([...await cachedDurations(config.cacheDir, config.depth), ...recent]);
+  const plan = planRun(rows, config.jobs, known);
   if (plan.shared.length > 1 && plan.jobs > 1) {
     progress(
       "matrix",
@@ -113,5 +116,8 @@ export async function runMatrix(
     writing = writing.then(() => writeReport(dir, report(), config.reportsDir, context));
     await writing;
   });
+  await recordDurations(config.cacheDir, config.depth, report().rows).catch((e) =>
+    progress("matrix", `the rows' durations were not kept in the cache: ${(e as Error).message}`)
+  );
   return { report: report(), dir };
 }

@@ -16,7 +16,7 @@ import type { MatrixJson } from "../report/schema.ts";
 import { median } from "../stats.ts";
 
 /** Statuses whose duration says what the row costs (ERROR, MISS, SKIP end early). */
-const TIMED_STATUSES = new Set(["PASS", "FAIL", "DONE"]);
+export const TIMED_STATUSES = new Set(["PASS", "FAIL", "DONE"]);
 
 /** One shard of a plan. */
 export interface PlannedShard {
