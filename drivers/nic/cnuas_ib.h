@@ -909,6 +909,7 @@ u32 cnuas_ib_icrc(const struct sk_buff *skb, unsigned int net_off,
 /* cnuas_ib_icrc.c: ICRC of an LRH-first frame, VCRC */
 u32 cnuas_ib_icrc_ib(const u8 *frame, unsigned int end);
 u16 cnuas_ib_vcrc(const u8 *buf, unsigned int len);
+void cnuas_ib_vcrc_init(void);
 /* cnuas_ib_verbs.c: a native-IB address (LID, optional GRH) */
 int cnuas_ib_av_from_attr_ib(struct cnuas_ib_dev *dev, struct cnuas_ib_av *av,
 			     const struct rdma_ah_attr *attr);

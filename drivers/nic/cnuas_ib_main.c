@@ -392,6 +392,7 @@ static struct auxiliary_driver cnuas_ib_driver = {
 static int __init cnuas_ib_init(void)
 {
 	cnuas_ib_opcode_init();
+	cnuas_ib_vcrc_init();
 	return auxiliary_driver_register(&cnuas_ib_driver);
 }
 
