@@ -33,12 +33,22 @@ export const PINGPONG_SIZES = [1, 64, 1024, 4096, 65536, 1048576];
 export const PINGPONG_ITERS: Record<Depth, number> = { quick: 100, deep: 1000 };
 
 /**
- * perftest's volume flags by depth: quick runs each program 1,000 times (its
- * own default for all of PERFTESTS but ib_write_bw, which does 5,000: 11 s
- * of 15 under TCG); deep keeps perftest's defaults. A volume is not part of
- * the figures' names.
+ * perftest's volume flags by depth: quick runs each bandwidth program 1,000
+ * times (its own default for all of PERFTESTS but ib_write_bw, which does
+ * 5,000: 11 s of 15 under TCG) and each latency program 200 times (1,000
+ * round trips at its default, a few ms each under TCG: 13-15 s a program
+ * beside a busy row; 200 still give its t_typical and percentiles); deep
+ * keeps perftest's defaults. A volume is not part of the figures' names.
  */
-export const PERFTEST_VOLUME: Record<Depth, string> = { quick: "-n 1000", deep: "" };
+export const PERFTEST_VOLUME: Record<Depth, { bw: string; lat: string }> = {
+  quick: { bw: "-n 1000", lat: "-n 200" },
+  deep: { bw: "", lat: "" },
+};
+
+/** The volume flags of perftest program `prog` (`ib_*_bw` or `ib_*_lat`) at `depth`. */
+export function perftestVolume(depth: Depth, prog: string): string {
+  return PERFTEST_VOLUME[depth][prog.endsWith("_lat") ? "lat" : "bw"];
+}
 
 /** perftest programs the rows run, each exiting 0 with its figures recorded. */
 export const PERFTESTS = [
@@ -122,9 +132,8 @@ export async function udPingpong(
  * pingpongs (--chk), rping (-V), the examples and peermem.
  */
 export async function perftests(ctx: RowContext, nodes: RdmaNode[]): Promise<void> {
-  const volume = PERFTEST_VOLUME[ctx.config.depth];
   for (const [i, prog] of PERFTESTS.entries()) {
-    await measurePerftest(ctx, nodes, prog, 18600 + i, "", volume);
+    await measurePerftest(ctx, nodes, prog, 18600 + i, "", perftestVolume(ctx.config.depth, prog));
   }
 }
 

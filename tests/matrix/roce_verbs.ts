@@ -12,6 +12,7 @@ import {
 } from "../../harness/guest/cnuas_ib.ts";
 import { shq } from "../../harness/guest/shell.ts";
 import { GUEST_PATHS } from "../../harness/vm/types.ts";
+import { perftestVolume } from "../../harness/guest/rdma_e2e.ts";
 import {
   counterDelta,
   hwCounters,
@@ -154,7 +155,14 @@ async function srq(ctx: RowContext, nodes: Node[]): Promise<void> {
 
 async function perftests(ctx: RowContext, nodes: Node[]): Promise<void> {
   for (const [i, [prog, extra]] of VERBS_PERFTESTS.entries()) {
-    await measurePerftest(ctx, nodes, prog, 18610 + i, extra);
+    await measurePerftest(
+      ctx,
+      nodes,
+      prog,
+      18610 + i,
+      extra,
+      perftestVolume(ctx.config.depth, prog),
+    );
   }
 }
 
