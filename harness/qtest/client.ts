@@ -22,6 +22,7 @@
  */
 import { HilError } from "../errors.ts";
 import { join } from "node:path";
+import { qemuOptValue } from "../vm/qemu_args.ts";
 
 /** How to start a qtest machine. */
 export interface QtestOptions {
@@ -135,7 +136,7 @@ export class QtestMachine {
       "-accel",
       "qtest",
       "-qtest",
-      `unix:${socketPath}`,
+      `unix:${qemuOptValue(socketPath)}`,
       "-display",
       "none",
       "-nodefaults",

@@ -22,6 +22,7 @@
  */
 import { join } from "node:path";
 import { QtestMachine } from "./client.ts";
+import { qemuOptValue } from "../vm/qemu_args.ts";
 import { PciError, q35IntxGsi, QtestPciDevice } from "./pci.ts";
 import {
   SeqpacketClosedError,
@@ -129,7 +130,7 @@ export class VnicRig {
     const socketPath = join(workDir, "wire.sock");
     const server = opts.socket === "listening" ? SeqpacketServer.listen(socketPath) : null;
     const props = [`cnuas-vnic`, `addr=0x${VNIC_RIG.slot.toString(16)}`];
-    if (opts.socket !== "none") props.push(`socket_path=${socketPath}`);
+    if (opts.socket !== "none") props.push(`socket_path=${qemuOptValue(socketPath)}`);
     if (opts.mac) props.push(`mac=${macString(opts.mac)}`);
     if (opts.deviceProps) props.push(opts.deviceProps);
     let qt: QtestMachine;

@@ -68,6 +68,17 @@ export interface GuestSpec {
   savesState?: boolean;
 }
 
+/**
+ * `value` as one value of a QEMU option list (`-drive file=…,if=…`,
+ * `-device …,socket_path=…`, `-chardev …,path=…`): QEMU splits those at
+ * commas and reads a doubled comma as one, so a path with a comma in it (a
+ * reports directory named `runs,tcg`) must have its commas doubled — left
+ * as they are, QEMU reads the rest as an option and exits at start.
+ */
+export function qemuOptValue(value: string): string {
+  return value.replaceAll(",", ",,");
+}
+
 /** Kernel command line: console on serial, our init, panics end the VM. */
 export function kernelCmdline(spec: GuestSpec): string {
   return [
@@ -117,7 +128,9 @@ export function qemuArgs(spec: GuestSpec): string[] {
     "-append",
     kernelCmdline(spec),
     "-drive",
-    `file=${spec.rootfs},if=none,id=root,format=raw${spec.rootfsWritable ? "" : ",snapshot=on"}`,
+    `file=${qemuOptValue(spec.rootfs)},if=none,id=root,format=raw${
+      spec.rootfsWritable ? "" : ",snapshot=on"
+    }`,
     "-device",
     "virtio-blk-pci,drive=root",
     "-netdev",
@@ -132,11 +145,11 @@ export function qemuArgs(spec: GuestSpec): string[] {
     "-device",
     "vmgenid,guid=auto",
     "-chardev",
-    `file,id=con,path=${spec.consoleLog}`,
+    `file,id=con,path=${qemuOptValue(spec.consoleLog)}`,
     "-serial",
     "chardev:con",
     "-qmp",
-    `unix:${spec.qmpSocket},server=on,wait=off`,
+    `unix:${qemuOptValue(spec.qmpSocket)},server=on,wait=off`,
   ];
   for (const dir of spec.firmware) args.push("-L", dir);
   if (spec.incoming) args.push("-incoming", stateInUri(spec.incoming));
@@ -155,7 +168,7 @@ export function qemuArgs(spec: GuestSpec): string[] {
         [
           "cnuas-vnic",
           `mac=${d.mac}`,
-          ...(d.socketPath ? [`socket_path=${d.socketPath}`] : []),
+          ...(d.socketPath ? [`socket_path=${qemuOptValue(d.socketPath)}`] : []),
         ].join(","),
       );
     } else {
@@ -166,7 +179,7 @@ export function qemuArgs(spec: GuestSpec): string[] {
           `gpu_id=${d.gpuId}`,
           `sm_count=${d.smCount}`,
           `devmem_size=${d.devmemMb * 1024 * 1024}`,
-          ...(d.linkSocket ? [`cnuaslink_socket=${d.linkSocket}`] : []),
+          ...(d.linkSocket ? [`cnuaslink_socket=${qemuOptValue(d.linkSocket)}`] : []),
         ].join(","),
       );
     }

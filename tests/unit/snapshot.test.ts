@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { defaultConfig } from "../../harness/config.ts";
 import { coldReason } from "../../harness/matrix/guest_start.ts";
 import type { Row } from "../../harness/matrix/row.ts";
-import { type GuestSpec, qemuArgs, vnicMac } from "../../harness/vm/qemu_args.ts";
+import { type GuestSpec, qemuArgs, qemuOptValue, vnicMac } from "../../harness/vm/qemu_args.ts";
 import {
   clockCorrection,
   COLDPLUG_PCI,
@@ -193,4 +193,22 @@ Deno.test("clock correction: relative to the guest's own reading, so a late star
   );
   const out = await new Deno.Command("sh", { args: ["-c", awk] }).output();
   assert.equal(new TextDecoder().decode(out.stdout), "107.413");
+});
+
+Deno.test("paths with commas reach QEMU's option lists with each comma doubled", () => {
+  const args = qemuArgs(spec(0, {
+    rootfs: "/c,1/rootfs.img",
+    qmpSocket: "/runs,tcg/g0.qmp",
+    consoleLog: "/runs,tcg/g0.console.log",
+    devices: [
+      { kind: "vnic", mac: vnicMac(0, 0), socketPath: "/tmp/a,b/fabric.sock" },
+      { kind: "gpu", gpuId: 1, smCount: 8, devmemMb: 64, linkSocket: "/tmp/a,b/link.sock" },
+    ],
+  }));
+  assert.ok(args.includes("file=/c,,1/rootfs.img,if=none,id=root,format=raw,snapshot=on"));
+  assert.ok(args.includes("unix:/runs,,tcg/g0.qmp,server=on,wait=off"));
+  assert.ok(args.includes("file,id=con,path=/runs,,tcg/g0.console.log"));
+  assert.ok(args.some((a) => a.endsWith("socket_path=/tmp/a,,b/fabric.sock")));
+  assert.ok(args.some((a) => a.endsWith("cnuaslink_socket=/tmp/a,,b/link.sock")));
+  assert.equal(qemuOptValue("no commas"), "no commas");
 });
