@@ -237,17 +237,36 @@ export async function measurePerftest(
     const args = (n: RdmaNode) =>
       `${prog} -d ${n.dev.ibdev}${addrFlag(n, "-x")} -p ${port} -F${flags}`;
     const r = await pairBoth(`${prog}${flags}`, nodes, args(s), `${args(c)} ${s.ip}`, port);
-    const { row, side, why } = perftestResult(r.clientOut, r.serverOut);
-    if (side === "server") ctx.log(`${prog}${flags}: the server's figures (${why})`);
-    if (row === undefined && why === "neither end calibrated its clock") {
-      // it ran to completion (both exited 0) but its figures would be made up: none recorded
-      ctx.log(`${prog}${flags}: ${why}; no figures recorded for this run`);
-      ctx.measure(`perftest.${prog}.clockVoid`, 1, "runs");
-      return;
-    }
-    ctx.expect(row !== undefined, `${prog}${flags}: ${why}: ${r.clientOut}`);
-    for (const f of perftestFigures(prog, extra, row!)) ctx.measure(f.name, f.value, f.unit);
+    const row = perftestRowOf(ctx, prog, `${prog}${flags}`, r);
+    if (row === undefined) return;
+    for (const f of perftestFigures(prog, extra, row)) ctx.measure(f.name, f.value, f.unit);
   });
+}
+
+/**
+ * The result row of a perftest pair run `r` whose ends both exited 0
+ * ({@link perftestResult}; `what` names the run in the log and failures):
+ * the client's, else the server's (logged). When neither end calibrated its
+ * clock (perftest's figures are then zeros) the run still completed, but
+ * its figures would be made up: none is returned, the log says so and
+ * `perftest.<prog>.clockVoid` records it. No row for any other reason fails
+ * the row.
+ */
+export function perftestRowOf(
+  ctx: RowContext,
+  prog: string,
+  what: string,
+  r: PairResult,
+): Record<string, number> | undefined {
+  const { row, side, why } = perftestResult(r.clientOut, r.serverOut);
+  if (side === "server") ctx.log(`${what}: the server's figures (${why})`);
+  if (row === undefined && why === "neither end calibrated its clock") {
+    ctx.log(`${what}: ${why}; no figures recorded for this run`);
+    ctx.measure(`perftest.${prog}.clockVoid`, 1, "runs");
+    return undefined;
+  }
+  ctx.expect(row !== undefined, `${what}: ${why}: ${r.clientOut}`);
+  return row;
 }
 
 /** perftest's warning that it could not calibrate its clock: its figures are then void. */

@@ -1,11 +1,13 @@
 import assert from "node:assert/strict";
-import { parsePerftest } from "../../harness/guest/cnuas_ib.ts";
+import { type PairResult, parsePerftest } from "../../harness/guest/cnuas_ib.ts";
 import {
   addrFlag,
   perftestFigures,
   perftestResult,
+  perftestRowOf,
   type RdmaNode,
 } from "../../harness/guest/roce_pair.ts";
+import { type RowContext, RowFailure } from "../../harness/matrix/row.ts";
 
 const LAT =
   " #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    " +
@@ -75,4 +77,29 @@ Deno.test("perftestResult: a client that could not calibrate its clock gives way
   assert.equal(neither.row, undefined);
   assert.equal(neither.why, "neither end calibrated its clock");
   assert.equal(perftestResult("", "").why, "no result row in its output");
+});
+
+Deno.test("perftestRowOf: a row, a void calibration recorded as clockVoid, no row fails", () => {
+  const measured: string[] = [];
+  const logs: string[] = [];
+  const ctx = {
+    log: (l: string) => logs.push(l),
+    measure: (name: string, value: number) => measured.push(`${name}=${value}`),
+    expect: (ok: boolean, why: string) => {
+      if (!ok) throw new RowFailure(why);
+    },
+  } as unknown as RowContext;
+  const pair = (clientOut: string, serverOut: string): PairResult => ({
+    serverCode: 0,
+    serverOut,
+    clientCode: 0,
+    clientOut,
+  });
+  const warn = "Correlation coefficient r^2: 0.244288 < 0.9\n";
+  assert.equal(perftestRowOf(ctx, "ib_send_bw", "x", pair(BW, ""))?.["BW average[MiB/sec]"], 35.76);
+  assert.deepEqual(measured, []);
+  assert.equal(perftestRowOf(ctx, "ib_send_bw", "x", pair(warn + BW, warn + BW)), undefined);
+  assert.deepEqual(measured, ["perftest.ib_send_bw.clockVoid=1"]);
+  assert.ok(logs.some((l) => /no figures recorded/.test(l)));
+  assert.throws(() => perftestRowOf(ctx, "ib_send_bw", "x", pair("", "")), RowFailure);
 });
