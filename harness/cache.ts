@@ -246,6 +246,13 @@ export async function entryInputs(dir: string): Promise<unknown> {
   return rec.inputs;
 }
 
+/** When a finished entry was built, as its marker records it (an ISO 8601 time). */
+export async function entryBuiltAt(dir: string): Promise<string> {
+  const rec = JSON.parse(await Deno.readTextFile(join(dir, COMPLETE_MARKER))) as { at?: unknown };
+  if (typeof rec.at !== "string") throw new Error(`${dir}: its cache marker has no build time`);
+  return rec.at;
+}
+
 /**
  * Keep the `keep` most recently used finished entries of a stage (by their
  * marker's time, stamped at every use), never removing `protect` or an entry

@@ -11,13 +11,19 @@
  */
 import { HilError } from "../errors.ts";
 import { dirname, join } from "node:path";
-import { cached, removeTree } from "../cache.ts";
+import { cached, entryBuiltAt, hashInputs, markUsed, removeTree } from "../cache.ts";
 import type { Config } from "../config.ts";
-import { exec, type ExecOptions, shq } from "../exec.ts";
-import { ensureHostPackages, ensurePackages, hostPackageList, type PackageHost } from "../host.ts";
+import { exec, type ExecOptions, type ExecResult, shq } from "../exec.ts";
+import {
+  ensureHostPackages,
+  ensurePackages,
+  hostPackageList,
+  missingPackages,
+  type PackageHost,
+} from "../host.ts";
 import { fetchSource, readPins } from "../pins.ts";
 import { progress } from "../progress.ts";
-import { inChroot } from "./chroot.ts";
+import { type ChrootOptions, inChroot } from "./chroot.ts";
 import { cnuasdevSources } from "./cnuasdev.ts";
 import { debootstrap } from "./guest_root.ts";
 import { addCnuasGlue, QEMU_CONFIGURE_FLAGS, QEMU_FIRMWARE_DIRS, syncModels } from "./qemu.ts";
@@ -83,15 +89,34 @@ export async function buildBareRoot(config: Config): Promise<string> {
   return join(entry.dir, "root");
 }
 
+/** The stage of the cached install layers (an overlay `upper/` over the bare root, per install plan). */
+const INSTALL_STAGE = "fresh-host-install";
+
+/** Where a check's commands run: an overlay of the bare root, its writes in `dir/upper`. */
+interface OverlayRoot {
+  /** Run a script inside the root. */
+  run(script: string, opts?: Omit<ChrootOptions, "overlay">): Promise<ExecResult>;
+  /** The host path where files written into the root go (the overlay's upper layer). */
+  files: string;
+}
+
+/** An overlay of `bare` (over `layers`, lowest first) whose writes land in `dir/upper`. */
+function overlayRoot(bare: string, dir: string, layers: string[] = []): OverlayRoot {
+  return {
+    run: (script, opts = {}) => inChroot(bare, script, { ...opts, overlay: { dir, layers } }),
+    files: join(dir, "upper"),
+  };
+}
+
 /**
- * A root tree as a package host. `binds` keep apt's downloads in the cache
- * across runs (a cache, never required: an empty one only costs time).
+ * An overlay root as a package host. `binds` keep apt's downloads in the
+ * cache across runs (a cache, never required: an empty one only costs time).
  */
-function chrootHost(root: string, binds: { host: string; inRoot: string }[]): PackageHost {
+function packageHost(root: OverlayRoot, binds: { host: string; inRoot: string }[]): PackageHost {
   return {
     root: true,
     run: (argv: string[], opts: ExecOptions = {}) =>
-      inChroot(root, argv.map(shq).join(" "), {
+      root.run(argv.map(shq).join(" "), {
         logPath: opts.logPath,
         allowFail: opts.allowFail,
         env: opts.env,
@@ -101,14 +126,108 @@ function chrootHost(root: string, binds: { host: string; inRoot: string }[]): Pa
 }
 
 /**
+ * What apt would install for the packages, from `apt-get install -s`'s
+ * `Inst NAME [OLD] (VERSION ...)` lines: `NAME=VERSION` each, sorted. Two
+ * equal plans install the same files into the same bare root. Exported for
+ * its unit test.
+ */
+export function parseInstallPlan(simulation: string): string[] {
+  const plan: string[] = [];
+  for (const line of simulation.split("\n")) {
+    const m = /^Inst (\S+) (?:\[[^\]]*\] )?\((\S+) /.exec(line);
+    if (m) plan.push(`${m[1]}=${m[2]}`);
+  }
+  return plan.sort();
+}
+
+/**
+ * apt's install plan for `wanted` in `host`, against today's archive
+ * (apt-get update first). Every wanted package not yet installed must be in
+ * it: a plan that misses one (apt's output read wrongly) would key the
+ * install layer on too little.
+ */
+async function planInstall(host: PackageHost, wanted: string[], log: string): Promise<string[]> {
+  const env = { DEBIAN_FRONTEND: "noninteractive" };
+  await host.run(["apt-get", "update"], { env, logPath: log });
+  const missing = await missingPackages(wanted, host);
+  const r = await host.run(
+    ["apt-get", "install", "-s", "-y", "--no-install-recommends", ...wanted],
+    { env },
+  );
+  const plan = parseInstallPlan(r.stdout);
+  await Deno.writeTextFile(
+    log,
+    `${r.stdout}${r.stderr}\ninstall plan (${plan.length}):\n${plan.join("\n")}\n`,
+    { append: true },
+  );
+  const named = new Set(plan.map((p) => p.split("=")[0]));
+  const unplanned = missing.filter((p) => !named.has(p));
+  if (unplanned.length) {
+    throw new FreshHostProblem(
+      `apt's install plan leaves out ${unplanned.join(" ")}, which the root lacks (see ${log})`,
+    );
+  }
+  return plan;
+}
+
+/**
+ * The packages of `plan` that dpkg in `host` does not report installed at
+ * their planned version, as `NAME=VERSION (found: ...)`. Exported for its
+ * unit test.
+ */
+export function unmetPlan(plan: string[], dpkgQuery: string): string[] {
+  const found = new Map<string, string>();
+  for (const line of dpkgQuery.split("\n")) {
+    const [name, version, status] = line.split(" ");
+    if (name && version) found.set(name, status === "installed" ? version : `${version} ${status}`);
+  }
+  return plan.filter((p) => {
+    const [name, version] = p.split("=");
+    return found.get(name) !== version;
+  }).map((p) => `${p} (found: ${found.get(p.split("=")[0]) ?? "none"})`);
+}
+
+/** Check that every package of `plan` is installed in `host` at its planned version. */
+async function checkPlanInstalled(host: PackageHost, plan: string[], log: string): Promise<void> {
+  const r = await host.run(
+    [
+      "dpkg-query",
+      "-W",
+      "-f",
+      "${Package} ${Version} ${db:Status-Status}\\n",
+      ...plan.map((p) => p.split("=")[0]),
+    ],
+    { allowFail: true },
+  );
+  await Deno.writeTextFile(log, `$ dpkg-query -W (the plan's packages)\n${r.stdout}${r.stderr}`, {
+    append: true,
+  });
+  const unmet = unmetPlan(plan, r.stdout);
+  if (unmet.length) {
+    throw new FreshHostProblem(
+      `${unmet.length} of apt's plan not installed as planned: ${unmet.slice(0, 5).join(", ")} ` +
+        `(see ${log})`,
+    );
+  }
+}
+
+/**
  * Run the check, step by step; the first failed step throws a
- * FreshHostProblem naming what was missing and where its log is. Never
- * leaves the copied root behind.
+ * FreshHostProblem naming what was missing and where its log is. Every
+ * step runs in an overlay of the cached bare root, which is never written.
+ * The install goes into a layer of its own, kept in the cache under its
+ * install plan (apt's `NAME=VERSION` list against today's archive, and the
+ * bare root's build time): at the quick depth an equal plan reuses the
+ * layer the harness's installer wrote for it — the same packages at the
+ * same versions into the same bare root — after dpkg confirms each of
+ * them there; the deep depth always installs again. A package left out
+ * (`without`) changes the plan, so it is installed for real. Never leaves
+ * the scratch overlays behind.
  */
 export async function checkFreshHost(config: Config, opts: FreshHostOptions): Promise<void> {
   const bare = await buildBareRoot(config);
+  const bareBuiltAt = await entryBuiltAt(dirname(bare));
   const work = join(config.cacheDir, "fresh-host", `work-${Deno.pid}`);
-  const root = join(work, "root");
   const aptCache = join(config.cacheDir, "fresh-host", "apt-archives");
   await removeTree(work);
   await Deno.mkdir(join(aptCache, "partial"), { recursive: true });
@@ -125,16 +244,54 @@ export async function checkFreshHost(config: Config, opts: FreshHostOptions): Pr
       }
     });
   try {
-    await exec(["cp", "-a", bare, root]);
+    const fresh = overlayRoot(bare, join(work, "install"));
     // debootstrap copied the resolver config of its day; use today's.
-    await Deno.copyFile("/etc/resolv.conf", join(root, "etc/resolv.conf")).catch(() => {});
-    const host = chrootHost(root, [{ host: aptCache, inRoot: "/var/cache/apt/archives" }]);
+    await Deno.mkdir(join(fresh.files, "etc"), { recursive: true });
+    await Deno.copyFile("/etc/resolv.conf", join(fresh.files, "etc/resolv.conf")).catch(() => {});
+    const installer = packageHost(fresh, [{ host: aptCache, inRoot: "/var/cache/apt/archives" }]);
     const wanted = hostPackageList().filter((p) => !(opts.without ?? []).includes(p));
+    let plan: string[] = [];
     await step(
-      "install",
-      `the harness installs its ${wanted.length} host packages in a bare ${FRESH_HOST_SUITE}`,
-      (log) => ensurePackages(wanted, log, host),
+      "plan",
+      `apt plans the install of the ${wanted.length} host packages in a bare ${FRESH_HOST_SUITE}`,
+      async (log) => {
+        plan = await planInstall(installer, wanted, log);
+      },
     );
+    const inputs = { suite: FRESH_HOST_SUITE, bareBuiltAt, plan, RECIPE_VERSION };
+    const proven = join(config.cacheDir, INSTALL_STAGE, hashInputs(inputs));
+    let layer = fresh.files;
+    if (config.depth === "quick" && await markUsed(proven)) {
+      layer = join(proven, "upper");
+      const at = await entryBuiltAt(proven);
+      await step(
+        "install",
+        `the ${wanted.length} host packages: the layer the harness's installer wrote for this ` +
+          `same plan (${plan.length} packages) at ${at} is reused, dpkg has each at its ` +
+          `planned version (--depth deep installs again)`,
+        (log) =>
+          checkPlanInstalled(
+            packageHost(overlayRoot(bare, join(work, "check"), [layer]), []),
+            plan,
+            log,
+          ),
+      );
+    } else {
+      await step(
+        "install",
+        `the harness installs its ${wanted.length} host packages in a bare ${FRESH_HOST_SUITE}`,
+        async (log) => {
+          await ensurePackages(wanted, log, installer);
+          await checkPlanInstalled(installer, plan, log);
+        },
+      );
+      // Kept for the next quick run with the same plan.
+      const entry = await cached(config.cacheDir, INSTALL_STAGE, inputs, async (out) => {
+        await Deno.rename(fresh.files, join(out, "upper"));
+      });
+      if (entry.built) layer = join(entry.dir, "upper");
+    }
+    const root = overlayRoot(bare, join(work, "run"), [layer]);
     await step(
       "probe",
       "every host command and firmware file is there",
@@ -156,7 +313,7 @@ export async function checkFreshHost(config: Config, opts: FreshHostOptions): Pr
   }
 }
 
-async function probeTools(root: string, log: string): Promise<void> {
+async function probeTools(root: OverlayRoot, log: string): Promise<void> {
   const fw = HOST_FIRMWARE.map((f) =>
     `found=; for d in ${QEMU_FIRMWARE_DIRS.join(" ")}; do [ -f "$d/${f}" ] && found=1; done; ` +
     `[ -n "$found" ] || echo "firmware ${f}"`
@@ -165,7 +322,7 @@ async function probeTools(root: string, log: string): Promise<void> {
     ...HOST_COMMANDS.map((c) => `command -v ${c} >/dev/null || echo "command ${c}"`),
     ...fw,
   ].join("\n");
-  const r = await inChroot(root, script, { allowFail: true });
+  const r = await root.run(script, { allowFail: true });
   await Deno.writeTextFile(log, `$ ${script}\n${r.stdout}${r.stderr}`);
   const missing = r.stdout.split("\n").filter((l) => /^(command|firmware) \S+$/.test(l));
   if (missing.length) {
@@ -173,39 +330,44 @@ async function probeTools(root: string, log: string): Promise<void> {
   }
 }
 
-async function configureQemu(config: Config, root: string, log: string): Promise<void> {
+async function configureQemu(config: Config, root: OverlayRoot, log: string): Promise<void> {
   const pins = await readPins(config);
   const files = await fetchSource(config, pins.sources.qemu);
-  const build = join(root, "build", "qemu");
+  const build = join(root.files, "build", "qemu");
   await Deno.mkdir(join(build, "dl"), { recursive: true });
   for (const [name, path] of Object.entries(files)) {
     await Deno.copyFile(path, join(build, "dl", name));
   }
   const dsc = Object.keys(files).find((n) => n.endsWith(".dsc"))!;
-  await inChroot(root, `dpkg-source --no-check -x /build/qemu/dl/${dsc} /build/qemu/src`, {
+  await root.run(`dpkg-source --no-check -x /build/qemu/dl/${dsc} /build/qemu/src`, {
     logPath: log,
   });
   await addCnuasGlue(join(build, "src"));
   await syncModels(config, build);
   await Deno.mkdir(join(build, "build"));
-  await inChroot(
-    root,
+  await root.run(
     `cd /build/qemu/build && ../src/configure ${QEMU_CONFIGURE_FLAGS.map(shq).join(" ")}`,
     { logPath: log },
   );
 }
 
-async function buildSwitchIn(config: Config, root: string, log: string): Promise<void> {
-  await exec(["cp", "-a", join(config.repoRoot, "qemu", "switch"), join(root, "build", "switch")]);
-  await inChroot(root, "make -C /build/switch O=/build/switch-out", { logPath: log });
+async function buildSwitchIn(config: Config, root: OverlayRoot, log: string): Promise<void> {
+  await Deno.mkdir(join(root.files, "build"), { recursive: true });
+  await exec([
+    "cp",
+    "-a",
+    join(config.repoRoot, "qemu", "switch"),
+    join(root.files, "build", "switch"),
+  ]);
+  await root.run("make -C /build/switch O=/build/switch-out", { logPath: log });
 }
 
-async function buildLibIn(config: Config, root: string, log: string): Promise<void> {
+async function buildLibIn(config: Config, root: OverlayRoot, log: string): Promise<void> {
   for (const d of await cnuasdevSources(config.repoRoot)) {
-    await exec(["mkdir", "-p", dirname(join(root, "build", "cnuas", d))]);
-    await exec(["cp", "-a", join(config.repoRoot, d), join(root, "build", "cnuas", d)]);
+    await exec(["mkdir", "-p", dirname(join(root.files, "build", "cnuas", d))]);
+    await exec(["cp", "-a", join(config.repoRoot, d), join(root.files, "build", "cnuas", d)]);
   }
-  await inChroot(root, "make -C /build/cnuas/drivers/lib O=/build/lib-out check", {
+  await root.run("make -C /build/cnuas/drivers/lib O=/build/lib-out check", {
     logPath: log,
   });
 }

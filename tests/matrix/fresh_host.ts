@@ -3,7 +3,9 @@
  * nothing else. In a copy of a bare Debian root the harness's own installer
  * puts exactly its host packages; then every host command and firmware file
  * must be there, QEMU's pinned source must configure with our flags and
- * models, and the switch must build (harness/build/fresh_host.ts). A package
+ * models, and the switch must build (harness/build/fresh_host.ts). At the
+ * quick depth the install layer of an earlier run with the same apt plan is
+ * reused (checked package by package); deep installs again. A package
  * dropped from the list fails the row with what could not be found
  * (`--without-host-package NAME` shows it).
  */
