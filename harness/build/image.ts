@@ -36,7 +36,7 @@ export interface GuestImage {
 }
 
 /** Bump when the recipe below changes. */
-const IMAGE_VERSION = 6;
+const IMAGE_VERSION = 7;
 
 /** Where the image keeps no copy of the packages: they are staged here for `dpkg -i` only. */
 const STAGED_DEBS = "tmp/cnuas-debs";
@@ -132,6 +132,7 @@ export async function buildImage(config: Config): Promise<GuestImage> {
       );
       await Deno.chmod(join(staging, "sbin/cnuas-init"), 0o755);
       await installPackages(staging, debs, groot.kernelRelease, log);
+      await pruneKernelModules(staging, groot.kernelRelease, log);
       await decompressKernelModules(staging, groot.kernelRelease, log);
       // No package lists or apt caches, as in a container image: the guests have no network to
       // fetch from, and apt parsed the lists' 88 MB again on every call, 8 s under TCG (three
@@ -250,11 +251,133 @@ async function installPackages(
 }
 
 /**
+ * Module trees (under `/lib/modules/<release>/`) of hardware no guest has:
+ * sound, cameras and TV, GPUs, Wi-Fi and Bluetooth, industrial sensors and
+ * staging drivers, physical Ethernet NICs and HCAs, USB and what hangs off
+ * it, CAN, ISDN, ATM, NFC, flash, Thunderbolt, FireWire, 1-Wire, hwmon,
+ * LEDs, framebuffers, SD cards, joysticks and touchscreens. The guests are
+ * q35 machines with virtio disks and NICs, the emulated PCI devices and
+ * nothing else (vm/qemu_args.ts). Left out, depmod — which reads every
+ * module, and DKMS runs it at each install and removal — reads 1,736 of
+ * the 4,234 (with ours): 6.7 s cold under TCG instead of ~18 s
+ * (docs/packages.md, "The image").
+ */
+export const PRUNED_MODULE_TREES = [
+  "kernel/sound",
+  "kernel/drivers/media",
+  "kernel/drivers/gpu",
+  "kernel/drivers/net/wireless",
+  "kernel/net/wireless",
+  "kernel/net/mac80211",
+  "kernel/drivers/bluetooth",
+  "kernel/net/bluetooth",
+  "kernel/drivers/iio",
+  "kernel/drivers/staging",
+  "kernel/drivers/comedi",
+  "kernel/drivers/net/ethernet",
+  "kernel/drivers/infiniband/hw",
+  "kernel/drivers/usb",
+  "kernel/drivers/net/usb",
+  "kernel/drivers/hid",
+  "kernel/drivers/net/can",
+  "kernel/net/can",
+  "kernel/drivers/isdn",
+  "kernel/drivers/atm",
+  "kernel/net/atm",
+  "kernel/drivers/nfc",
+  "kernel/net/nfc",
+  "kernel/drivers/mtd",
+  "kernel/drivers/thunderbolt",
+  "kernel/drivers/firewire",
+  "kernel/drivers/w1",
+  "kernel/drivers/hwmon",
+  "kernel/drivers/leds",
+  "kernel/drivers/video",
+  "kernel/drivers/mmc",
+  "kernel/drivers/net/wwan",
+  "kernel/drivers/net/ieee802154",
+  "kernel/net/ieee802154",
+  "kernel/drivers/input/joystick",
+  "kernel/drivers/input/touchscreen",
+  "kernel/drivers/input/tablet",
+];
+
+/**
+ * Modules the rows, the docs and the lab load by name: pruning one of them
+ * fails the image build instead of a row.
+ */
+export const KEPT_MODULES = [
+  "ib_core",
+  "ib_uverbs",
+  "ib_cm",
+  "iw_cm",
+  "rdma_cm",
+  "rdma_ucm",
+  "ib_ipoib",
+  "rdma_rxe",
+  "virtio_net",
+  "virtio_rng",
+  "virtio_blk",
+];
+
+/** A module's name as modprobe takes it, from its path in modules.dep. */
+function moduleName(path: string): string {
+  return basename(path).replace(/\.ko(\.\w+)?$/, "").replaceAll("-", "_");
+}
+
+/**
+ * The modules of `modulesDep` (depmod's modules.dep: `PATH: DEP...`, each
+ * line naming all of a module's dependencies) that go: those under one of
+ * `trees`, and every module depending on one of those, so no module kept
+ * needs one that went. Throws when one of `kept` would go. Exported for its
+ * unit test.
+ */
+export function modulesToPrune(
+  modulesDep: string,
+  trees: readonly string[],
+  kept: readonly string[] = KEPT_MODULES,
+): string[] {
+  const pruned = (m: string) => trees.some((t) => m === t || m.startsWith(`${t}/`));
+  const out: string[] = [];
+  for (const line of modulesDep.split("\n")) {
+    const [path, deps = ""] = line.split(":");
+    if (!path.trim()) continue;
+    if (pruned(path) || deps.trim().split(/\s+/).some(pruned)) out.push(path.trim());
+  }
+  const lost = out.map(moduleName).filter((n) => kept.includes(n));
+  if (lost.length) throw new Error(`pruning the guest's modules would remove ${lost.join(", ")}`);
+  return out;
+}
+
+/**
+ * Remove the modules of PRUNED_MODULE_TREES and those depending on them;
+ * refuses when one of KEPT_MODULES would go. decompressKernelModules
+ * rebuilds modules.dep after.
+ */
+async function pruneKernelModules(
+  staging: string,
+  kernelRelease: string,
+  log: string,
+): Promise<void> {
+  const dir = join(staging, "lib/modules", kernelRelease);
+  const gone = modulesToPrune(
+    await Deno.readTextFile(join(dir, "modules.dep")),
+    PRUNED_MODULE_TREES,
+  );
+  progress("image", `leaving out ${gone.length} modules of hardware no guest has`);
+  for (const m of gone) await Deno.remove(join(dir, m));
+  await Deno.writeTextFile(log, `\npruned ${gone.length} modules:\n${gone.join("\n")}\n`, {
+    append: true,
+  });
+}
+
+/**
  * Store the kernel package's modules uncompressed (`kernel/`; DKMS's own
  * under `updates/dkms` stay as DKMS installed them, so its removal finds
  * the files it recorded) and rebuild modules.dep for them. Under TCG xz is
  * where depmod spends its time: it reads every module, 27 s of xz for the
- * 4,234 of Debian's kernel, and DKMS runs it on each install and removal;
+ * 4,234 of Debian's kernel (before pruneKernelModules), and DKMS runs it on
+ * each install and removal;
  * every modprobe of ib_core and friends decompressed too.
  */
 async function decompressKernelModules(
