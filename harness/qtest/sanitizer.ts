@@ -52,9 +52,20 @@ export interface SanitizerReport {
 export function sanitizerEnv(dir: string): Record<string, string> {
   const common = "halt_on_error=1:abort_on_error=1:print_stacktrace=1";
   return {
-    ASAN_OPTIONS: `${common}:detect_leaks=0:log_path=${join(dir, PREFIXES.asan)}`,
-    UBSAN_OPTIONS: `${common}:log_path=${join(dir, PREFIXES.ubsan)}`,
+    ASAN_OPTIONS: `${common}:detect_leaks=0:log_path=${optionValue(join(dir, PREFIXES.asan))}`,
+    UBSAN_OPTIONS: `${common}:log_path=${optionValue(join(dir, PREFIXES.ubsan))}`,
   };
+}
+
+/**
+ * A value for a sanitizer options list, which the runtime splits at ':'
+ * and white space unless the value is quoted: a reports directory with a
+ * ':' in its path (`--reports-dir /tmp/a:b`) sent the reports elsewhere,
+ * and a crash would have gone unread. A quote inside cannot be escaped.
+ */
+function optionValue(value: string): string {
+  if (value.includes('"')) throw new Error(`a sanitizer log path may not contain '"': ${value}`);
+  return `"${value}"`;
 }
 
 /**

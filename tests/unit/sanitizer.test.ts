@@ -21,8 +21,8 @@ Deno.test("reports are read from the directory the environment names; notes are 
   try {
     const env = sanitizerEnv(dir);
     assert.match(env.ASAN_OPTIONS, /halt_on_error=1/);
-    assert.ok(env.ASAN_OPTIONS.includes(`log_path=${join(dir, "asan")}`));
-    assert.ok(env.UBSAN_OPTIONS.includes(`log_path=${join(dir, "ubsan")}`));
+    assert.ok(env.ASAN_OPTIONS.includes(`log_path="${join(dir, "asan")}"`));
+    assert.ok(env.UBSAN_OPTIONS.includes(`log_path="${join(dir, "ubsan")}"`));
     await Deno.writeTextFile(join(dir, "asan.1"), NOTE);
     await Deno.writeTextFile(join(dir, "asan.2"), `${NOTE}==2==ERROR: AddressSanitizer: SEGV`);
     await Deno.writeTextFile(join(dir, "other.3"), "==3==ERROR: not ours");
@@ -45,4 +45,37 @@ Deno.test("a report is named by its SUMMARY line, else its first line that is no
     reportSummary(`${NOTE}x.c:1:2: runtime error: overflow\n`),
     "x.c:1:2: runtime error: overflow",
   );
+});
+
+Deno.test("a real ASan report lands in a reports directory with ':' and ' ' in its path", async () => {
+  const top = await Deno.makeTempDir();
+  const dir = join(top, "run:1 of 2");
+  await Deno.mkdir(dir);
+  try {
+    const src = join(dir, "overflow.c");
+    await Deno.writeTextFile(
+      src,
+      "#include <stdlib.h>\nint main(int c, char **v) { char *p = malloc(4); " +
+        "p[c + 3] = 1; return p[0]; }\n",
+    );
+    const exe = join(dir, "overflow");
+    const cc = await new Deno.Command("cc", {
+      args: ["-fsanitize=address", "-g", "-o", exe, src],
+    }).output();
+    assert.equal(cc.code, 0, new TextDecoder().decode(cc.stderr));
+    const run = await new Deno.Command(exe, { env: sanitizerEnv(dir) }).output();
+    assert.notEqual(run.code, 0);
+    const reports = await sanitizerReports(dir);
+    assert.equal(reports.length, 1, `reports in ${dir}: ${reports.map((r) => r.path)}`);
+    assert.match(
+      reportSummary(reports[0].text),
+      /^SUMMARY: AddressSanitizer: heap-buffer-overflow/,
+    );
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("a sanitizer log path with a double quote is refused", () => {
+  assert.throws(() => sanitizerEnv('/tmp/a"b'), /may not contain/);
 });
