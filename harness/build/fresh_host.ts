@@ -263,18 +263,23 @@ export async function checkFreshHost(config: Config, opts: FreshHostOptions): Pr
     let layer = fresh.files;
     if (config.depth === "quick" && await markUsed(proven)) {
       layer = join(proven, "upper");
-      const at = await entryBuiltAt(proven);
       await step(
         "install",
         `the ${wanted.length} host packages: the layer the harness's installer wrote for this ` +
-          `same plan (${plan.length} packages) at ${at} is reused, dpkg has each at its ` +
-          `planned version (--depth deep installs again)`,
-        (log) =>
-          checkPlanInstalled(
-            packageHost(overlayRoot(bare, join(work, "check"), [layer]), []),
-            plan,
+          `same apt plan (${plan.length} packages) is reused, dpkg has each at its planned ` +
+          `version (--depth deep installs again)`,
+        async (log) => {
+          await Deno.writeTextFile(
             log,
-          ),
+            `reused: ${layer}, written ${await entryBuiltAt(proven)}\n`,
+          );
+          const reused = packageHost(overlayRoot(bare, join(work, "check"), [layer]), []);
+          await checkPlanInstalled(reused, plan, log);
+          const missing = await missingPackages(wanted, reused);
+          if (missing.length) {
+            throw new FreshHostProblem(`the reused layer lacks ${missing.join(" ")} (see ${log})`);
+          }
+        },
       );
     } else {
       await step(
