@@ -82,6 +82,11 @@ export interface CacheEntry {
   built: boolean;
 }
 
+/** Where the entry for `inputs` under `stage` lives (finished or not). */
+export function entryDir(cacheDir: string, stage: string, inputs: unknown): string {
+  return join(cacheDir, stage, hashInputs(inputs));
+}
+
 /**
  * Return the entry for `inputs` under `stage`, building it with
  * `build(tmpDir, logDir)` when absent. `build` writes artifacts into the first
@@ -97,7 +102,7 @@ export async function cached(
 ): Promise<CacheEntry> {
   const key = hashInputs(inputs);
   const stageDir = join(cacheDir, stage);
-  const dir = join(stageDir, key);
+  const dir = entryDir(cacheDir, stage, inputs);
   if (await markUsed(dir)) return { dir, key, built: false };
   await Deno.mkdir(stageDir, { recursive: true });
   return await withLock(join(stageDir, `${key}.lock`), async () => {

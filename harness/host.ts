@@ -132,10 +132,25 @@ async function installMissing(
     );
   }
   progress("setup", `installing host packages: ${missing.join(" ")}`);
-  const env = { DEBIAN_FRONTEND: "noninteractive" };
-  await on.run(["apt-get", "update"], { env, logPath });
-  await on.run(["apt-get", "install", "-y", "--no-install-recommends", ...missing], {
-    env,
-    logPath,
-  });
+  await on.run(["apt-get", "update"], { env: APT_ENV, logPath });
+  await on.run(aptInstallArgv(missing), { env: APT_ENV, logPath });
+}
+
+/** apt-get's environment: no questions. */
+export const APT_ENV = { DEBIAN_FRONTEND: "noninteractive" };
+
+/**
+ * The apt-get command line the installer installs `packages` with (no
+ * recommends); `simulate` adds `-s`: what it would install, nothing done
+ * (the fresh-host check keys its install layer on that plan).
+ */
+export function aptInstallArgv(packages: string[], simulate = false): string[] {
+  return [
+    "apt-get",
+    "install",
+    ...(simulate ? ["-s"] : []),
+    "-y",
+    "--no-install-recommends",
+    ...packages,
+  ];
 }

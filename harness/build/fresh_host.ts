@@ -1,8 +1,9 @@
 /**
  * The fresh-host check: proves the host package list on a machine that has
- * nothing else. A bare Debian root (debootstrap minbase, cached like every
- * stage) is copied; into the copy the harness's own installer
- * (`ensurePackages`) puts exactly the host package list; then, inside it,
+ * nothing else. Over a bare Debian root (debootstrap minbase, cached like
+ * every stage, never written: each step runs in an overlay of it) the
+ * harness's own installer (`ensurePackages`) puts exactly the host package
+ * list; then, inside it,
  * every host command and firmware file the harness uses must be there,
  * QEMU's pinned source must extract and configure with our flags and
  * models, the switch must build, and libcnuasdev must build and pass its
@@ -11,10 +12,12 @@
  */
 import { HilError } from "../errors.ts";
 import { dirname, join } from "node:path";
-import { cached, entryBuiltAt, hashInputs, markUsed, removeTree } from "../cache.ts";
+import { cached, entryBuiltAt, entryDir, hashTree, markUsed, removeTree } from "../cache.ts";
 import type { Config } from "../config.ts";
 import { exec, type ExecOptions, type ExecResult, shq } from "../exec.ts";
 import {
+  APT_ENV,
+  aptInstallArgv,
   ensureHostPackages,
   ensurePackages,
   hostPackageList,
@@ -92,6 +95,12 @@ export async function buildBareRoot(config: Config): Promise<string> {
 /** The stage of the cached install layers (an overlay `upper/` over the bare root, per install plan). */
 const INSTALL_STAGE = "fresh-host-install";
 
+/** The installer's code: a change to it installs again, whatever the plan. */
+const INSTALLER_SOURCES = ["harness/host.ts", "harness/build/chroot.ts"];
+
+/** Bump when how the install layer is made changes in a way INSTALLER_SOURCES do not show. */
+const INSTALL_LAYER_VERSION = 1;
+
 /** Where a check's commands run: an overlay of the bare root, its writes in `dir/upper`. */
 interface OverlayRoot {
   /** Run a script inside the root. */
@@ -147,19 +156,20 @@ export function parseInstallPlan(simulation: string): string[] {
  * install layer on too little.
  */
 async function planInstall(host: PackageHost, wanted: string[], log: string): Promise<string[]> {
-  const env = { DEBIAN_FRONTEND: "noninteractive" };
-  await host.run(["apt-get", "update"], { env, logPath: log });
+  await host.run(["apt-get", "update"], { env: APT_ENV, logPath: log });
   const missing = await missingPackages(wanted, host);
-  const r = await host.run(
-    ["apt-get", "install", "-s", "-y", "--no-install-recommends", ...wanted],
-    { env },
-  );
+  const r = await host.run(aptInstallArgv(wanted, true), { env: APT_ENV, allowFail: true });
   const plan = parseInstallPlan(r.stdout);
   await Deno.writeTextFile(
     log,
     `${r.stdout}${r.stderr}\ninstall plan (${plan.length}):\n${plan.join("\n")}\n`,
     { append: true },
   );
+  if (r.code !== 0) {
+    throw new FreshHostProblem(
+      explainLog(r.stdout + r.stderr, log) ?? `apt-get -s exited ${r.code} (see ${log})`,
+    );
+  }
   const named = new Set(plan.map((p) => p.split("=")[0]));
   const unplanned = missing.filter((p) => !named.has(p));
   if (unplanned.length) {
@@ -216,13 +226,14 @@ async function checkPlanInstalled(host: PackageHost, plan: string[], log: string
  * FreshHostProblem naming what was missing and where its log is. Every
  * step runs in an overlay of the cached bare root, which is never written.
  * The install goes into a layer of its own, kept in the cache under its
- * install plan (apt's `NAME=VERSION` list against today's archive, and the
- * bare root's build time): at the quick depth an equal plan reuses the
- * layer the harness's installer wrote for it — the same packages at the
- * same versions into the same bare root — after dpkg confirms each of
- * them there; the deep depth always installs again. A package left out
- * (`without`) changes the plan, so it is installed for real. Never leaves
- * the scratch overlays behind.
+ * install plan (apt's `NAME=VERSION` list against today's archive), the
+ * bare root's build time and the installer's code: at the quick depth an
+ * equal key reuses the layer the harness's installer wrote for it — the
+ * same packages at the same versions into the same bare root by the same
+ * code — after dpkg confirms each of them there (a layer that fails that
+ * is dropped); the deep depth always installs again and replaces it. A run
+ * with packages left out (`without`) installs for real and keeps nothing.
+ * Never leaves the scratch overlays behind.
  */
 export async function checkFreshHost(config: Config, opts: FreshHostOptions): Promise<void> {
   const bare = await buildBareRoot(config);
@@ -245,11 +256,13 @@ export async function checkFreshHost(config: Config, opts: FreshHostOptions): Pr
     });
   try {
     const fresh = overlayRoot(bare, join(work, "install"));
-    // debootstrap copied the resolver config of its day; use today's.
+    // debootstrap copied the resolver config of its day; apt needs today's (a reused layer keeps
+    // its first run's: nothing after the install uses the network).
     await Deno.mkdir(join(fresh.files, "etc"), { recursive: true });
     await Deno.copyFile("/etc/resolv.conf", join(fresh.files, "etc/resolv.conf")).catch(() => {});
     const installer = packageHost(fresh, [{ host: aptCache, inRoot: "/var/cache/apt/archives" }]);
-    const wanted = hostPackageList().filter((p) => !(opts.without ?? []).includes(p));
+    const without = opts.without ?? [];
+    const wanted = hostPackageList().filter((p) => !without.includes(p));
     let plan: string[] = [];
     await step(
       "plan",
@@ -258,10 +271,18 @@ export async function checkFreshHost(config: Config, opts: FreshHostOptions): Pr
         plan = await planInstall(installer, wanted, log);
       },
     );
-    const inputs = { suite: FRESH_HOST_SUITE, bareBuiltAt, plan, RECIPE_VERSION };
-    const proven = join(config.cacheDir, INSTALL_STAGE, hashInputs(inputs));
+    const inputs = {
+      suite: FRESH_HOST_SUITE,
+      bareBuiltAt,
+      plan,
+      installer: await hashTree(config.repoRoot, INSTALLER_SOURCES),
+      INSTALL_LAYER_VERSION,
+    };
+    const proven = entryDir(config.cacheDir, INSTALL_STAGE, inputs);
+    // A run without some packages is a diagnosis: it neither reuses a layer nor leaves one.
+    const keep = without.length === 0;
     let layer = fresh.files;
-    if (config.depth === "quick" && await markUsed(proven)) {
+    if (keep && config.depth === "quick" && await markUsed(proven)) {
       layer = join(proven, "upper");
       await step(
         "install",
@@ -274,10 +295,18 @@ export async function checkFreshHost(config: Config, opts: FreshHostOptions): Pr
             `reused: ${layer}, written ${await entryBuiltAt(proven)}\n`,
           );
           const reused = packageHost(overlayRoot(bare, join(work, "check"), [layer]), []);
-          await checkPlanInstalled(reused, plan, log);
-          const missing = await missingPackages(wanted, reused);
-          if (missing.length) {
-            throw new FreshHostProblem(`the reused layer lacks ${missing.join(" ")} (see ${log})`);
+          try {
+            await checkPlanInstalled(reused, plan, log);
+            const missing = await missingPackages(wanted, reused);
+            if (missing.length) {
+              throw new FreshHostProblem(
+                `the reused layer lacks ${missing.join(" ")} (see ${log})`,
+              );
+            }
+          } catch (e) {
+            // Not what it claims to hold: the next run installs again.
+            await removeTree(proven);
+            throw e;
           }
         },
       );
@@ -288,13 +317,15 @@ export async function checkFreshHost(config: Config, opts: FreshHostOptions): Pr
         async (log) => {
           await ensurePackages(wanted, log, installer);
           await checkPlanInstalled(installer, plan, log);
+          if (!keep) return;
+          // For the next quick run with the same plan; a deep run's install replaces the last.
+          if (config.depth === "deep") await removeTree(proven);
+          const entry = await cached(config.cacheDir, INSTALL_STAGE, inputs, async (out) => {
+            await Deno.rename(fresh.files, join(out, "upper"));
+          });
+          if (entry.built) layer = join(entry.dir, "upper");
         },
       );
-      // Kept for the next quick run with the same plan.
-      const entry = await cached(config.cacheDir, INSTALL_STAGE, inputs, async (out) => {
-        await Deno.rename(fresh.files, join(out, "upper"));
-      });
-      if (entry.built) layer = join(entry.dir, "upper");
     }
     const root = overlayRoot(bare, join(work, "run"), [layer]);
     await step(

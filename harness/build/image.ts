@@ -303,10 +303,19 @@ export const PRUNED_MODULE_TREES = [
 ];
 
 /**
- * Modules the rows, the docs and the lab load by name: pruning one of them
- * fails the image build instead of a row.
+ * Modules the rows, the docs and the lab load by name (ours, and the
+ * kernel's they use; udmabuf and vmgenid are built into Debian's kernel
+ * today): pruning one of them, or one they depend on, fails the image
+ * build instead of a row. Soft dependencies and request_module() are not
+ * in modules.dep; none of these has one into a pruned tree.
  */
 export const KEPT_MODULES = [
+  "cnuas_net",
+  "cnuas_ib",
+  "cnuasgpu",
+  "cnuasgpu_host",
+  "udmabuf",
+  "vmgenid",
   "ib_core",
   "ib_uverbs",
   "ib_cm",
@@ -340,9 +349,10 @@ export function modulesToPrune(
   const pruned = (m: string) => trees.some((t) => m === t || m.startsWith(`${t}/`));
   const out: string[] = [];
   for (const line of modulesDep.split("\n")) {
-    const [path, deps = ""] = line.split(":");
-    if (!path.trim()) continue;
-    if (pruned(path) || deps.trim().split(/\s+/).some(pruned)) out.push(path.trim());
+    const [field, deps = ""] = line.split(":");
+    const path = field.trim();
+    if (!path) continue;
+    if (pruned(path) || deps.trim().split(/\s+/).some(pruned)) out.push(path);
   }
   const lost = out.map(moduleName).filter((n) => kept.includes(n));
   if (lost.length) throw new Error(`pruning the guest's modules would remove ${lost.join(", ")}`);

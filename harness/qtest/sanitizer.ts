@@ -58,8 +58,8 @@ export function sanitizerEnv(dir: string): Record<string, string> {
 }
 
 /**
- * A value for a sanitizer options list, which the runtime splits at ':'
- * and white space unless the value is quoted: a reports directory with a
+ * A value for a sanitizer options list, which the runtime splits at ':',
+ * ',' and white space unless the value is quoted: a reports directory with a
  * ':' in its path (`--reports-dir /tmp/a:b`) sent the reports elsewhere,
  * and a crash would have gone unread. A quote inside cannot be escaped.
  */

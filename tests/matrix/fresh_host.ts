@@ -1,6 +1,6 @@
 /**
  * Row `fresh-host`: the host package list suffices on a machine that has
- * nothing else. In a copy of a bare Debian root the harness's own installer
+ * nothing else. In an overlay of a bare Debian root the harness's own installer
  * puts exactly its host packages; then every host command and firmware file
  * must be there, QEMU's pinned source must configure with our flags and
  * models, and the switch must build (harness/build/fresh_host.ts). At the
