@@ -366,10 +366,10 @@ export class Lab {
    * the packaged ones in updates/dkms, then the boot's PCI coldplug again, so
    * udev loads them for the guest's devices as it loaded the packaged ones.
    * They go in as DKMS installs its own (debug info stripped, xz, the same
-   * file names), so modules.dep still names them; depmod — 25 s under TCG,
-   * it decompresses every module of the kernel — runs only when a module's
-   * dependencies, soft dependencies or aliases differ from the packaged
-   * one's. Then each installed file, and each of them the coldplug loaded,
+   * file names), so modules.dep still names them; depmod — 2-7 s under TCG,
+   * it reads every module of the kernel (docs/packages.md, "The image") —
+   * runs only when a module's dependencies, soft dependencies or aliases
+   * differ from the packaged one's. Then each installed file, and each of them the coldplug loaded,
    * must carry the srcversion of the working tree's build.
    */
   async #installDevModules(
