@@ -6,7 +6,7 @@
  * never corrupt it and a partial entry is never used.
  */
 import { createHash } from "node:crypto";
-import { join, relative } from "node:path";
+import { basename, dirname, join, relative } from "node:path";
 import { progress } from "./progress.ts";
 
 /** Name of the marker written last into a finished entry. */
@@ -100,9 +100,9 @@ export async function cached(
   inputs: unknown,
   build: (outDir: string, logDir: string) => Promise<void>,
 ): Promise<CacheEntry> {
-  const key = hashInputs(inputs);
-  const stageDir = join(cacheDir, stage);
   const dir = entryDir(cacheDir, stage, inputs);
+  const key = basename(dir);
+  const stageDir = dirname(dir);
   if (await markUsed(dir)) return { dir, key, built: false };
   await Deno.mkdir(stageDir, { recursive: true });
   return await withLock(join(stageDir, `${key}.lock`), async () => {
@@ -243,19 +243,21 @@ export async function finishedEntries(cacheDir: string, stage: string): Promise<
   return entries.sort((a, b) => b.usedAt - a.usedAt);
 }
 
+/** A finished entry's marker, as `cached` writes it. */
+async function readMarker(dir: string): Promise<{ inputs?: unknown; at?: unknown }> {
+  return JSON.parse(await Deno.readTextFile(join(dir, COMPLETE_MARKER)));
+}
+
 /** The inputs a finished entry was built from, as its marker records them. */
 export async function entryInputs(dir: string): Promise<unknown> {
-  const rec = JSON.parse(await Deno.readTextFile(join(dir, COMPLETE_MARKER))) as {
-    inputs?: unknown;
-  };
-  return rec.inputs;
+  return (await readMarker(dir)).inputs;
 }
 
 /** When a finished entry was built, as its marker records it (an ISO 8601 time). */
 export async function entryBuiltAt(dir: string): Promise<string> {
-  const rec = JSON.parse(await Deno.readTextFile(join(dir, COMPLETE_MARKER))) as { at?: unknown };
-  if (typeof rec.at !== "string") throw new Error(`${dir}: its cache marker has no build time`);
-  return rec.at;
+  const { at } = await readMarker(dir);
+  if (typeof at !== "string") throw new Error(`${dir}: its cache marker has no build time`);
+  return at;
 }
 
 /**
