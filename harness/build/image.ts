@@ -387,8 +387,8 @@ async function pruneKernelModules(
  * the files it recorded) and rebuild modules.dep for them. Under TCG xz is
  * where depmod spends its time: it reads every module, 27 s of xz for the
  * 4,234 of Debian's kernel (before pruneKernelModules), and DKMS runs it on
- * each install and removal;
- * every modprobe of ib_core and friends decompressed too.
+ * each install and removal; every modprobe of ib_core and friends
+ * decompressed too.
  */
 async function decompressKernelModules(
   staging: string,

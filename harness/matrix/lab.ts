@@ -369,8 +369,9 @@ export class Lab {
    * file names), so modules.dep still names them; depmod — 2-7 s under TCG,
    * it reads every module of the kernel (docs/packages.md, "The image") —
    * runs only when a module's dependencies, soft dependencies or aliases
-   * differ from the packaged one's. Then each installed file, and each of them the coldplug loaded,
-   * must carry the srcversion of the working tree's build.
+   * differ from the packaged one's. Then each installed file, and each of
+   * them the coldplug loaded, must carry the srcversion of the working
+   * tree's build.
    */
   async #installDevModules(
     g: GuestVm,
