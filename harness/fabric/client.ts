@@ -359,13 +359,6 @@ function drops(v: unknown): Record<DropReason, number> {
   return Object.fromEntries(DROP_REASONS.map((r) => [r, num(o[r])])) as Record<DropReason, number>;
 }
 
-/** Lowercase hex of a frame (the control protocol's `hex` field). */
-export function toHex(bytes: Uint8Array): string {
-  let s = "";
-  for (const b of bytes) s += b.toString(16).padStart(2, "0");
-  return s;
-}
-
 /**
  * The typed operations over a raw `control` request: each builds its
  * request, checks `ok` and reads the reply's fields into camelCase types.
@@ -462,7 +455,7 @@ export abstract class FabricClient implements FabricOps {
     frame: Uint8Array,
     direction: "ingress" | "egress" = "ingress",
   ): Promise<void> {
-    await this.request({ op: "inject", port, direction, hex: toHex(frame) });
+    await this.request({ op: "inject", port, direction, hex: frame.toHex() });
   }
 
   /** Move the switch's clock forward (MAC aging) by whole seconds. */
@@ -631,6 +624,7 @@ export class ControlConnection {
   #conn: Deno.UnixConn;
   #waiters: { resolve: (v: Record<string, unknown>) => void; reject: (e: Error) => void }[] = [];
   #reader: Promise<void>;
+  #writing: Promise<void> = Promise.resolve();
   #broken?: Error;
 
   /** Start reading replies from `conn`. */
@@ -665,7 +659,13 @@ export class ControlConnection {
       this.#waiters.push({ resolve, reject });
     });
     const bytes = new TextEncoder().encode(text + "\n");
-    for (let off = 0; off < bytes.length;) off += await this.#conn.write(bytes.subarray(off));
+    // Lines sent without awaiting in between are pipelined: each write waits
+    // for the one before it, so lines go out whole and in the waiters' order.
+    const written = this.#writing.then(async () => {
+      for (let off = 0; off < bytes.length;) off += await this.#conn.write(bytes.subarray(off));
+    });
+    this.#writing = written.catch(() => {});
+    await written;
     return await p;
   }
 

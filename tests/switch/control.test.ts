@@ -141,10 +141,25 @@ Deno.test("control: an egress injection reaches only that port, whatever its byt
   });
 });
 
+Deno.test("control: pipelined requests (not awaited one by one) each get their own reply, in order", async () => {
+  await withRig("ib", 2, async (rig) => {
+    const frames = Array.from({ length: 200 }, (_, i) => new Uint8Array([i & 0xff, i >> 8, 0xee]));
+    // ids are checked against each reply by control(); a ports request in
+    // the middle must get the ports reply, not an inject's
+    const sent = frames.map((f) => rig.fabric.inject(2, f, "egress"));
+    const ports = rig.fabric.ports();
+    const more = frames.map((f) => rig.fabric.inject(2, f, "egress"));
+    await Promise.all([...sent, ...more]);
+    assert.ok((await ports).some((p) => p.port === 2));
+    for (const f of [...frames, ...frames]) assert.deepEqual(rig.clients.get(2)!.recv(2000), f);
+    assert.equal(rig.clients.get(2)!.recv(0), null);
+  });
+});
+
 Deno.test("control: base64 injections decode like hex ones", async () => {
   await withRig("link", 2, async (rig) => {
     const f = new Uint8Array([0xff, 0xff, 0xff, 0xff, 5, 0, 0, 0, 0xaa]);
-    const b64 = btoa(String.fromCharCode(...f));
+    const b64 = f.toBase64();
     const r = await rig.fabric.control({ op: "inject", port: 1, base64: b64 });
     assert.equal(r.ok, true);
     assert.deepEqual(rig.clients.get(2)!.recv(2000), f);
