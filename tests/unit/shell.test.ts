@@ -1,11 +1,14 @@
 /**
  * The shared shell helpers: `shq` must make any string one literal word for
- * a real POSIX shell, and `sh` must return stdout or fail with the command
- * named.
+ * a real POSIX shell, `sh` must return stdout or fail with the command
+ * named, and `waitListening`'s shell, run by dash against this host's own
+ * sockets, must see listeners on IPv4 and IPv6, wait for every port it is
+ * given, stop early on the done tag and not take a connected socket for a
+ * listening one.
  */
 import assert from "node:assert/strict";
 import { exec } from "../../harness/exec.ts";
-import { sh, shq } from "../../harness/guest/shell.ts";
+import { sh, shq, waitListening } from "../../harness/guest/shell.ts";
 import { RowFailure } from "../../harness/matrix/row.ts";
 import type { Guest, RunOptions, RunResult } from "../../harness/vm/types.ts";
 
@@ -103,4 +106,62 @@ Deno.test("sh throws the caller's error kind when given one", async () => {
   class BenchError extends Error {}
   const { g } = fakeGuest({ code: 1 });
   await assert.rejects(sh(g, "false", { error: BenchError }), BenchError);
+});
+
+/** Exit status of `script` under the host's sh. */
+async function run(script: string): Promise<number> {
+  const out = await new Deno.Command("/bin/sh", { args: ["-c", script], stdout: "null" }).output();
+  return out.code;
+}
+
+/** A port nobody on this host listens on (taken and given back). */
+function freePort(): number {
+  const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const port = (l.addr as Deno.NetAddr).port;
+  l.close();
+  return port;
+}
+
+Deno.test("waitListening: a listener on IPv4 and one on IPv6 are seen; all ports must listen", async () => {
+  const v4 = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const v6 = Deno.listen({ hostname: "::1", port: 0 });
+  try {
+    const p4 = (v4.addr as Deno.NetAddr).port;
+    const p6 = (v6.addr as Deno.NetAddr).port;
+    assert.equal(await run(waitListening([p4], 2)), 0);
+    assert.equal(await run(waitListening([p6], 2)), 0);
+    assert.equal(await run(waitListening([p4, p6], 2)), 0);
+    assert.equal(await run(waitListening([p4, freePort()], 2)), 1);
+  } finally {
+    v4.close();
+    v6.close();
+  }
+});
+
+Deno.test("waitListening: a port whose only socket is connected, not listening, is not taken", async () => {
+  const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const port = (l.addr as Deno.NetAddr).port;
+  const client = await Deno.connect({ hostname: "127.0.0.1", port });
+  const server = await l.accept();
+  l.close(); // the connection stays, its sockets in ESTABLISHED with this port
+  try {
+    assert.equal(await run(waitListening([port], 2)), 1);
+  } finally {
+    client.close();
+    server.close();
+  }
+});
+
+Deno.test("waitListening: the done tag ends the wait at once; bad ports are refused", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    await Deno.writeTextFile(`${dir}/t.rc`, "1\n");
+    const t0 = performance.now();
+    assert.equal(await run(waitListening([freePort()], 300, `${dir}/t`)), 0);
+    assert.ok(performance.now() - t0 < 5_000);
+    assert.throws(() => waitListening([0], 1), RangeError);
+    assert.throws(() => waitListening([65536], 1), RangeError);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
 });
