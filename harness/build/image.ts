@@ -36,7 +36,27 @@ export interface GuestImage {
 }
 
 /** Bump when the recipe below changes. */
-const IMAGE_VERSION = 7;
+const IMAGE_VERSION = 8;
+
+/**
+ * Files of the guest's initramfs that replace udev's there (see each file):
+ * repository path → where the image installs it.
+ */
+const INITRAMFS_FILES: Record<string, string> = {
+  "harness/build/initramfs/init-top-udev": "etc/initramfs-tools/scripts/init-top/udev",
+  "harness/build/initramfs/init-bottom-udev": "etc/initramfs-tools/scripts/init-bottom/udev",
+  "harness/build/initramfs/hook-no-udev": "etc/initramfs-tools/hooks/cnuas-no-udev",
+};
+
+/**
+ * Drivers of the q35 machine's own chipset that no row uses: the AHCI
+ * controller (no SATA disk: the root is virtio-blk), the LPC bridge, the
+ * SMBus and the TCO watchdog. The PCI coldplug of a cold boot loaded them
+ * through their modaliases, ~1 s of a TCG vCPU that `udevadm settle`
+ * waited for; blacklisted, udev leaves them out (modprobe by name still
+ * loads one).
+ */
+const UNUSED_CHIPSET_DRIVERS = ["ahci", "lpc_ich", "i2c_i801", "iTCO_wdt"];
 
 /** Where the image keeps no copy of the packages: they are staged here for `dpkg -i` only. */
 const STAGED_DEBS = "tmp/cnuas-debs";
@@ -50,7 +70,10 @@ interface ImageBase {
 
 async function imageBase(config: Config) {
   const groot = await buildGuestRoot(config);
-  const initHash = await hashTree(config.repoRoot, ["harness/build/guest-init.sh"]);
+  const initHash = await hashTree(config.repoRoot, [
+    "harness/build/guest-init.sh",
+    ...Object.keys(INITRAMFS_FILES),
+  ]);
   return { groot, base: { root: groot.key, initHash, IMAGE_VERSION } satisfies ImageBase };
 }
 
@@ -172,8 +195,17 @@ export async function buildImage(config: Config): Promise<GuestImage> {
         users.replace(rootBash, (line) => line.replace(/\/bin\/bash$/, "/bin/sh")),
       );
       await Deno.writeTextFile(join(staging, "etc/fstab"), "/dev/vda / ext4 rw 0 1\n");
-      // A small initramfs: only what mounts a virtio-blk ext4 root. Debian's
-      // MODULES=most image spends seconds unpacking and probing under TCG.
+      await Deno.writeTextFile(
+        join(staging, "etc/modprobe.d/cnuas-unused-chipset.conf"),
+        UNUSED_CHIPSET_DRIVERS.map((m) => `blacklist ${m}\n`).join(""),
+      );
+      // A small initramfs: only what mounts a virtio-blk ext4 root, no udev.
+      // Debian's MODULES=most image spends seconds unpacking and probing under TCG.
+      for (const [from, to] of Object.entries(INITRAMFS_FILES)) {
+        await Deno.mkdir(dirname(join(staging, to)), { recursive: true });
+        await Deno.copyFile(join(config.repoRoot, from), join(staging, to));
+        await Deno.chmod(join(staging, to), 0o755);
+      }
       await Deno.writeTextFile(
         join(staging, "etc/initramfs-tools/conf.d/cnuas.conf"),
         "MODULES=list\nCOMPRESS=gzip\n",
