@@ -13,7 +13,9 @@ import {
   COLDPLUG_PCI,
   identityCommand,
   RESEED_BYTES,
+  RNDRESEEDCRNG,
   UNLOAD_OUR_DRIVERS,
+  X86_64_SYS_SETTIMEOFDAY,
 } from "../../harness/vm/restore_identity.ts";
 import { restoredSpec } from "../../harness/vm/snapshot.ts";
 import {
@@ -160,39 +162,91 @@ Deno.test("the guest a state is saved from writes its own disk; cold guests neve
   assert.equal(snapshotBlocker({ ...spec(0), rootfsWritable: true }) !== undefined, true);
 });
 
-Deno.test("identity: the clock corrected first, then the reseed from stdin, hostname, machine-id, PCI coldplug", () => {
+Deno.test("identity: one Perl program (clock, reseed, hostname, machine-id), then the PCI coldplug", () => {
   const cmd = identityCommand("g1", -45_300);
-  const parts = cmd.split(" && ");
-  assert.equal(parts[0], clockCorrection(-45_300));
-  assert.equal(parts[1], `head -c ${RESEED_BYTES} >/dev/urandom`);
-  assert.match(parts[2], /ioctl\(\$f, 20999, 0\)/); // RNDRESEEDCRNG = 0x5207
-  assert.equal(parts[3], "hostname g1");
-  assert.match(parts[4], /\/etc\/machine-id$/);
+  const [perl, ...rest] = cmd.split(" && ");
+  assert.match(perl, /^perl -MTime::HiRes -e '[^']*'$/);
+  const prog = perl.slice(perl.indexOf("'") + 1, -1);
+  // the clock first; the reseed before the hostname and machine-id (drawn from the CRNG)
+  assert.ok(prog.startsWith(clockCorrection(-45_300)));
+  const at = (what: string) => {
+    const i = prog.indexOf(what);
+    assert.ok(i >= 0, what);
+    return i;
+  };
+  assert.ok(at(`ioctl($r, ${RNDRESEEDCRNG}, 0)`) < at('put("/proc/sys/kernel/hostname", "g1")'));
+  assert.equal(RNDRESEEDCRNG, 0x5207);
+  assert.ok(at("/proc/sys/kernel/hostname") < at('put("/etc/machine-id"'));
   // our drivers probe the restored guest's own devices (saved unloaded), after the rest
-  assert.equal(parts.slice(5).join(" && "), COLDPLUG_PCI);
+  assert.equal(rest.join(" && "), COLDPLUG_PCI);
   assert.match(COLDPLUG_PCI, /^udevadm trigger --action=add --subsystem-match=pci /);
   for (const m of ["cnuas_ib", "cnuas_net", "cnuasgpu_host", "cnuasgpu"]) {
     assert.ok(UNLOAD_OUR_DRIVERS.includes(` ${m} `) || UNLOAD_OUR_DRIVERS.includes(` ${m};`), m);
   }
   assert.ok(UNLOAD_OUR_DRIVERS.indexOf("cnuas_ib") < UNLOAD_OUR_DRIVERS.indexOf("cnuas_net"));
   assert.throws(() => identityCommand("g1; reboot", 0), /not a guest name/);
+  assert.throws(() => identityCommand("g1", NaN), /not a clock offset/);
   // --dev-modules runs the coldplug itself, after installing the working tree's modules
-  assert.equal(identityCommand("g1", -45_300, false), parts.slice(0, 5).join(" && "));
+  assert.equal(identityCommand("g1", -45_300, false), perl);
+});
+
+/** Run a shell command here, `stdin` on its standard input. */
+async function sh(cmd: string, stdin: Uint8Array = new Uint8Array()) {
+  const p = new Deno.Command("sh", {
+    args: ["-c", cmd],
+    stdin: "piped",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const w = p.stdin.getWriter();
+  await w.write(stdin);
+  await w.close();
+  const out = await p.output();
+  const text = new TextDecoder();
+  return { code: out.code, stdout: text.decode(out.stdout), stderr: text.decode(out.stderr) };
+}
+
+Deno.test("identity program run here: its files written, the host's bytes mixed in, short input refused", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    // the guest's kernel interfaces become files; the clock is read, not set
+    // (gettimeofday, 96, fills the buffer settimeofday would read); a file takes no ioctl
+    const cmd = identityCommand("g7", 1500, false)
+      .replace(`syscall(${X86_64_SYS_SETTIMEOFDAY},`, "syscall(96,")
+      .replace(`ioctl($r, ${RNDRESEEDCRNG}, 0)`, "1")
+      .replaceAll("/dev/urandom", `${dir}/urandom`)
+      .replace("/proc/sys/kernel/hostname", `${dir}/hostname`)
+      .replace("/etc/machine-id", `${dir}/machine-id`);
+    const seed = crypto.getRandomValues(new Uint8Array(RESEED_BYTES));
+    const r = await sh(cmd, seed);
+    assert.equal(r.code, 0, r.stderr);
+    assert.deepEqual(await Deno.readFile(`${dir}/urandom`), seed);
+    assert.equal(await Deno.readTextFile(`${dir}/hostname`), "g7");
+    assert.match(await Deno.readTextFile(`${dir}/machine-id`), /^[0-9a-f]{32}\n$/);
+    const short = await sh(cmd, seed.subarray(0, RESEED_BYTES - 1));
+    assert.notEqual(short.code, 0);
+    assert.match(short.stderr, /reseed: fewer bytes on stdin/);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
 });
 
 Deno.test("clock correction: relative to the guest's own reading, so a late start costs nothing", async () => {
-  const cmd = clockCorrection(-7412.6);
-  assert.equal(
-    cmd,
-    `date -u -s @$(awk -v o=-7.413 'BEGIN { "date +%s.%N" | getline t; printf "%.3f", t - o }') >/dev/null`,
+  // the program against a fixed reading (100.250000 s) and a settimeofday that prints its timeval
+  const prog = clockCorrection(-7412.6)
+    .replace("Time::HiRes::gettimeofday()", "(100, 250000)")
+    .replace(`syscall(${X86_64_SYS_SETTIMEOFDAY}, `, "settime(") +
+    'sub settime { print join(".", unpack("l!l!", $_[0])); 0 }';
+  const r = await sh(`perl -e '${prog}'`);
+  assert.equal(r.code, 0, r.stderr);
+  assert.equal(r.stdout, "107.662600"); // 100.250000 - (-7.412600)
+  const behind = await sh(
+    `perl -e '${
+      clockCorrection(250.0004).replace("Time::HiRes::gettimeofday()", "(100, 100000)")
+        .replace(`syscall(${X86_64_SYS_SETTIMEOFDAY}, `, "settime(")
+    }sub settime { print join(".", unpack("l!l!", $_[0])); 0 }'`,
   );
-  // The awk program itself, run here against a fixed "date": 100.000 - (-7.413).
-  const awk = cmd.slice(cmd.indexOf("awk"), cmd.lastIndexOf(")")).replace(
-    "date +%s.%N",
-    "echo 100.000",
-  );
-  const out = await new Deno.Command("sh", { args: ["-c", awk] }).output();
-  assert.equal(new TextDecoder().decode(out.stdout), "107.413");
+  assert.equal(behind.stdout, "99.850000"); // 100.100000 - 0.250000
 });
 
 Deno.test("paths with commas reach QEMU's option lists with each comma doubled", () => {
