@@ -40,6 +40,20 @@ export const PINGPONG_ITERS: Record<Depth, number> = { quick: 100, deep: 1000 };
 export const PINGPONG_1MIB_ITERS: Record<Depth, number> = { quick: 25, deep: 1000 };
 
 /**
+ * Volume flags by depth of the pingpongs that refill a receive queue as
+ * they go (ibv_ud_pingpong, ibv_srq_pingpong): each posts `rx_depth`
+ * receives (default 500) and posts more only once they run low (one left;
+ * over an SRQ, as many as it has QPs). 500 iterations at the default reach
+ * that once, as the deep depth does; the quick depth's 100 pass `-r 50`,
+ * so the queue is refilled there too (at least twice), at a fifth of the
+ * round trips (~10 ms each beside another row under TCG).
+ */
+export const RECV_PINGPONG_VOLUME: Record<Depth, string> = {
+  quick: "-n 100 -r 50",
+  deep: "-n 500",
+};
+
+/**
  * perftest's volume flags by depth: quick runs each bandwidth program 1,000
  * times (its own default for all of PERFTESTS but ib_write_bw, which does
  * 5,000: 11 s of 15 under TCG) and each latency program 200 times (1,000
@@ -111,10 +125,10 @@ export async function pingpong1MiB(ctx: RowContext, nodes: RdmaNode[]): Promise<
 export async function udPingpong(
   ctx: RowContext,
   nodes: RdmaNode[],
-  opts: { size: number; iters: number },
+  size: number,
 ): Promise<void> {
   const [s, c] = nodes;
-  const flags = `-s ${opts.size} -n ${opts.iters} --chk`;
+  const flags = `-s ${size} ${RECV_PINGPONG_VOLUME[ctx.config.depth]} --chk`;
   await ctx.step(`ibv_ud_pingpong ${flags}`, async () => {
     const args = (n: RdmaNode) =>
       `ibv_ud_pingpong -d ${n.dev.ibdev}${addrFlag(n, "-g")} -p 18517 ${flags}`;
@@ -127,8 +141,8 @@ export async function udPingpong(
       throw new RowFailure(`${what}: the client's --chk found wrong data: ${bad.join("; ")}`);
     }
     const f = pingpongResult(what, r);
-    ctx.measure(`udPingpong.${opts.size}.usecPerIter`, f.usecPerIter, "us");
-    ctx.measure(`udPingpong.${opts.size}.mbitPerSec`, f.mbitPerSec, "Mbit/s");
+    ctx.measure(`udPingpong.${size}.usecPerIter`, f.usecPerIter, "us");
+    ctx.measure(`udPingpong.${size}.mbitPerSec`, f.mbitPerSec, "Mbit/s");
   });
 }
 

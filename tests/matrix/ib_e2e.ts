@@ -140,7 +140,7 @@ export const row: Row = {
       }
     });
     await captured(ctx, "ud-pingpong", async () => {
-      for (const size of UD_PINGPONG_SIZES) await udPingpong(ctx, nodes, { size, iters: 500 });
+      for (const size of UD_PINGPONG_SIZES) await udPingpong(ctx, nodes, size);
     });
     await captured(ctx, "perftest", () => perftests(ctx, nodes));
     await captured(ctx, "examples-security-rping", async () => {

@@ -12,7 +12,7 @@ import {
 } from "../../harness/guest/cnuas_ib.ts";
 import { shq } from "../../harness/guest/shell.ts";
 import { GUEST_PATHS } from "../../harness/vm/types.ts";
-import { perftestVolume } from "../../harness/guest/rdma_e2e.ts";
+import { perftestVolume, RECV_PINGPONG_VOLUME } from "../../harness/guest/rdma_e2e.ts";
 import {
   counterDelta,
   hwCounters,
@@ -36,8 +36,6 @@ const NETDEV_MTU = 4200;
 export const UD_SIZES = [1024, 4096];
 /** ibv_srq_pingpong runs: queue pairs sharing the SRQ, message size. */
 export const SRQ_RUNS = [{ qps: 1, size: 4096 }, { qps: 16, size: 4096 }, { qps: 4, size: 65536 }];
-/** Iterations of each pingpong. */
-export const VERBS_ITERS = 500;
 
 /** perftest over UD and over an SRQ: program and its extra flags. */
 export const VERBS_PERFTESTS: [string, string][] = [
@@ -78,7 +76,7 @@ export const RIOSTREAM_RUNS: RstreamRun[] = [
 async function udPingpongs(ctx: RowContext, nodes: Node[]): Promise<void> {
   const [s, c] = nodes;
   for (const size of UD_SIZES) {
-    const flags = `-s ${size} -n ${VERBS_ITERS} --chk`;
+    const flags = `-s ${size} ${RECV_PINGPONG_VOLUME[ctx.config.depth]} --chk`;
     await ctx.step(`ibv_ud_pingpong ${flags}`, async () => {
       const what = `ibv_ud_pingpong ${flags}`;
       const args = (n: Node) => `ibv_ud_pingpong -d ${n.dev.ibdev} -g ${n.gid} -p 18520 ${flags}`;
@@ -123,7 +121,7 @@ async function udChecks(ctx: RowContext, nodes: Node[]): Promise<void> {
 async function srq(ctx: RowContext, nodes: Node[]): Promise<void> {
   const [s, c] = nodes;
   for (const { qps, size } of SRQ_RUNS) {
-    const flags = `-q ${qps} -s ${size} -n ${VERBS_ITERS} --chk`;
+    const flags = `-q ${qps} -s ${size} ${RECV_PINGPONG_VOLUME[ctx.config.depth]} --chk`;
     await ctx.step(`ibv_srq_pingpong ${flags}`, async () => {
       const what = `ibv_srq_pingpong ${flags}`;
       const args = (n: Node) => `ibv_srq_pingpong -d ${n.dev.ibdev} -g ${n.gid} -p 18521 ${flags}`;
