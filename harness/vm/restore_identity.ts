@@ -1,11 +1,11 @@
 /**
  * What makes a guest restored from a saved state its own machine: every
  * guest from one state starts with the same clock, hostname, machine-id and
- * kernel CRNG state. One clock reading and one SSH command put each right
+ * kernel CRNG state. One SSH command reads the clock and puts each right
  * (docs/architecture.md, "Guests from a snapshot").
  */
 import { HilError } from "../errors.ts";
-import { type ClockReading, readGuestClock } from "./clock.ts";
+import { clockOffsetMs, type ClockReading, hostNow } from "./clock.ts";
 import type { Guest } from "./types.ts";
 
 /** `_IO('R', 0x07)`: reseed the CRNG from the input pool now (CAP_SYS_ADMIN). */
@@ -35,27 +35,30 @@ export const RESEED_BYTES = 64;
 export const X86_64_SYS_SETTIMEOFDAY = 164;
 
 /**
- * The Perl program that moves the guest's clock back by `offMs` (its
- * measured lead over the host's), relative to its own reading when it runs,
- * with no process between the reading and the setting: how late the
- * command starts does not matter, unlike stepping to an absolute time (late
- * by the command's start, which on a loaded host is seconds).
+ * The Perl program that reads the guest's clock for the host and moves it
+ * back by the lead the host answers with: it prints its clock (`date
+ * +%s%N`'s form) as its first line, then reads the lead in microseconds
+ * as a line on stdin, and corrects relative to its own second reading,
+ * with no process between that reading and the setting: how late the
+ * answer comes does not matter, unlike stepping to an absolute time (late
+ * by the round trip, which on a loaded host is seconds).
  */
-export function clockCorrection(offMs: number): string {
-  if (!Number.isFinite(offMs)) throw new RangeError(`not a clock offset: ${offMs}`);
-  const offUs = Math.round(offMs * 1000);
-  return "my ($s, $us) = Time::HiRes::gettimeofday(); " +
-    `my $t = $s * 1000000 + $us - (${offUs}); ` +
-    `syscall(${X86_64_SYS_SETTIMEOFDAY}, pack("l!l!", int($t / 1000000), $t % 1000000), 0) == 0 ` +
-    'or die "settimeofday: $!\\n"; ';
-}
+export const CLOCK_CORRECTION = "$| = 1; my ($s0, $us0) = Time::HiRes::gettimeofday(); " +
+  'printf("%d%06d000\\n", $s0, $us0); ' +
+  "my $lead = <STDIN>; defined($lead) and $lead =~ /^(-?\\d+)$/ " +
+  'or die "clock: no lead from the host\\n"; my $lead_us = $1; ' +
+  "my ($s, $us) = Time::HiRes::gettimeofday(); my $t = $s * 1000000 + $us - $lead_us; " +
+  `syscall(${X86_64_SYS_SETTIMEOFDAY}, pack("l!l!", int($t / 1000000), $t % 1000000), 0) == 0 ` +
+  'or die "settimeofday: $!\\n"; ';
 
 /**
- * The shell command that gives a restored guest its identity, the guest's
- * clock measured `offMs` ahead of the host's; its standard input must be
- * RESEED_BYTES bytes from the host's CSPRNG. One Perl process does all but
- * the coldplug (a process start costs ~30 ms of a TCG guest alone; the
- * shell's `date`, `awk`, `head`, `hostname` and `tr` were six of them).
+ * The shell command that gives a restored guest its identity. It prints
+ * the guest's clock as its first line; its standard input must then be the
+ * guest clock's lead over the host's in microseconds as a line, followed by
+ * RESEED_BYTES bytes from the host's CSPRNG ({@link applyIdentity}). One
+ * Perl process does all but the coldplug (a process start costs ~30 ms of
+ * a TCG guest alone, an SSH command ~0.4 s and over 1 s beside other rows;
+ * a separate `date` command, `awk`, `head`, `hostname` and `tr` were seven).
  *
  * - The clock: the saved state's clock is the time it was saved.
  * - The CRNG: the host's bytes are mixed into the input pool and the CRNG
@@ -72,9 +75,9 @@ export function clockCorrection(offMs: number): string {
  *   other modules first and runs the coldplug itself (`--dev-modules`):
  *   loading the image's modules only to unload them costs ~2 s under TCG.
  */
-export function identityCommand(name: string, offMs: number, coldplug = true): string {
+export function identityCommand(name: string, coldplug = true): string {
   if (!/^[a-z0-9][a-z0-9-]*$/.test(name)) throw new Error(`not a guest name: ${name}`);
-  const perl = clockCorrection(offMs) +
+  const perl = CLOCK_CORRECTION +
     `read(STDIN, my $seed, ${RESEED_BYTES}) == ${RESEED_BYTES} ` +
     'or die "reseed: fewer bytes on stdin\\n"; ' +
     'open(my $r, ">", "/dev/urandom") or die "/dev/urandom: $!\\n"; ' +
@@ -98,20 +101,44 @@ export function reseedBytes(): Uint8Array {
 }
 
 /**
- * Give a restored guest its identity (see `identityCommand`): its clock is
- * read once (right to half the round trip), then corrected by what was
- * read. Returns that reading; throws when any part fails. `coldplug` as for
- * {@link identityCommand}.
+ * The guest's answer to its clock line: the lead (µs) and the reseed bytes,
+ * and the reading the lead comes from, the line read between `sentAt` and
+ * now (host ms); right to half that round trip.
+ */
+export function clockAnswer(
+  firstLine: string,
+  sentAt: number,
+): { reading: ClockReading; stdin: Uint8Array } {
+  const now = hostNow();
+  const reading = { rttMs: now - sentAt, offMs: clockOffsetMs(sentAt, firstLine, now) };
+  const lead = new TextEncoder().encode(`${Math.round(reading.offMs * 1000)}\n`);
+  const stdin = new Uint8Array(lead.length + RESEED_BYTES);
+  stdin.set(lead);
+  stdin.set(reseedBytes(), lead.length);
+  return { reading, stdin };
+}
+
+/**
+ * Give a restored guest its identity (see `identityCommand`) in one SSH
+ * command: its clock is read (right to half the round trip) and corrected
+ * by what was read. Returns that reading; throws when any part fails.
+ * `coldplug` as for {@link identityCommand}.
  */
 export async function applyIdentity(g: Guest, coldplug = true): Promise<ClockReading> {
-  const clock = await readGuestClock(g, 1);
-  if (!clock) throw new HilError(`${g.name}: cannot read the restored guest's clock`);
-  const r = await g.run(identityCommand(g.name, clock.offMs, coldplug), {
-    stdin: reseedBytes(),
+  let clock: ClockReading | undefined;
+  const sentAt = hostNow();
+  const r = await g.run(identityCommand(g.name, coldplug), {
+    answer: (line) => {
+      const a = clockAnswer(line, sentAt);
+      clock = a.reading;
+      return a.stdin;
+    },
     timeoutSec: 30,
   });
-  if (r.code !== 0) {
-    throw new HilError(`${g.name}: giving the restored guest its identity: ${r.stderr.trim()}`);
+  if (r.code !== 0 || !clock) {
+    throw new HilError(
+      `${g.name}: giving the restored guest its identity (exit ${r.code}): ${r.stderr.trim()}`,
+    );
   }
   return clock;
 }

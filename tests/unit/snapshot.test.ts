@@ -8,8 +8,10 @@ import { defaultConfig } from "../../harness/config.ts";
 import { coldReason } from "../../harness/matrix/guest_start.ts";
 import type { Row } from "../../harness/matrix/row.ts";
 import { type GuestSpec, qemuArgs, qemuOptValue, vnicMac } from "../../harness/vm/qemu_args.ts";
+import { hostNow, nsToMs } from "../../harness/vm/clock.ts";
 import {
-  clockCorrection,
+  CLOCK_CORRECTION,
+  clockAnswer,
   COLDPLUG_PCI,
   identityCommand,
   RESEED_BYTES,
@@ -163,12 +165,12 @@ Deno.test("the guest a state is saved from writes its own disk; cold guests neve
 });
 
 Deno.test("identity: one Perl program (clock, reseed, hostname, machine-id), then the PCI coldplug", () => {
-  const cmd = identityCommand("g1", -45_300);
+  const cmd = identityCommand("g1");
   const [perl, ...rest] = cmd.split(" && ");
   assert.match(perl, /^perl -MTime::HiRes -e '[^']*'$/);
   const prog = perl.slice(perl.indexOf("'") + 1, -1);
   // the clock first; the reseed before the hostname and machine-id (drawn from the CRNG)
-  assert.ok(prog.startsWith(clockCorrection(-45_300)));
+  assert.ok(prog.startsWith(CLOCK_CORRECTION));
   const at = (what: string) => {
     const i = prog.indexOf(what);
     assert.ok(i >= 0, what);
@@ -184,10 +186,9 @@ Deno.test("identity: one Perl program (clock, reseed, hostname, machine-id), the
     assert.ok(UNLOAD_OUR_DRIVERS.includes(` ${m} `) || UNLOAD_OUR_DRIVERS.includes(` ${m};`), m);
   }
   assert.ok(UNLOAD_OUR_DRIVERS.indexOf("cnuas_ib") < UNLOAD_OUR_DRIVERS.indexOf("cnuas_net"));
-  assert.throws(() => identityCommand("g1; reboot", 0), /not a guest name/);
-  assert.throws(() => identityCommand("g1", NaN), /not a clock offset/);
+  assert.throws(() => identityCommand("g1; reboot"), /not a guest name/);
   // --dev-modules runs the coldplug itself, after installing the working tree's modules
-  assert.equal(identityCommand("g1", -45_300, false), perl);
+  assert.equal(identityCommand("g1", false), perl);
 });
 
 /** Run a shell command here, `stdin` on its standard input. */
@@ -199,54 +200,80 @@ async function sh(cmd: string, stdin: Uint8Array = new Uint8Array()) {
     stderr: "piped",
   }).spawn();
   const w = p.stdin.getWriter();
-  await w.write(stdin);
-  await w.close();
+  await w.write(stdin).catch(() => {}); // a program that died early reads none of it
+  await w.close().catch(() => {});
   const out = await p.output();
   const text = new TextDecoder();
   return { code: out.code, stdout: text.decode(out.stdout), stderr: text.decode(out.stderr) };
 }
 
-Deno.test("identity program run here: its files written, the host's bytes mixed in, short input refused", async () => {
+/** The identity program with the guest's kernel interfaces as files in `dir`; the clock only read. */
+function onHost(cmd: string, dir: string): string {
+  // gettimeofday (96) fills the buffer settimeofday would read; a file takes no ioctl
+  return cmd.replace(`syscall(${X86_64_SYS_SETTIMEOFDAY},`, "syscall(96,")
+    .replace(`ioctl($r, ${RNDRESEEDCRNG}, 0)`, "1")
+    .replaceAll("/dev/urandom", `${dir}/urandom`)
+    .replace("/proc/sys/kernel/hostname", `${dir}/hostname`)
+    .replace("/etc/machine-id", `${dir}/machine-id`);
+}
+
+Deno.test("identity program run here: clock line first, files written, the host's bytes mixed in", async () => {
   const dir = await Deno.makeTempDir();
   try {
-    // the guest's kernel interfaces become files; the clock is read, not set
-    // (gettimeofday, 96, fills the buffer settimeofday would read); a file takes no ioctl
-    const cmd = identityCommand("g7", 1500, false)
-      .replace(`syscall(${X86_64_SYS_SETTIMEOFDAY},`, "syscall(96,")
-      .replace(`ioctl($r, ${RNDRESEEDCRNG}, 0)`, "1")
-      .replaceAll("/dev/urandom", `${dir}/urandom`)
-      .replace("/proc/sys/kernel/hostname", `${dir}/hostname`)
-      .replace("/etc/machine-id", `${dir}/machine-id`);
-    const seed = crypto.getRandomValues(new Uint8Array(RESEED_BYTES));
-    const r = await sh(cmd, seed);
+    const cmd = onHost(identityCommand("g7", false), dir);
+    const t0 = hostNow();
+    // what applyIdentity answers: the lead, then the reseed bytes
+    const answer = clockAnswer(String(BigInt(Math.round(t0 * 1000)) * 1000n + 1500000000n), t0);
+    assert.ok(Math.abs(answer.reading.offMs - 1500) < 1000, `${answer.reading.offMs}`);
+    const lead = new TextDecoder().decode(answer.stdin.subarray(0, answer.stdin.indexOf(10)));
+    assert.equal(Number(lead), Math.round(answer.reading.offMs * 1000));
+    const seed = answer.stdin.subarray(answer.stdin.indexOf(10) + 1);
+    assert.equal(seed.length, RESEED_BYTES);
+    const r = await sh(cmd, answer.stdin);
     assert.equal(r.code, 0, r.stderr);
+    // the first line is the clock, as `date +%s%N` prints it
+    const ns = r.stdout.split("\n")[0];
+    assert.ok(Math.abs(nsToMs(ns) - hostNow()) < 5000, ns);
     assert.deepEqual(await Deno.readFile(`${dir}/urandom`), seed);
     assert.equal(await Deno.readTextFile(`${dir}/hostname`), "g7");
     assert.match(await Deno.readTextFile(`${dir}/machine-id`), /^[0-9a-f]{32}\n$/);
-    const short = await sh(cmd, seed.subarray(0, RESEED_BYTES - 1));
-    assert.notEqual(short.code, 0);
-    assert.match(short.stderr, /reseed: fewer bytes on stdin/);
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
 });
 
-Deno.test("clock correction: relative to the guest's own reading, so a late start costs nothing", async () => {
+Deno.test("identity program run here: no lead, or fewer reseed bytes, and it fails saying which", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const cmd = onHost(identityCommand("g7", false), dir);
+    const enc = new TextEncoder();
+    const none = await sh(cmd);
+    assert.notEqual(none.code, 0);
+    assert.match(none.stderr, /clock: no lead from the host/);
+    const notNumber = await sh(cmd, enc.encode("soon\n"));
+    assert.match(notNumber.stderr, /clock: no lead from the host/);
+    const short = await sh(cmd, enc.encode(`12\n${"x".repeat(RESEED_BYTES - 1)}`));
+    assert.notEqual(short.code, 0);
+    assert.match(short.stderr, /reseed: fewer bytes on stdin/);
+    // nothing after the failed step was written
+    await assert.rejects(Deno.stat(`${dir}/hostname`));
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("clock correction: relative to the guest's own reading, so a late answer costs nothing", async () => {
   // the program against a fixed reading (100.250000 s) and a settimeofday that prints its timeval
-  const prog = clockCorrection(-7412.6)
-    .replace("Time::HiRes::gettimeofday()", "(100, 250000)")
-    .replace(`syscall(${X86_64_SYS_SETTIMEOFDAY}, `, "settime(") +
-    'sub settime { print join(".", unpack("l!l!", $_[0])); 0 }';
-  const r = await sh(`perl -e '${prog}'`);
-  assert.equal(r.code, 0, r.stderr);
-  assert.equal(r.stdout, "107.662600"); // 100.250000 - (-7.412600)
-  const behind = await sh(
-    `perl -e '${
-      clockCorrection(250.0004).replace("Time::HiRes::gettimeofday()", "(100, 100000)")
-        .replace(`syscall(${X86_64_SYS_SETTIMEOFDAY}, `, "settime(")
-    }sub settime { print join(".", unpack("l!l!", $_[0])); 0 }'`,
-  );
-  assert.equal(behind.stdout, "99.850000"); // 100.100000 - 0.250000
+  const prog = (CLOCK_CORRECTION + 'sub settime { print join(".", unpack("l!l!", $_[0])); 0 }')
+    .replaceAll("Time::HiRes::gettimeofday()", "(100, 250000)")
+    .replace(`syscall(${X86_64_SYS_SETTIMEOFDAY}, `, "settime(");
+  const enc = new TextEncoder();
+  const ahead = await sh(`perl -e '${prog}'`, enc.encode("-7412600\n"));
+  assert.equal(ahead.code, 0, ahead.stderr);
+  // its reading first, then 100.250000 - (-7.412600)
+  assert.equal(ahead.stdout, "100250000000\n107.662600");
+  const behind = await sh(`perl -e '${prog}'`, enc.encode("250000\n"));
+  assert.equal(behind.stdout, "100250000000\n100.0"); // 100.250000 - 0.250000
 });
 
 Deno.test("paths with commas reach QEMU's option lists with each comma doubled", () => {
