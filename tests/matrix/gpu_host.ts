@@ -32,7 +32,7 @@ import {
   hostSysfs,
   killMidQueueScript,
   loadHost,
-  tryBadLoad,
+  tryBadLoads,
   unloadHost,
 } from "../../harness/guest/cnuasgpu_host.ts";
 import { configureRoceAddress, loadCnuasIb } from "../../harness/guest/cnuas_ib.ts";
@@ -222,8 +222,9 @@ async function fuzzLoads(ctx: RowContext, hasTest: boolean): Promise<string[]> {
 async function badParams(ctx: RowContext): Promise<Set<string>> {
   const said = new Set<string>();
   await ctx.step(`${BAD_PARAMS.length} bad parameter values refused, each named`, async () => {
-    for (const [params, name] of BAD_PARAMS) {
-      const r = await tryBadLoad(ctx.guests[0], params);
+    const results = await tryBadLoads(ctx.guests[0], BAD_PARAMS.map(([params]) => params));
+    for (const [i, [params, name]] of BAD_PARAMS.entries()) {
+      const r = results[i];
       ctx.log(`modprobe ${params}: exit ${r.code}\n${r.dmesg}`);
       for (const l of r.dmesg.split("\n")) said.add(l.replace(/^\[[^\]]*\]\s*/, ""));
       ctx.expect(r.code !== 0 && !r.loaded, `modprobe ${params} was not refused`);
