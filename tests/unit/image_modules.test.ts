@@ -1,6 +1,10 @@
-/** The guest image leaves out modules of hardware no guest has, and never one a kept module needs. */
+/**
+ * The guest image: it leaves out modules of hardware no guest has, and never one a kept module
+ * needs; its initramfs runs no udev; its init says when sshd runs.
+ */
 import assert from "node:assert/strict";
 import { KEPT_MODULES, modulesToPrune, PRUNED_MODULE_TREES } from "../../harness/build/image.ts";
+import { SSHD_MARKER } from "../../harness/vm/guest.ts";
 
 const DEP = [
   "kernel/sound/core/snd.ko: kernel/sound/soundcore.ko",
@@ -48,4 +52,71 @@ Deno.test("a tree that would take a module the rows load fails the build, naming
     () => modulesToPrune(DEP, ["kernel/drivers/infiniband/core"], ["cnuas_ib"]),
     /would remove cnuas_ib$/,
   );
+});
+
+const BUILD = new URL("../../harness/build/", import.meta.url).pathname;
+const INITRAMFS = `${BUILD}initramfs`;
+
+/** Run `script` with sh, DESTDIR in its environment; its exit code and stdout. */
+async function runHookScript(script: string, args: string[], destdir = "") {
+  const out = await new Deno.Command("sh", {
+    args: [script, ...args],
+    env: { DESTDIR: destdir },
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  return { code: out.code, stdout: new TextDecoder().decode(out.stdout) };
+}
+
+Deno.test("the initramfs hook takes udev out and leaves the rest", async () => {
+  const d = await Deno.makeTempDir();
+  try {
+    const gone = [
+      "usr/lib/udev/hwdb.bin",
+      "usr/lib/udev/rules.d/80-drivers.rules",
+      "usr/bin/udevadm",
+      "usr/lib/systemd/systemd-udevd",
+      "etc/udev/udev.conf",
+      "usr/lib/x86_64-linux-gnu/systemd/libsystemd-shared-257.so",
+    ];
+    const kept = ["usr/bin/kmod", "usr/lib/x86_64-linux-gnu/libc.so.6", "scripts/init-top/udev"];
+    for (const f of [...gone, ...kept]) {
+      await Deno.mkdir(`${d}/${f.slice(0, f.lastIndexOf("/"))}`, { recursive: true });
+      await Deno.writeTextFile(`${d}/${f}`, f);
+    }
+    // asked for its prerequisites, a hook does nothing else
+    const pre = await runHookScript(`${INITRAMFS}/hook-no-udev`, ["prereqs"], d);
+    assert.equal(pre.code, 0);
+    for (const f of gone) await Deno.stat(`${d}/${f}`);
+    assert.equal((await runHookScript(`${INITRAMFS}/hook-no-udev`, [], d)).code, 0);
+    for (const f of gone) await assert.rejects(Deno.stat(`${d}/${f}`), f);
+    for (const f of kept) assert.equal(await Deno.readTextFile(`${d}/${f}`), f);
+    // without DESTDIR it stops before it removes anything (checked by reading: a broken guard
+    // run here would remove the host's own files)
+    const hook = await Deno.readTextFile(`${INITRAMFS}/hook-no-udev`);
+    const guard = hook.indexOf(': "${DESTDIR:?');
+    assert.ok(guard > 0 && guard < hook.indexOf("rm -rf"), "DESTDIR checked before rm");
+  } finally {
+    await Deno.remove(d, { recursive: true });
+  }
+});
+
+Deno.test("udev's initramfs scripts' replacements are sh, answer prereqs, keep moving /dev", async () => {
+  for (const f of ["init-top-udev", "init-bottom-udev", "hook-no-udev"]) {
+    const p = `${INITRAMFS}/${f}`;
+    assert.equal((await new Deno.Command("sh", { args: ["-n", p] }).output()).code, 0, p);
+    const r = await runHookScript(p, ["prereqs"]);
+    assert.equal(r.code, 0, p);
+    assert.equal(r.stdout.trim(), "", p);
+  }
+  const bottom = await Deno.readTextFile(`${INITRAMFS}/init-bottom-udev`);
+  assert.match(bottom, /mount -n -o move \/dev "\$\{rootmnt:\?\}\/dev"/);
+  assert.doesNotMatch(bottom + await Deno.readTextFile(`${INITRAMFS}/init-top-udev`), /udevadm/);
+});
+
+Deno.test("the guests' init says on the console when sshd runs, after starting it", async () => {
+  const init = await Deno.readTextFile(`${BUILD}guest-init.sh`);
+  const started = init.indexOf("/usr/sbin/sshd ");
+  const said = init.indexOf(`echo "${SSHD_MARKER} `);
+  assert.ok(started > 0 && said > started, "sshd started, then the marker");
 });
