@@ -101,9 +101,10 @@ export function reseedBytes(): Uint8Array {
 }
 
 /**
- * The guest's answer to its clock line: the lead (µs) and the reseed bytes,
- * and the reading the lead comes from, the line read between `sentAt` and
- * now (host ms); right to half that round trip.
+ * The host's answer to the identity command's clock line (`firstLine`,
+ * read now; the command was sent at `sentAt`, host ms): the guest clock's
+ * lead in µs as a line, then the reseed bytes; and the reading the lead
+ * comes from, right to half that round trip.
  */
 export function clockAnswer(
   firstLine: string,
