@@ -35,6 +35,9 @@ export class BootTimeoutError extends HilError {}
  */
 export const SSHD_MARKER = "CNUAS-SSHD-STARTED";
 
+/** Longest one SSH connection attempt to a guest that can answer may take (ms). */
+const SSH_ATTEMPT_MS = 15_000;
+
 /** Options of `bootGuest`. */
 export interface BootOptions {
   /** Private key file for root. */
@@ -185,7 +188,13 @@ export class GuestVm implements Guest {
         );
       }
       try {
-        this.#ssh = await SshSession.connect(port, key, 4000);
+        // The guest can answer by now (its console said sshd runs, or its
+        // state resumed running), so an attempt is slow only because the
+        // guest is: beside other rows, with udev still loading modules, a
+        // handshake took over 4 s, and each 4 s attempt gave up and began
+        // again (a cold guest answered 8.5 s after its sshd started).
+        const attemptMs = Math.min(SSH_ATTEMPT_MS, Math.max(1000, end - performance.now()));
+        this.#ssh = await SshSession.connect(port, key, attemptMs);
         this.sshPort = port;
         this.bootToSshSec = (performance.now() - t0) / 1000;
         this.startToSshSec = (performance.now() - this.#spawnedAt) / 1000;
