@@ -99,15 +99,7 @@ async function probeKvm(p: ProbeInputs): Promise<AccelChoice> {
     return { accel: "tcg", reason: `KVM probe could not start QEMU (${vm.message}): TCG` };
   }
   const t0 = performance.now();
-  let reached = false;
-  while (performance.now() - t0 < KVM_PROBE_SEC * 1000 && vm.running) {
-    const text = await Deno.readTextFile(consoleLog).catch(() => "");
-    if (text.includes(INIT_MARKER)) {
-      reached = true;
-      break;
-    }
-    await new Promise((r) => setTimeout(r, 200));
-  }
+  const reached = await vm.consoleSays(INIT_MARKER, t0 + KVM_PROBE_SEC * 1000);
   const secs = ((performance.now() - t0) / 1000).toFixed(1);
   await vm.close();
   await Deno.remove(dir, { recursive: true }).catch(() => {});

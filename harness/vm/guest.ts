@@ -154,6 +154,18 @@ export class GuestVm implements Guest {
     return vm;
   }
 
+  /**
+   * Whether `text` appears on the guest's console before `untilMs`
+   * (performance.now() time) while QEMU runs; looked for every 100 ms.
+   */
+  async consoleSays(text: string, untilMs: number): Promise<boolean> {
+    while (this.running && performance.now() < untilMs) {
+      if ((await Deno.readTextFile(this.consoleLog).catch(() => "")).includes(text)) return true;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    return false;
+  }
+
   /** Wait until SSH answers, or throw with the console tail. */
   async waitForSsh(port: number, key: string, timeoutSec: number): Promise<void> {
     const t0 = performance.now();
@@ -171,13 +183,8 @@ export class GuestVm implements Guest {
     // up is accepted by the user-mode network on the host side and then
     // waits for a guest that cannot answer yet: up to a whole attempt's 4 s
     // lost (seen: sshd started 8.5 s after cont, SSH answered at 13.7 s).
-    if (this.startedFrom === "cold") {
-      while (this.running && performance.now() < end) {
-        const console = await Deno.readTextFile(this.consoleLog).catch(() => "");
-        if (console.includes(SSHD_MARKER)) break;
-        lastErr = `sshd not started yet (no ${SSHD_MARKER} on the console)`;
-        await new Promise((r) => setTimeout(r, 100));
-      }
+    if (this.startedFrom === "cold" && !await this.consoleSays(SSHD_MARKER, end)) {
+      lastErr = `sshd not started (no ${SSHD_MARKER} on the console)`;
     }
     while (performance.now() < end) {
       if (!this.running) {

@@ -5,6 +5,7 @@
 import assert from "node:assert/strict";
 import { KEPT_MODULES, modulesToPrune, PRUNED_MODULE_TREES } from "../../harness/build/image.ts";
 import { SSHD_MARKER } from "../../harness/vm/guest.ts";
+import { exec } from "../../harness/exec.ts";
 
 const DEP = [
   "kernel/sound/core/snd.ko: kernel/sound/soundcore.ko",
@@ -57,15 +58,9 @@ Deno.test("a tree that would take a module the rows load fails the build, naming
 const BUILD = new URL("../../harness/build/", import.meta.url).pathname;
 const INITRAMFS = `${BUILD}initramfs`;
 
-/** Run `script` with sh, DESTDIR in its environment; its exit code and stdout. */
-async function runHookScript(script: string, args: string[], destdir = "") {
-  const out = await new Deno.Command("sh", {
-    args: [script, ...args],
-    env: { DESTDIR: destdir },
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-  return { code: out.code, stdout: new TextDecoder().decode(out.stdout) };
+/** Run `script` with sh, DESTDIR in its environment. */
+function runHookScript(script: string, args: string[], destdir = "") {
+  return exec(["sh", script, ...args], { env: { DESTDIR: destdir }, allowFail: true });
 }
 
 Deno.test("the initramfs hook takes udev out and leaves the rest", async () => {
@@ -104,7 +99,7 @@ Deno.test("the initramfs hook takes udev out and leaves the rest", async () => {
 Deno.test("udev's initramfs scripts' replacements are sh, answer prereqs, keep moving /dev", async () => {
   for (const f of ["init-top-udev", "init-bottom-udev", "hook-no-udev"]) {
     const p = `${INITRAMFS}/${f}`;
-    assert.equal((await new Deno.Command("sh", { args: ["-n", p] }).output()).code, 0, p);
+    assert.equal((await exec(["sh", "-n", p], { allowFail: true })).code, 0, p);
     const r = await runHookScript(p, ["prereqs"]);
     assert.equal(r.code, 0, p);
     assert.equal(r.stdout.trim(), "", p);

@@ -8,6 +8,7 @@ import { defaultConfig } from "../../harness/config.ts";
 import { coldReason } from "../../harness/matrix/guest_start.ts";
 import type { Row } from "../../harness/matrix/row.ts";
 import { type GuestSpec, qemuArgs, qemuOptValue, vnicMac } from "../../harness/vm/qemu_args.ts";
+import { exec } from "../../harness/exec.ts";
 import { hostNow, nsToMs } from "../../harness/vm/clock.ts";
 import {
   CLOCK_CORRECTION,
@@ -192,19 +193,8 @@ Deno.test("identity: one Perl program (clock, reseed, hostname, machine-id), the
 });
 
 /** Run a shell command here, `stdin` on its standard input. */
-async function sh(cmd: string, stdin: Uint8Array = new Uint8Array()) {
-  const p = new Deno.Command("sh", {
-    args: ["-c", cmd],
-    stdin: "piped",
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
-  const w = p.stdin.getWriter();
-  await w.write(stdin).catch(() => {}); // a program that died early reads none of it
-  await w.close().catch(() => {});
-  const out = await p.output();
-  const text = new TextDecoder();
-  return { code: out.code, stdout: text.decode(out.stdout), stderr: text.decode(out.stderr) };
+function sh(cmd: string, stdin?: Uint8Array) {
+  return exec(["sh", "-c", cmd], { stdin, allowFail: true });
 }
 
 /** The identity program with the guest's kernel interfaces as files in `dir`; the clock only read. */
