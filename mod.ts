@@ -64,6 +64,8 @@ export {
   FabricControlError,
   type FabricOps,
   type FabricStats,
+  INJECT_MAX_FRAMES,
+  type InjectResult,
   type LftEntry,
   type MacEntry,
   type PortStatus,

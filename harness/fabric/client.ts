@@ -22,6 +22,19 @@ export class FabricControlError extends HilError {
 /** The control connection broke or answered out of order. */
 export class FabricProtocolError extends HilError {}
 
+/** Frames one `inject` request may carry (the switch's SW_INJECT_MAX_FRAMES, docs/switch.md). */
+export const INJECT_MAX_FRAMES = 1024;
+
+/** What one {@link FabricOps.injectFrames} request did. */
+export interface InjectResult {
+  /** Frames put on the fabric (fewer than asked only if the port went down on the way). */
+  frames: number;
+  /** Their bytes. */
+  bytes: number;
+  /** Frames in the port's egress queues after the last one. */
+  queueLen: number;
+}
+
 /** Per-port counters as the daemon reports them. */
 export interface PortStatus {
   /** Port number (from 1). */
@@ -287,6 +300,16 @@ export interface FabricOps {
   linkUp(port: number): Promise<void>;
   /** Inject a frame as if it arrived on `port` (ingress) or send it out of `port` (egress). */
   inject(port: number, frame: Uint8Array, direction?: "ingress" | "egress"): Promise<void>;
+  /**
+   * Inject up to {@link INJECT_MAX_FRAMES} frames in order in one request
+   * (all checked before any is sent); resolves to what the switch did and
+   * the port's egress queue length after the last one.
+   */
+  injectFrames(
+    port: number,
+    frames: readonly Uint8Array[],
+    direction?: "ingress" | "egress",
+  ): Promise<InjectResult>;
   /** Move the switch's clock forward (MAC aging) by whole seconds. */
   advanceTime(seconds: number): Promise<void>;
   /**
@@ -456,6 +479,21 @@ export abstract class FabricClient implements FabricOps {
     direction: "ingress" | "egress" = "ingress",
   ): Promise<void> {
     await this.request({ op: "inject", port, direction, hex: frame.toHex() });
+  }
+
+  /** Inject up to {@link INJECT_MAX_FRAMES} frames in order in one request. */
+  async injectFrames(
+    port: number,
+    frames: readonly Uint8Array[],
+    direction: "ingress" | "egress" = "ingress",
+  ): Promise<InjectResult> {
+    const r = await this.request({
+      op: "inject",
+      port,
+      direction,
+      frames: frames.map((f) => f.toHex()),
+    });
+    return { frames: num(r.frames), bytes: num(r.bytes), queueLen: num(r.queue_len) };
   }
 
   /** Move the switch's clock forward (MAC aging) by whole seconds. */

@@ -16,12 +16,14 @@
  *   mcast_join / mcast_leave {mlid, port}                          (ib)
  *   link_down {port}              cable pull: close the connection, reserve the slot
  *   link_up   {port}              free the slot for the next connection
- *   inject    {port, direction: "ingress"|"egress", hex|base64}
+ *   inject    {port, direction: "ingress"|"egress", hex|base64|frames[hex]}
+ *                                 {bytes, frames, queue_len}
  *   capture_start {path} / capture_stop
  *   advance_time {seconds}        move the switch clock (MAC aging) forward
  *   sm                            (ib) the subnet manager: LIDs, port states, groups, MADs
  *   qos_set / qos_get / qos_stats (eth) priorities, drain, PFC, ECN: qos_ops.c
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -479,33 +481,34 @@ bool op_link_up(struct req *r)
 }
 
 /*
- * Decode the frame of an inject request into a malloc'd buffer.
+ * Decode one frame of an inject request, the string @v as hex or base64,
+ * into a malloc'd buffer.  @what names the string in an error ("\"hex\"",
+ * "frames[3]").
  *
  * Returns a buffer the caller frees, with the frame's length in *len, or NULL
  * through fail().  65536 bytes (SW_LINK_MAX) is the largest frame of any mode
  * and the documented inject limit; the mode's own maximum is applied later
  * (egress: op_inject; ingress: fwd_frame() counts it as oversize).
  */
-static uint8_t *frame_arg(struct req *r, size_t *len)
+static uint8_t *frame_decode(struct req *r, const struct jval *v, bool hex, const char *what,
+			     size_t *len)
 {
-	const struct jval *hex = json_get(r->j, "hex"), *b64 = json_get(r->j, "base64");
-	const struct jval *v = hex ? hex : b64;
 	uint8_t *out;
 	ssize_t n;
 	size_t bad;
 
-	if ((hex == NULL) == (b64 == NULL) || v->t != J_STR) {
-		fail(r, "give the frame as exactly one of \"hex\" or \"base64\" (a string)");
+	if (v->t != J_STR) {
+		fail(r, "%s must be a string", what);
 		return NULL;
 	}
 	/* Sizes are checked on the text, before anything is allocated for it. */
-	if (hex && (hex->slen % 2 || hex->slen / 2 > SW_LINK_MAX)) {
-		fail(r, "\"hex\" must have an even number of digits, at most %u bytes",
+	if (hex && (v->slen % 2 || v->slen / 2 > SW_LINK_MAX)) {
+		fail(r, "%s must have an even number of hex digits, at most %u bytes", what,
 		     SW_LINK_MAX);
 		return NULL;
 	}
-	if (b64 && (b64->slen % 4 || b64->slen / 4 * 3 > SW_LINK_MAX + 2)) {
-		fail(r, "\"base64\" must be padded standard base64, at most %u bytes", SW_LINK_MAX);
+	if (!hex && (v->slen % 4 || v->slen / 4 * 3 > SW_LINK_MAX + 2)) {
+		fail(r, "%s must be padded standard base64, at most %u bytes", what, SW_LINK_MAX);
 		return NULL;
 	}
 	/*
@@ -513,7 +516,7 @@ static uint8_t *frame_arg(struct req *r, size_t *len)
 	 * a valid request (the frame is a runt), and malloc(0) may return
 	 * NULL, which would read as out of memory.
 	 */
-	out = malloc(hex ? hex->slen / 2 + 1 : b64->slen / 4 * 3 + 1);
+	out = malloc(hex ? v->slen / 2 + 1 : v->slen / 4 * 3 + 1);
 	if (!out) {
 		fail(r, "out of memory");
 		return NULL;
@@ -521,38 +524,106 @@ static uint8_t *frame_arg(struct req *r, size_t *len)
 	n = hex ? json_unhex(v->s, v->slen, out, &bad) : json_unbase64(v->s, v->slen, out, &bad);
 	if (n < 0) {
 		free(out);
-		fail(r, hex ? "\"hex\" holds a non-hex character at %zu" :
-			      "\"base64\" holds an invalid character at %zu", bad);
+		fail(r, hex ? "%s holds a non-hex character at %zu" :
+			      "%s holds an invalid base64 character at %zu", what, bad);
 		return NULL;
 	}
 	/* Base64's text bound allows 2 bytes more than a frame may have. */
 	if ((size_t)n > SW_LINK_MAX) {
 		free(out);
-		fail(r, "frame longer than %u bytes", SW_LINK_MAX);
+		fail(r, "%s: frame longer than %u bytes", what, SW_LINK_MAX);
 		return NULL;
 	}
 	*len = (size_t)n;
 	return out;
 }
 
+/* The decoded frames of one inject request; inject_free() releases them. */
+struct inject_frames {
+	uint8_t *buf[SW_INJECT_MAX_FRAMES];
+	size_t len[SW_INJECT_MAX_FRAMES];
+	unsigned int n;
+};
+
+static void inject_free(struct inject_frames *f)
+{
+	for (unsigned int i = 0; i < f->n; i++)
+		free(f->buf[i]);
+	f->n = 0;
+}
+
 /*
- * Put a frame on the fabric as if a device sent it (ingress: counted,
- * captured, forwarded) or as if the switch sent it out of a port (egress:
- * no forwarding rules, only the mode's maximum size).  Tests use it to reach
- * states a well-behaved device would never produce.
+ * The frames of an inject request: exactly one of "hex" or "base64" (one
+ * frame) or "frames" (an array of 1..SW_INJECT_MAX_FRAMES hex strings),
+ * each at most @max bytes.  All are decoded and checked before the caller
+ * sends any, so a bad one anywhere leaves the fabric untouched.
+ */
+static bool inject_frames_arg(struct req *r, size_t max, struct inject_frames *f)
+{
+	const struct jval *hex = json_get(r->j, "hex"), *b64 = json_get(r->j, "base64");
+	const struct jval *arr = json_get(r->j, "frames"), *v;
+	char what[32];
+
+	f->n = 0;
+	if ((hex != NULL) + (b64 != NULL) + (arr != NULL) != 1)
+		return fail(r, "give exactly one of \"hex\" or \"base64\" (a frame) or "
+			    "\"frames\" (an array of hex strings)");
+	if (!arr) {
+		v = hex ? hex : b64;
+		f->buf[0] = frame_decode(r, v, hex != NULL, hex ? "\"hex\"" : "\"base64\"",
+					 &f->len[0]);
+		if (!f->buf[0])
+			return false;
+		f->n = 1;
+	} else {
+		if (arr->t != J_ARR || !arr->child)
+			return fail(r, "\"frames\" must be a non-empty array of hex strings");
+		for (v = arr->child; v; v = v->next) {
+			if (f->n == SW_INJECT_MAX_FRAMES) {
+				inject_free(f);
+				return fail(r, "\"frames\" holds more than %u frames",
+					    SW_INJECT_MAX_FRAMES);
+			}
+			snprintf(what, sizeof(what), "frames[%u]", f->n);
+			f->buf[f->n] = frame_decode(r, v, true, what, &f->len[f->n]);
+			if (!f->buf[f->n]) {
+				inject_free(f);
+				return false;
+			}
+			f->n++;
+		}
+	}
+	for (unsigned int i = 0; i < f->n; i++) {
+		if (f->len[i] > max) {
+			inject_free(f);
+			return fail(r, "frame %u: an egress frame in %s mode is at most %zu bytes",
+				    i, sw_mode_name(r->sw->mode), max);
+		}
+	}
+	return true;
+}
+
+/*
+ * Put frames on the fabric as if a device sent them (ingress: counted,
+ * captured, forwarded) or as if the switch sent them out of a port (egress:
+ * no forwarding rules, only the mode's maximum size), in the order given.
+ * Tests use it to reach states a well-behaved device would never produce.
+ * The reply's queue_len (the port's egress queues after the last frame) lets
+ * an injector keep the queue short without asking `ports` in between.
  */
 bool op_inject(struct req *r)
 {
 	struct sw *sw = r->sw;
 	const struct jval *dir = json_get(r->j, "direction");
+	struct inject_frames *f;
 	bool egress = false;
+	uint64_t bytes = 0;
+	unsigned int n;
 	int64_t id;
-	uint8_t *frame;
-	size_t len;
 
 	/*
-	 * The cheap checks come first, so the frame is decoded (and allocated)
-	 * only for a request that can otherwise succeed.
+	 * The cheap checks come first, so the frames are decoded (and
+	 * allocated) only for a request that can otherwise succeed.
 	 */
 	if (!get_int(r, "port", 1, sw->max_ports, &id))
 		return false;
@@ -564,34 +635,43 @@ bool op_inject(struct req *r)
 	if (sw->ports[id].state != PORT_UP)
 		return fail(r, "port %lld has no device connected (state %s)", (long long)id,
 			    state_name(sw->ports[id].state));
-	frame = frame_arg(r, &len);
-	if (!frame)
+	f = malloc(sizeof(*f));
+	if (!f)
+		return fail(r, "out of memory");
+	/* ingress: SW_LINK_MAX; fwd_frame() decides runt or oversize */
+	if (!inject_frames_arg(r, egress ? sw_max_frame(sw) : SW_LINK_MAX, f)) {
+		free(f);
 		return false;
-	if (egress && len > sw_max_frame(sw)) {
-		free(frame);
-		return fail(r, "an egress frame in %s mode is at most %zu bytes",
-			    sw_mode_name(sw->mode), sw_max_frame(sw));
 	}
 	/*
-	 * port_output() never keeps @frame: outside a read batch (sw->batching
+	 * port_output() never keeps a frame: outside a read batch (sw->batching
 	 * is false while a control request runs) it sends at once or copies the
-	 * frame into the port's queue, so the buffer is freed right after.  An
-	 * egress frame is captured before it is output, so the file shows it
+	 * frame into the port's queue, so the buffers are freed right after.
+	 * An egress frame is captured before it is output, so the file shows it
 	 * even if the queue then drops it as queue_full.  Ingress passes the
-	 * length twice: nothing was truncated, and fwd_frame()'s size rules
-	 * decide runt or oversize.
+	 * length twice: nothing was truncated.  A frame can take the port down
+	 * (its peer gone on send): the rest are then not sent, as a cable pull
+	 * would lose them.
 	 */
-	if (egress) {
-		if (cap_active(&sw->cap))
-			cap_packet(&sw->cap, (uint32_t)id, sw_realtime(), frame, (uint32_t)len,
-				   (uint32_t)len, CAP_OUTBOUND);
-		port_output(sw, (unsigned int)id, frame, len);
-	} else {
-		port_ingress(sw, (unsigned int)id, frame, len, len);
+	for (n = 0; n < f->n && sw->ports[id].state == PORT_UP; n++) {
+		if (egress) {
+			if (cap_active(&sw->cap))
+				cap_packet(&sw->cap, (uint32_t)id, sw_realtime(), f->buf[n],
+					   (uint32_t)f->len[n], (uint32_t)f->len[n], CAP_OUTBOUND);
+			port_output(sw, (unsigned int)id, f->buf[n], f->len[n]);
+		} else {
+			port_ingress(sw, (unsigned int)id, f->buf[n], f->len[n], f->len[n]);
+		}
+		bytes += f->len[n];
 	}
-	free(frame);
+	inject_free(f);
+	free(f);
 	jb_key(r->body, "bytes");
-	jb_u64(r->body, len);
+	jb_u64(r->body, bytes);
+	jb_key(r->body, "frames");
+	jb_u64(r->body, n);
+	jb_key(r->body, "queue_len");
+	jb_u64(r->body, sw->ports[id].qos.q_total);
 	return true;
 }
 

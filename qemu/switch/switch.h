@@ -52,6 +52,8 @@
  */
 #define SW_FDB_CAPACITY		4096	/* learned MACs / gpu_ids */
 #define SW_BATCH		32	/* frames per recvmmsg / sendmmsg */
+/* Frames one inject request may carry (docs/switch.md, "Control protocol"). */
+#define SW_INJECT_MAX_FRAMES	1024
 
 /*
  * InfiniBand LID ranges: 0 reserved, 0x0001..0xBFFF unicast, 0xC000..0xFFFE

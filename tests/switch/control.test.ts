@@ -34,6 +34,12 @@ Deno.test("control: malformed and invalid requests get error replies and the swi
       '{"op":"inject","port":1,"hex":"00","base64":"AA=="}',
       '{"op":"inject","port":1,"direction":"sideways","hex":"00"}',
       '{"op":"inject","port":9,"hex":"00"}',
+      '{"op":"inject","port":1,"frames":"00"}',
+      '{"op":"inject","port":1,"frames":[]}',
+      '{"op":"inject","port":1,"frames":[0]}',
+      '{"op":"inject","port":1,"frames":["00","abc"]}',
+      '{"op":"inject","port":1,"frames":["00"],"hex":"00"}',
+      '{"op":"inject","port":1,"frames":[' + '"00",'.repeat(1024) + '"00"]}',
       '{"op":"set_lft","lid":1,"port":1}',
       '{"op":"capture_start"}',
       '{"op":"capture_start","path":"/nonexistent/dir/x.pcapng"}',
@@ -153,6 +159,55 @@ Deno.test("control: pipelined requests (not awaited one by one) each get their o
     assert.ok((await ports).some((p) => p.port === 2));
     for (const f of [...frames, ...frames]) assert.deepEqual(rig.clients.get(2)!.recv(2000), f);
     assert.equal(rig.clients.get(2)!.recv(0), null);
+  });
+});
+
+Deno.test("control: one inject request carries many frames, sent in order", async () => {
+  await withRig("ib", 3, async (rig) => {
+    const frames = Array.from(
+      { length: 300 },
+      (_, i) => new Uint8Array([i & 0xff, i >> 8, 0xee, i % 7]),
+    );
+    const r = await rig.fabric.injectFrames(2, frames, "egress");
+    assert.deepEqual(r, { frames: 300, bytes: 1200, queueLen: r.queueLen });
+    assert.ok(r.queueLen >= 0 && r.queueLen <= 300, `queue_len ${r.queueLen}`);
+    for (const f of frames) assert.deepEqual(rig.clients.get(2)!.recv(2000), f);
+    assert.equal(rig.clients.get(2)!.recv(0), null);
+    assert.equal(rig.clients.get(1)!.recv(0), null);
+    assert.equal((await rig.fabric.ports()).find((p) => p.port === 2)!.txFrames, 300);
+  });
+});
+
+Deno.test("control: a batch with one bad frame anywhere sends none of them", async () => {
+  await withRig("eth", 2, async (rig) => {
+    const ok = ethFrame(BCAST, 1).toHex();
+    for (const bad of ["zz", "abc", "00".repeat(9217)]) {
+      const r = await rig.fabric.control({
+        op: "inject",
+        port: 1,
+        direction: "egress",
+        frames: [ok, ok, bad, ok],
+      });
+      assert.equal(r.ok, false, `frames[2] = ${bad.slice(0, 8)}… was accepted`);
+      assert.match(String(r.error), /frames\[2\]|frame 2/);
+    }
+    assert.equal(rig.clients.get(1)!.recv(0), null);
+    assert.equal((await rig.fabric.ports()).find((p) => p.port === 1)!.txFrames, 0);
+  });
+});
+
+Deno.test("control: a batch injected ingress is forwarded frame by frame", async () => {
+  await withRig("eth", 2, async (rig) => {
+    const frames = [ethFrame(BCAST, 1), ethFrame(BCAST, 1, 100), new Uint8Array(5)];
+    for (const f of frames) rig.model.ingress(1, f);
+    const r = await rig.fabric.injectFrames(1, frames, "ingress");
+    assert.equal(r.frames, 3);
+    assert.deepEqual(rig.clients.get(2)!.recv(2000), frames[0]);
+    assert.deepEqual(rig.clients.get(2)!.recv(2000), frames[1]);
+    assert.equal(rig.clients.get(2)!.recv(0), null); // the runt was dropped
+    const p1 = (await rig.fabric.ports()).find((p) => p.port === 1)!;
+    assert.equal(p1.rxFrames, 3);
+    assert.equal(p1.drops.runt, 1);
   });
 });
 
