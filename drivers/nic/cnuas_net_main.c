@@ -103,6 +103,22 @@ static void cnuas_link_update(struct cnuas_net *net)
 	rcu_read_unlock();
 }
 
+/*
+ * The device has one transmit slot, freed by the TX cause.  Seen only at the
+ * start of a poll, a receive flood would let one frame out per budget of
+ * received ones, and the replies they ask for (ACKs, READ responses) would
+ * wait behind it: their QPs stall while their receive queues fill.  So
+ * while a frame is out, the cause is checked between received frames.
+ */
+static void cnuas_poll_tx_slot(struct cnuas_net *net)
+{
+	if (!READ_ONCE(net->tx_busy) ||
+	    !(cnuas_rd(net, CNUAS_REG_IRQ_STATUS) & CNUAS_IRQ_TX))
+		return;
+	cnuas_wr(net, CNUAS_REG_IRQ_STATUS, CNUAS_IRQ_TX);
+	cnuas_tx_complete(net);
+}
+
 static int cnuas_poll(struct napi_struct *napi, int budget)
 {
 	struct cnuas_net *net = container_of(napi, struct cnuas_net, napi);
@@ -118,8 +134,10 @@ static int cnuas_poll(struct napi_struct *napi, int budget)
 	if (status & CNUAS_IRQ_TX)
 		cnuas_tx_complete(net);
 	/* RX_STATUS, not the cause bit, says whether a frame waits. */
-	while (done < budget && cnuas_rx_one(net))
+	while (done < budget && cnuas_rx_one(net)) {
 		done++;
+		cnuas_poll_tx_slot(net);
+	}
 	/* A full budget: frames kept waiting for the landing buffer. */
 	cnuas_pfc_rx_pressure(net, done == budget);
 	cnuas_pfc_poll_done(net);
