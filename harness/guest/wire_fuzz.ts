@@ -12,7 +12,7 @@
  */
 import { GUEST_PATHS } from "../vm/types.ts";
 import type { Guest } from "../vm/types.ts";
-import type { FabricOps } from "../fabric/client.ts";
+import { type FabricOps, INJECT_MAX_FRAMES } from "../fabric/client.ts";
 import type { CnuasIbDev } from "./cnuas_ib.ts";
 import { RdmaGuestError } from "./cnuas_ib.ts";
 import { collectBackground, inBackground } from "./shell.ts";
@@ -142,11 +142,15 @@ export async function stopVictim(g: Guest): Promise<{ report: VictimReport; code
   return { report: parseVictimReport(r.out), code: r.code };
 }
 
+/** Frame bytes in one paced inject request: their hex stays well inside the switch's 1 MiB line. */
+const INJECT_CHUNK_BYTES = 128 * 1024;
+
 /**
- * Inject `frames` out of switch port `port` towards its device, keeping the
- * port's egress queue short (never above `maxQueue` frames when a batch of
- * `batch` starts) so that no frame, injected or live, is dropped at the
- * switch. Resolves to the frames injected.
+ * Inject `frames` out of switch port `port` towards its device, in requests
+ * of up to `batch` frames, keeping the port's egress queue short (a request
+ * starts only when the queue holds at most `maxQueue` frames, as the last
+ * request's reply or a `ports` read says) so that no frame, injected or
+ * live, is dropped at the switch. Resolves to the frames injected.
  */
 export async function injectPaced(
   fabric: FabricOps,
@@ -154,17 +158,30 @@ export async function injectPaced(
   frames: Iterable<Uint8Array>,
   opts: { batch?: number; maxQueue?: number } = {},
 ): Promise<number> {
-  const batch = opts.batch ?? 64, maxQueue = opts.maxQueue ?? 32;
-  let n = 0;
-  for (const f of frames) {
-    if (n % batch === 0) {
-      // the port's whole queue (ports(): both link layers; qosStats is Ethernet only)
-      while (((await fabric.ports()).find((p) => p.port === port)?.queueLen ?? 0) > maxQueue) {
-        await new Promise((r) => setTimeout(r, 2));
-      }
+  const batch = Math.min(opts.batch ?? 64, INJECT_MAX_FRAMES), maxQueue = opts.maxQueue ?? 32;
+  let n = 0, chunk: Uint8Array[] = [], bytes = 0;
+  const send = async () => {
+    const r = await fabric.injectFrames(port, chunk, "egress");
+    n += r.frames;
+    if (r.frames !== chunk.length) {
+      throw new Error(`switch port ${port} went down after ${n} injected frames`);
     }
-    await fabric.inject(port, f, "egress");
-    n++;
+    chunk = [];
+    bytes = 0;
+    // the port's whole queue (ports(): both link layers; qosStats is Ethernet only)
+    let queued = r.queueLen;
+    while (queued > maxQueue) {
+      await new Promise((r) => setTimeout(r, 2));
+      queued = (await fabric.ports()).find((p) => p.port === port)?.queueLen ?? 0;
+    }
+  };
+  for (const f of frames) {
+    if (chunk.length === batch || (chunk.length && bytes + f.length > INJECT_CHUNK_BYTES)) {
+      await send();
+    }
+    chunk.push(f);
+    bytes += f.length;
   }
+  if (chunk.length) await send();
   return n;
 }

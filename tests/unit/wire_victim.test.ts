@@ -1,10 +1,12 @@
 /**
  * Reading wire_victim's output (harness/guest/wire_fuzz.ts): its setup and
  * report lines become numbers and bytes, and output without them is an error
- * that quotes it.
+ * that quotes it; the paced injection keeps the switch's queue short.
  */
 import assert from "node:assert/strict";
+import type { FabricOps } from "../../harness/fabric/client.ts";
 import {
+  injectPaced,
   parseVictimReport,
   parseVictimSetup,
   WireVictimError,
@@ -50,4 +52,58 @@ Deno.test("the report lines give states, canaries and the window's bytes", () =>
 
 Deno.test("a report cut short is an error", () => {
   assert.throws(() => parseVictimReport("qp 0 state 3\ncqes 0\n"), WireVictimError);
+});
+
+/** A switch port that drains `drain` frames per `ports` read, recording each inject request. */
+function fakePort(drain: number, lose = 0) {
+  let queued = 0;
+  const requests: number[][] = [];
+  const fabric = {
+    injectFrames(_port: number, frames: readonly Uint8Array[]) {
+      requests.push(frames.map((f) => f[0]));
+      queued += frames.length;
+      const sent = frames.length - lose;
+      return Promise.resolve({ frames: sent, bytes: 0, queueLen: queued });
+    },
+    ports() {
+      queued = Math.max(0, queued - drain);
+      return Promise.resolve([{ port: 3, queueLen: queued }]);
+    },
+  };
+  return { fabric: fabric as unknown as FabricOps, requests, queued: () => queued };
+}
+
+Deno.test("injectPaced sends every frame in order, in requests of at most `batch`", async () => {
+  const p = fakePort(1000);
+  const frames = Array.from({ length: 150 }, (_, i) => new Uint8Array([i]));
+  assert.equal(await injectPaced(p.fabric, 3, frames, { batch: 64, maxQueue: 32 }), 150);
+  assert.deepEqual(p.requests.map((r) => r.length), [64, 64, 22]);
+  assert.deepEqual(p.requests.flat(), frames.map((f) => f[0]));
+});
+
+Deno.test("injectPaced starts a request only once the port's queue is at most maxQueue", async () => {
+  const p = fakePort(10);
+  const seen: number[] = [];
+  const fabric = {
+    ...p.fabric,
+    injectFrames: (port: number, frames: readonly Uint8Array[]) => {
+      seen.push(p.queued());
+      return p.fabric.injectFrames(port, frames);
+    },
+  } as FabricOps;
+  const frames = Array.from({ length: 200 }, () => new Uint8Array([1]));
+  await injectPaced(fabric, 3, frames, { batch: 50, maxQueue: 20 });
+  assert.deepEqual(seen.slice(1).map((q) => q <= 20), [true, true, true]);
+  assert.equal(seen[0], 0);
+});
+
+Deno.test("injectPaced splits by bytes too, and fails when the switch sent fewer", async () => {
+  const big = Array.from({ length: 3 }, (_, i) => new Uint8Array(60 * 1024).fill(i));
+  const p = fakePort(1000);
+  await injectPaced(p.fabric, 3, big);
+  assert.deepEqual(p.requests.map((r) => r.length), [2, 1]);
+  await assert.rejects(
+    injectPaced(fakePort(1000, 1).fabric, 3, [new Uint8Array(1), new Uint8Array(1)]),
+    /went down after 1 injected frames/,
+  );
 });
