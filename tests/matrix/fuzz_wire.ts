@@ -29,7 +29,7 @@
  * `wire-fuzz-minimal.pcapng` (README.md, row `fuzz`: "A failing run shrinks").
  */
 import { join } from "node:path";
-import type { RowContext } from "../../harness/matrix/row.ts";
+import { type RowContext, RowFailure } from "../../harness/matrix/row.ts";
 import type { FabricOps } from "../../harness/fabric/client.ts";
 import { writePcapng } from "../../harness/fabric/pcapng.ts";
 import { shrinkOps } from "../../harness/oracle/shrink.ts";
@@ -406,7 +406,17 @@ async function fuzzSteps(ctx: RowContext, nodes: WireFuzzNodes, fabric: FabricOp
         return usec;
       })();
       live.catch(() => {}); // awaited below, after the injection
-      await new Promise((r) => setTimeout(r, 3000)); // let the first run connect
+      // the injection starts once the first run's QP is RTS at the target: it runs beside the flow
+      const rts = await t.g.run(
+        `for i in $(seq 300); do rdma resource show qp | ` +
+          `grep -q 'type RC state RTS .*comm ibv_rc_pingpong' && exit 0; sleep 0.1; done; exit 1`,
+        { timeoutSec: 60 },
+      );
+      if (rts.code !== 0) {
+        injecting = false;
+        await live; // its failure, if it failed, says more
+        throw new RowFailure("the live flow's QP at the target did not reach RTS in 30 s");
+      }
       const t0 = performance.now();
       const main = function* () {
         for (let i = 0; i < frames; i++) {
