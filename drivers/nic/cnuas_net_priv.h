@@ -117,6 +117,7 @@ struct cnuas_net {
 	dma_addr_t rx_dma;
 
 	spinlock_t tx_lock;		/* see above */
+	/* written under tx_lock; the NAPI poll peeks at it (READ_ONCE) */
 	bool tx_busy;			/* the device's slot holds a frame */
 	bool tx_shaped;			/* the shaper holds the slot */
 	ktime_t tx_shape_at;		/* when the shaper frees the slot */

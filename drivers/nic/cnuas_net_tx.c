@@ -173,7 +173,7 @@ static void cnuas_tx_send_locked(struct cnuas_net *net, struct sk_buff *skb,
 	/* iowrite32 orders the buffer stores before the doorbell. */
 	cnuas_wr(net, CNUAS_REG_TX_LEN, len);
 	cnuas_wr(net, CNUAS_REG_TX_DOORBELL, 1);
-	net->tx_busy = true;
+	WRITE_ONCE(net->tx_busy, true);
 	cnuas_shape_account(net, len);
 
 	if (!READ_ONCE(net->link_up)) {
@@ -382,7 +382,7 @@ void cnuas_tx_complete(struct cnuas_net *net)
 	u8 wake_tcs;
 
 	spin_lock_irqsave(&net->tx_lock, flags);
-	net->tx_busy = false;
+	WRITE_ONCE(net->tx_busy, false);
 	if (READ_ONCE(tx_rate_mbps) &&
 	    ktime_before(ktime_get(), net->tx_shape_at)) {
 		/* The emulated line is still busy with the last frame. */
