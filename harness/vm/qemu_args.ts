@@ -95,6 +95,11 @@ export function kernelCmdline(spec: GuestSpec): string {
     // descheduled for its few ticks (seen on a loaded host: "IO-APIC + timer
     // doesn't work!"); QEMU's timer is known good.
     "no_timer_check",
+    // No user-space address randomization: QEMU 7.2's TCG keys a translated
+    // block by its virtual address, so libraries mapped at a new base in
+    // every process are translated anew in every process (fork+exec 3-4x
+    // slower; docs/architecture.md). The kernel's own KASLR stays.
+    "norandmaps",
     "loglevel=5",
     `cnuas.hostname=${spec.name}`,
     ...(spec.append ?? []),
