@@ -154,14 +154,25 @@ static long hw_counter(const char *ibdev, const char *name)
  * Frames user QPs made the device send: on native IB the kernel sends
  * meanwhile (the SMA's answers to the SM's sweeps, IPoIB carrying this
  * program's own TCP side channel), which says nothing about this QP.
- * -1 unreadable.
+ * The two files are read one after the other, so a kernel frame sent
+ * between the reads would count as this QP's: the kernel count is read on
+ * both sides of the total and the pair taken only when it did not move
+ * (a consistent read, not a retry of the check).  -1 unreadable, or the
+ * kernel never quiet for 100 reads.
  */
 static long sent_pkts(const char *ibdev)
 {
-	long all = hw_counter(ibdev, "sent_pkts");
-	long kernel = hw_counter(ibdev, "sent_kernel_pkts");
+	for (int i = 0; i < 100; i++) {
+		long kernel = hw_counter(ibdev, "sent_kernel_pkts");
+		long all = hw_counter(ibdev, "sent_pkts");
+		long again = hw_counter(ibdev, "sent_kernel_pkts");
 
-	return all < 0 || kernel < 0 ? -1 : all - kernel;
+		if (all < 0 || kernel < 0 || again < 0)
+			return -1;
+		if (kernel == again)
+			return all - kernel;
+	}
+	return -1;
 }
 
 /*
