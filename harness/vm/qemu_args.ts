@@ -117,11 +117,7 @@ export function qemuArgs(spec: GuestSpec): string[] {
     "-accel",
     spec.accel === "kvm" ? "kvm" : "tcg,thread=multi",
     "-cpu",
-    // Without ERMS the guest's kernel copies to and from user space, and
-    // glibc its large copies, with unrolled moves instead of `rep movsb`,
-    // which QEMU 7.2's TCG runs one byte per pass through the translated
-    // block (a 200 MiB pipe 1.5 s -> 0.57 s; docs/architecture.md).
-    spec.accel === "kvm" ? "host" : "max,-erms",
+    spec.accel === "kvm" ? "host" : "max",
     "-smp",
     String(spec.cpus),
     "-m",
