@@ -23,6 +23,47 @@ export async function consoleSummary(path: string): Promise<string> {
   return (cause ? `${cause.trim()}\n…\n` : "") + tail;
 }
 
+/**
+ * A process's descendants (their command lines) and its threads' names,
+ * states and wait channels, from /proc: "children: sh -c cat /x/state, cat
+ * /x/state; threads: qemu-system-x86 S do_sys_poll, CPU 0/TCG S futex_wait".
+ */
+export async function processState(pid: number): Promise<string> {
+  const read = (p: string) => Deno.readTextFile(p).then((t) => t.trim()).catch(() => "?");
+  const tasks = async (p: number) => {
+    const tids: string[] = [];
+    for await (const e of Deno.readDir(`/proc/${p}/task`)) tids.push(e.name);
+    return tids.sort((a, b) => Number(a) - Number(b)).map((t) => `/proc/${p}/task/${t}`);
+  };
+  const childrenOf = async (p: number) => {
+    const kids: number[] = [];
+    for (const dir of await tasks(p).catch(() => [])) {
+      for (const k of (await read(`${dir}/children`)).split(/\s+/)) {
+        if (/^\d+$/.test(k)) kids.push(+k);
+      }
+    }
+    return kids;
+  };
+  let threads: string[];
+  try {
+    threads = await Promise.all((await tasks(pid)).map(async (dir) => {
+      const stat = await read(`${dir}/stat`);
+      // after the ")" that ends the name: the state letter
+      const state = stat.slice(stat.lastIndexOf(")") + 2).split(" ")[0];
+      return `${await read(`${dir}/comm`)} ${state} ${await read(`${dir}/wchan`)}`;
+    }));
+  } catch {
+    return `process ${pid} gone`;
+  }
+  // children and grandchildren: `exec:` runs the reader under `sh -c`
+  const kids = await childrenOf(pid);
+  const all = [...kids, ...(await Promise.all(kids.map(childrenOf))).flat()];
+  const cmds = await Promise.all(
+    all.map((k) => read(`/proc/${k}/cmdline`).then((c) => c.replaceAll("\0", " ").trim())),
+  );
+  return `children: ${cmds.join(", ") || "none"}; threads: ${threads.join(", ")}`;
+}
+
 /** The guest's QEMU exited while it was needed (panic, crash). */
 export class GuestDiedError extends HilError {}
 
@@ -211,11 +252,38 @@ export class GuestVm implements Guest {
         await new Promise((r) => setTimeout(r, 300));
       }
     }
+    const never = this.startedFrom === "snapshot" && Number.isNaN(this.resumeSec)
+      ? `; its state never ran (${await this.#restoreDiagnosis()})`
+      : "";
     throw new BootTimeoutError(
-      `${this.name} did not answer SSH within ${timeoutSec} s (last error: ${lastErr}); console ${this.consoleLog}:\n${await consoleSummary(
+      `${this.name} did not answer SSH within ${timeoutSec} s (last error: ${lastErr})${never}; console ${this.consoleLog}:\n${await consoleSummary(
         this.consoleLog,
       )}`,
     );
+  }
+
+  /**
+   * Why a restored guest has not run: QEMU's run state and incoming
+   * migration status (each asked with a deadline: a load that holds the
+   * main loop answers neither), whether the process reading the state
+   * (`exec:cat`) is still there, and what QEMU's threads wait in.
+   */
+  async #restoreDiagnosis(): Promise<string> {
+    const ask = async (cmd: string, show: (r: Record<string, unknown>) => string) => {
+      try {
+        return `${cmd}: ${
+          show(await this.#qmp.executeWithin(cmd, 5000) as Record<string, unknown>)
+        }`;
+      } catch (e) {
+        return `${cmd}: ${(e as Error).message}`;
+      }
+    };
+    const status = await ask("query-status", (r) => String(r.status));
+    const migrate = await ask(
+      "query-migrate",
+      (r) => `${r.status ?? "none"}${r["error-desc"] ? ` (${r["error-desc"]})` : ""}`,
+    );
+    return [status, migrate, await processState(this.pid)].join("; ");
   }
 
   #session(): SshSession {

@@ -111,7 +111,8 @@ export function qemuArgs(spec: GuestSpec): string[] {
   const args = [
     "-S",
     "-name",
-    spec.name,
+    // thread names ("CPU 0/TCG") in /proc, for what a stalled guest waits in
+    `guest=${qemuOptValue(spec.name)},debug-threads=on`,
     "-machine",
     "q35",
     "-accel",

@@ -101,6 +101,27 @@ export class QmpClient {
     });
   }
 
+  /**
+   * `execute` that gives up after `timeoutMs`: QEMU answers QMP from its
+   * main loop, which a stalled device or a state load can hold. Throws
+   * QmpError "<command> not answered within N ms" (the late answer is
+   * dropped).
+   */
+  executeWithin(
+    command: string,
+    timeoutMs: number,
+    args?: Record<string, unknown>,
+  ): Promise<unknown> {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () => reject(new QmpError(`${command} not answered within ${timeoutMs} ms`)),
+        timeoutMs,
+      );
+    });
+    return Promise.race([this.execute(command, args), late]).finally(() => clearTimeout(timer));
+  }
+
   /** Whether the connection has closed (QEMU exited). */
   get closed(): boolean {
     return this.#closed;

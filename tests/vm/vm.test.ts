@@ -10,6 +10,8 @@ import { Lab } from "../../harness/matrix/lab.ts";
 import type { Row, RowContext } from "../../harness/matrix/row.ts";
 import { runRow } from "../../harness/matrix/runner.ts";
 import { setQuiet } from "../../harness/progress.ts";
+import { BootTimeoutError, GuestVm } from "../../harness/vm/guest.ts";
+import { freePort } from "../../harness/vm/ports.ts";
 import { QmpClient } from "../../harness/vm/qmp.ts";
 import { pidAlive, release, track } from "../../harness/vm/reaper.ts";
 
@@ -248,5 +250,47 @@ Deno.test(
     assert.doesNotMatch(r.reason!, /died/, "the guest stayed up");
     assert.match(r.reason!, /init-bottom/, "the console tail shows how far the guest got");
     await Deno.remove(runDir, { recursive: true });
+  },
+);
+
+Deno.test(
+  "a restored guest whose state never arrives is a boot timeout that says what QEMU is doing",
+  opts,
+  async () => {
+    const { qemu, qemuFirmware } = await lab.ensureBuilds(["qemu", "image"]);
+    const image = lab.image!;
+    const dir = await Deno.makeTempDir({ prefix: "cnuas-never-" });
+    // A FIFO nobody writes: `exec:cat` blocks in open, the load never starts.
+    const state = join(dir, "state");
+    const mk = await new Deno.Command("mkfifo", { args: [state] }).output();
+    assert.ok(mk.success);
+    const vm = await GuestVm.start({
+      name: "never",
+      qemu: qemu!,
+      firmware: qemuFirmware ?? [],
+      kernel: image.kernel,
+      initrd: image.initrd,
+      rootfs: image.rootfs,
+      accel: "tcg",
+      memMb: 256,
+      cpus: 1,
+      sshPort: freePort(),
+      qmpSocket: join(dir, "qmp.sock"),
+      consoleLog: join(dir, "console.log"),
+      devices: [],
+      incoming: state,
+    }, { sshKeyPath: "", bootTimeoutSec: 5, logDir: dir });
+    try {
+      // no key: the deadline passes while the guest waits for its state
+      const e = await vm.waitForSsh(freePort(), "", 5).then(() => undefined, (e) => e as Error);
+      assert.ok(e instanceof BootTimeoutError, String(e));
+      assert.match(e.message, /did not answer SSH within 5 s/);
+      assert.match(e.message, /its state never ran \(query-status: inmigrate; query-migrate: /);
+      assert.match(e.message, /children: [^;]*cat [^;]*state/, "the reader of the state is named");
+      assert.match(e.message, /threads: .*CPU 0\/TCG/, "QEMU's threads are listed");
+    } finally {
+      await vm.close();
+      await Deno.remove(dir, { recursive: true });
+    }
   },
 );
