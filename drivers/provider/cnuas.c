@@ -412,6 +412,21 @@ static int cnuas_destroy_ah(struct ibv_ah *ah)
 }
 
 /*
+ * An empty poll tells the CPU the caller is spinning (PAUSE on x86), as a
+ * spin-wait loop should: a busy-polling ibv_poll_cq loop is one.  Under a
+ * hypervisor that is the cue to run another vCPU (KVM's pause-loop
+ * exiting; under TCG, our QEMU yields the host thread on PAUSE,
+ * docs/architecture.md "A spinning vCPU yields"), so the guest whose
+ * completion this one waits for gets the host core.
+ */
+static inline void cnuas_spin_hint(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#endif
+}
+
+/*
  * The fast path: read completions straight from the ring the kernel
  * produces into.  The producer index is read with acquire semantics so
  * the entries it covers are complete; the consumer index is published
@@ -426,8 +441,10 @@ static int cnuas_poll_cq(struct ibv_cq *ibcq, int ne, struct ibv_wc *wc)
 	int n = 0;
 
 	if (__atomic_load_n(&cq->ring->producer, __ATOMIC_ACQUIRE) ==
-	    __atomic_load_n(&cq->ring->consumer, __ATOMIC_RELAXED))
+	    __atomic_load_n(&cq->ring->consumer, __ATOMIC_RELAXED)) {
+		cnuas_spin_hint();
 		return 0;
+	}
 
 	pthread_spin_lock(&cq->lock);
 	cons = cq->ring->consumer;

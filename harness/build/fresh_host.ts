@@ -11,7 +11,7 @@
  * the kernel, debootstrap and the cache.
  */
 import { HilError } from "../errors.ts";
-import { dirname, join } from "node:path";
+import { basename, dirname, join } from "node:path";
 import { cached, entryBuiltAt, entryDir, hashTree, markUsed, removeTree } from "../cache.ts";
 import type { Config } from "../config.ts";
 import { exec, type ExecOptions, type ExecResult, shq } from "../exec.ts";
@@ -29,7 +29,14 @@ import { progress } from "../progress.ts";
 import { type ChrootOptions, inChroot } from "./chroot.ts";
 import { cnuasdevSources } from "./cnuasdev.ts";
 import { debootstrap } from "./guest_root.ts";
-import { addCnuasGlue, QEMU_CONFIGURE_FLAGS, QEMU_FIRMWARE_DIRS, syncModels } from "./qemu.ts";
+import {
+  addCnuasGlue,
+  cnuasPatches,
+  patchCommand,
+  QEMU_CONFIGURE_FLAGS,
+  QEMU_FIRMWARE_DIRS,
+  syncModels,
+} from "./qemu.ts";
 
 /** The bare host the check stands for: the oldest Debian the README supports. */
 export const FRESH_HOST_SUITE = "bookworm";
@@ -42,6 +49,8 @@ export const HOST_COMMANDS = [
   "apt-get",
   "dpkg-query",
   "dpkg-source",
+  // our QEMU patches (qemu/patches); dpkg-dev depends on it
+  "patch",
   "debootstrap",
   "unshare",
   "chroot",
@@ -378,6 +387,17 @@ async function configureQemu(config: Config, root: OverlayRoot, log: string): Pr
   await root.run(`dpkg-source --no-check -x /build/qemu/dl/${dsc} /build/qemu/src`, {
     logPath: log,
   });
+  await Deno.mkdir(join(build, "patches"));
+  for (const p of await cnuasPatches(config.repoRoot)) {
+    const name = basename(p);
+    await Deno.copyFile(p, join(build, "patches", name));
+    await root.run(
+      patchCommand("/build/qemu/src", `/build/qemu/patches/${name}`).map(shq).join(" "),
+      {
+        logPath: log,
+      },
+    );
+  }
   await addCnuasGlue(join(build, "src"));
   await syncModels(config, build);
   await Deno.mkdir(join(build, "build"));

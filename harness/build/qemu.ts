@@ -86,8 +86,9 @@ export async function buildQemu(
   const pins = await readPins(config);
   const pin = pins.sources.qemu;
   const flags = qemuConfigureFlags(variant);
-  // The plain key is what it was before variants existed, so its cache stays valid.
-  const srcKey = hashInputs({ pin: pinKey(pin), flags, GLUE_VERSION });
+  // Our patches to QEMU itself are part of the source: a change to them prepares a new tree.
+  const patches = await hashTree(config.repoRoot, [QEMU_PATCH_DIR]);
+  const srcKey = hashInputs({ pin: pinKey(pin), flags, GLUE_VERSION, patches });
   const hwHash = await hashTree(config.repoRoot, ["qemu/hw"]);
   const stage = VARIANTS[variant].stage;
   const entry = await cached(config.cacheDir, stage, { srcKey, hwHash }, async (out, logs) => {
@@ -131,6 +132,7 @@ async function prepareTree(config: Config, work: string, flags: string[]): Promi
   const log = join(work, "prepare.log");
   progress("qemu", `extracting ${pins.sources.qemu.version} (dpkg-source -x)`);
   await exec(["dpkg-source", "--no-check", "-x", dsc, join(work, "src")], { logPath: log });
+  await applyCnuasPatches(config, join(work, "src"), log);
   await addCnuasGlue(join(work, "src"));
   await Deno.mkdir(join(work, "build"));
   progress("qemu", `configuring (log: ${log})`);
@@ -138,6 +140,38 @@ async function prepareTree(config: Config, work: string, flags: string[]): Promi
     cwd: join(work, "build"),
     logPath: log,
   });
+}
+
+/**
+ * Our changes to QEMU outside `hw/cnuas/`, one patch a file, applied in
+ * name order after Debian's (docs/architecture.md, "Pinned inputs").
+ */
+export const QEMU_PATCH_DIR = "qemu/patches";
+
+/** The patch files of {@link QEMU_PATCH_DIR}, in the order they apply. */
+export async function cnuasPatches(repoRoot: string): Promise<string[]> {
+  const names: string[] = [];
+  try {
+    for await (const e of Deno.readDir(join(repoRoot, QEMU_PATCH_DIR))) {
+      if (e.isFile && e.name.endsWith(".patch")) names.push(e.name);
+    }
+  } catch (e) {
+    if (!(e instanceof Deno.errors.NotFound)) throw e;
+  }
+  return names.sort().map((n) => join(repoRoot, QEMU_PATCH_DIR, n));
+}
+
+/** The command that applies patch file `patch` to the tree `src` (fails if it does not apply). */
+export function patchCommand(src: string, patch: string): string[] {
+  return ["patch", "-p1", "--forward", "--batch", "-d", src, "-i", patch];
+}
+
+/** Apply {@link cnuasPatches} to the extracted tree `src`. */
+async function applyCnuasPatches(config: Config, src: string, log: string): Promise<void> {
+  for (const p of await cnuasPatches(config.repoRoot)) {
+    progress("qemu", `applying ${p.slice(config.repoRoot.length + 1)}`);
+    await exec(patchCommand(src, p), { logPath: log });
+  }
 }
 
 /**
