@@ -415,9 +415,9 @@ static int cnuas_destroy_ah(struct ibv_ah *ah)
  * An empty poll tells the CPU the caller is spinning (PAUSE on x86), as a
  * spin-wait loop should: a busy-polling ibv_poll_cq loop is one.  Under a
  * hypervisor that is the cue to run another vCPU (KVM's pause-loop
- * exiting; under TCG, our QEMU yields the host thread on PAUSE,
- * docs/architecture.md "A spinning vCPU yields"), so the guest whose
- * completion this one waits for gets the host core.
+ * exiting; under TCG, our QEMU yields the host thread on a user-mode
+ * PAUSE, docs/architecture.md "A spinning vCPU yields"), so the guest
+ * whose completion this one waits for gets the host core.
  */
 static inline void cnuas_spin_hint(void)
 {
