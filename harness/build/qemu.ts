@@ -144,7 +144,7 @@ async function prepareTree(config: Config, work: string, flags: string[]): Promi
 
 /**
  * Our changes to QEMU outside `hw/cnuas/`, one patch a file, applied in
- * name order after Debian's (docs/architecture.md, "Pinned inputs").
+ * name order after Debian's (docs/architecture.md, "Decisions").
  */
 export const QEMU_PATCH_DIR = "qemu/patches";
 

@@ -8,7 +8,7 @@ import { tailOf } from "../exec.ts";
 import { progress } from "../progress.ts";
 import { type GuestSpec, qemuArgs } from "./qemu_args.ts";
 import { QmpClient, saveStateTo } from "./qmp.ts";
-import { release, track } from "./reaper.ts";
+import { release, statState, track } from "./reaper.ts";
 import { SshSession } from "./ssh.ts";
 import type { Guest, RunOptions, RunResult } from "./types.ts";
 
@@ -35,31 +35,36 @@ export async function processState(pid: number): Promise<string> {
     for await (const e of Deno.readDir(`/proc/${p}/task`)) tids.push(e.name);
     return tids.sort((a, b) => Number(a) - Number(b)).map((t) => `/proc/${p}/task/${t}`);
   };
-  const childrenOf = async (p: number) => {
+  const childrenIn = async (taskDirs: string[]) => {
     const kids: number[] = [];
-    for (const dir of await tasks(p).catch(() => [])) {
+    for (const dir of taskDirs) {
       for (const k of (await read(`${dir}/children`)).split(/\s+/)) {
         if (/^\d+$/.test(k)) kids.push(+k);
       }
     }
     return kids;
   };
-  let threads: string[];
+  let own: string[];
   try {
-    threads = await Promise.all((await tasks(pid)).map(async (dir) => {
-      const stat = await read(`${dir}/stat`);
-      // after the ")" that ends the name: the state letter
-      const state = stat.slice(stat.lastIndexOf(")") + 2).split(" ")[0];
-      return `${await read(`${dir}/comm`)} ${state} ${await read(`${dir}/wchan`)}`;
-    }));
+    own = await tasks(pid);
   } catch {
     return `process ${pid} gone`;
   }
+  const threads = await Promise.all(own.map(async (dir) => {
+    const [comm, stat, wchan] = await Promise.all(
+      ["comm", "stat", "wchan"].map((f) => read(`${dir}/${f}`)),
+    );
+    return `${comm} ${statState(stat)} ${wchan}`;
+  }));
   // children and grandchildren: `exec:` runs the reader under `sh -c`
-  const kids = await childrenOf(pid);
-  const all = [...kids, ...(await Promise.all(kids.map(childrenOf))).flat()];
+  const kids = await childrenIn(own);
+  const grandkids = await Promise.all(
+    kids.map(async (k) => childrenIn(await tasks(k).catch(() => []))),
+  );
   const cmds = await Promise.all(
-    all.map((k) => read(`/proc/${k}/cmdline`).then((c) => c.replaceAll("\0", " ").trim())),
+    [...kids, ...grandkids.flat()].map((k) =>
+      read(`/proc/${k}/cmdline`).then((c) => c.replaceAll("\0", " ").trim())
+    ),
   );
   return `children: ${cmds.join(", ") || "none"}; threads: ${threads.join(", ")}`;
 }

@@ -46,11 +46,19 @@ export function trackedPids(): number[] {
   return [...live.keys()];
 }
 
+/**
+ * The state letter (R, S, D, Z, …) of a `/proc/<pid>/stat` line: the field
+ * after the ")" that ends the name (a name may hold spaces and parentheses).
+ */
+export function statState(stat: string): string {
+  const at = stat.lastIndexOf(")") + 2;
+  return stat.slice(at, at + 1);
+}
+
 /** Whether a PID still names a live (non-zombie) process. */
 export function pidAlive(pid: number): boolean {
   try {
-    const stat = Deno.readTextFileSync(`/proc/${pid}/stat`);
-    const state = stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3);
+    const state = statState(Deno.readTextFileSync(`/proc/${pid}/stat`));
     return state !== "Z" && state !== "X";
   } catch {
     return false;
