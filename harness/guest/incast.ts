@@ -179,7 +179,12 @@ export interface IncastResult {
 export interface IncastVolume {
   size: number;
   iters: number;
+  /** The TCP flow's bytes, for a segment that has one (default {@link TCP_BYTES}). */
+  tcpBytes?: number;
 }
+
+/** The TCP flow's volume unless the segment's says otherwise: 4 MiB. */
+export const TCP_BYTES = 4 << 20;
 
 const MOD = "/sys/module";
 
@@ -350,7 +355,7 @@ export async function runIncast(
   const port = (i: number) => 18515 + i;
   const what = (i: number) =>
     `${flowSenders[i].g.name} → ${rx.g.name}: ibv_rc_pingpong -p ${port(i)} ${flags}`;
-  const tcpBytes = 4 << 20;
+  const tcpBytes = vol.tcpBytes ?? TCP_BYTES;
   const tcpRx = "/tmp/incast-tcp-rx", tcpTx = "/tmp/incast-tcp-tx";
   const timeout = 300;
   if (mode.tcp) {

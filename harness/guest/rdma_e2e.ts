@@ -54,15 +54,17 @@ export const RECV_PINGPONG_VOLUME: Record<Depth, string> = {
 };
 
 /**
- * perftest's volume flags by depth: quick runs each bandwidth program 1,000
- * times (its own default for all of PERFTESTS but ib_write_bw, which does
- * 5,000: 11 s of 15 under TCG) and each latency program 200 times (1,000
- * round trips at its default, a few ms each under TCG: 13-15 s a program
- * beside a busy row; 200 still give its t_typical and percentiles); deep
- * keeps perftest's defaults. A volume is not part of the figures' names.
+ * perftest's volume flags by depth: quick runs each bandwidth program 500
+ * times (32 MiB of its default 64 KiB messages, 4-5.6 s a program beside
+ * another row under TCG at 1,000; perftest's own default is 1,000 for all of
+ * PERFTESTS but ib_write_bw, which does 5,000) and each latency program 200
+ * times (1,000 round trips at its default, a few ms each under TCG: 13-15 s
+ * a program beside a busy row; 200 still give its t_typical and
+ * percentiles); deep keeps perftest's defaults. A volume is not part of the
+ * figures' names.
  */
 export const PERFTEST_VOLUME: Record<Depth, { bw: string; lat: string }> = {
-  quick: { bw: "-n 1000", lat: "-n 200" },
+  quick: { bw: "-n 500", lat: "-n 200" },
   deep: { bw: "", lat: "" },
 };
 
@@ -361,6 +363,14 @@ async function pingpongUnderLoss(
 }
 
 /**
+ * Iterations of the 64 KiB bandwidth programs under loss, by depth: 100 are
+ * 6,400 frames at MTU 1024, ~64 drops a program at 1/{@link LOSS_ONE_IN}
+ * (200, the deep depth's, took 3.7-4.7 s a program beside another row under
+ * TCG). ib_atomic_bw runs 500 at both: an atomic is one frame each way.
+ */
+export const LOSS_BW_ITERS: Record<Depth, number> = { quick: 100, deep: 200 };
+
+/**
  * The recovery paths under 1/{@link LOSS_ONE_IN} receive loss on both
  * guests: sequence NAKs, timeouts, duplicates, lost read responses.
  * perftest send/write/read/atomic, then a checked pingpong; the counters
@@ -379,10 +389,11 @@ export async function lossRecovery(ctx: RowContext, nodes: RdmaNode[]): Promise<
     // after them checks data under loss (see LOSS_PINGPONG).
     const perf = (prog: string, port: number, extra: string) => (n: RdmaNode) =>
       `${prog} -d ${n.dev.ibdev}${addrFlag(n, "-x")} -p ${port} ${extra} -F`;
+    const bw = `-s 65536 -n ${LOSS_BW_ITERS[ctx.config.depth]}`;
     const runs: [string, (n: RdmaNode) => string, number][] = [
-      ["ib_send_bw -s 65536 -n 200", perf("ib_send_bw", 18903, "-s 65536 -n 200"), 18903],
-      ["ib_write_bw -s 65536 -n 200", perf("ib_write_bw", 18900, "-s 65536 -n 200"), 18900],
-      ["ib_read_bw -s 65536 -n 200", perf("ib_read_bw", 18901, "-s 65536 -n 200"), 18901],
+      [`ib_send_bw ${bw}`, perf("ib_send_bw", 18903, bw), 18903],
+      [`ib_write_bw ${bw}`, perf("ib_write_bw", 18900, bw), 18900],
+      [`ib_read_bw ${bw}`, perf("ib_read_bw", 18901, bw), 18901],
       ["ib_atomic_bw -n 500", perf("ib_atomic_bw", 18902, "-n 500"), 18902],
     ];
     for (const [name, cmd, port] of runs) {
