@@ -11,6 +11,7 @@ import {
   ROCE_PRIO,
   runIncast,
   setupIncast,
+  TCP_BYTES,
 } from "../../harness/guest/incast.ts";
 
 /** Receiver (g0) and the two senders. */
@@ -33,7 +34,7 @@ const IPS = ["10.77.0.1", "10.77.0.2", "10.77.0.3"];
  */
 const VOLUME: Record<"quick" | "deep", IncastVolume> = {
   quick: { size: 262144, iters: 6, tcpBytes: 1 << 20 },
-  deep: { size: 262144, iters: 16, tcpBytes: 4 << 20 },
+  deep: { size: 262144, iters: 16, tcpBytes: TCP_BYTES },
 };
 
 /**
