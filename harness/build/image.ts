@@ -36,7 +36,7 @@ export interface GuestImage {
 }
 
 /** Bump when the recipe below changes. */
-const IMAGE_VERSION = 8;
+const IMAGE_VERSION = 9;
 
 /**
  * Files of the guest's initramfs that replace udev's there (see each file):
@@ -180,9 +180,14 @@ export async function buildImage(config: Config): Promise<GuestImage> {
       ], { logPath: log });
       await Deno.mkdir(join(staging, "root/.ssh"), { recursive: true, mode: 0o700 });
       await Deno.copyFile(join(out, "id_ed25519.pub"), join(staging, "root/.ssh/authorized_keys"));
+      // No PAM: its session stack (pam_motd's update-motd.d scripts, limits,
+      // env, loginuid) ran on every connection, ~130 ms of an idle TCG guest
+      // per connect, and more right after a restore; the harness's sessions
+      // need none of it (limits.d sets only core dumps, /etc/environment and
+      // /etc/default/locale are empty or absent).
       await Deno.writeTextFile(
         join(staging, "etc/ssh/sshd_config.d/cnuas.conf"),
-        "PermitRootLogin prohibit-password\nUseDNS no\nPasswordAuthentication no\n",
+        "PermitRootLogin prohibit-password\nUseDNS no\nPasswordAuthentication no\nUsePAM no\n",
       );
       // Root's login shell is dash: the harness's every command is the login
       // shell's `-c` (vm/ssh.ts), and bash took ~30 ms more to start under TCG.

@@ -16,10 +16,11 @@ import { exec } from "../exec.ts";
 import { Fabric } from "../fabric/switch.ts";
 import { progress } from "../progress.ts";
 import { type AccelChoice, chooseAccel } from "../vm/accel.ts";
+import { hostNow } from "../vm/clock.ts";
 import { GuestVm } from "../vm/guest.ts";
 import { freePort } from "../vm/ports.ts";
 import { gpuProps, type GuestDevice, type GuestSpec, vnicMac } from "../vm/qemu_args.ts";
-import { applyIdentity, COLDPLUG_PCI, UNLOAD_OUR_DRIVERS } from "../vm/restore_identity.ts";
+import { COLDPLUG_OUR_DEVICES, UNLOAD_OUR_DRIVERS } from "../vm/restore_identity.ts";
 import { ensureSaved, restoredSpec } from "../vm/snapshot.ts";
 import { tarArchive, type TarFile } from "../vm/tar.ts";
 import { GUEST_PATHS } from "../vm/types.ts";
@@ -260,6 +261,7 @@ export class Lab {
             cpus: 1,
             sshPort: freePort(),
             qmpSocket: join(dir, `${name}.qmp`),
+            identitySocket: join(dir, `${name}.identity`),
             consoleLog: join(dir, `${name}.console.log`),
             devices,
             append: this.bootAppend,
@@ -285,27 +287,28 @@ export class Lab {
         }
         await Promise.all(
           guests.map(async (g, i) => {
-            await g.waitForSsh(specs[i].sshPort, key, bootTimeout);
-            const t0 = performance.now();
+            // A restored guest's agent answers while SSH is still being made.
             // --dev-modules: #installDevModules runs the coldplug, with the working tree's modules
-            const clock = g.startedFrom === "snapshot"
-              ? await applyIdentity(g, !this.config.devModules)
-              : undefined;
-            const identitySec = (performance.now() - t0) / 1000;
+            const [, identity] = await Promise.all([
+              g.waitForSsh(specs[i].sshPort, key, bootTimeout),
+              g.startedFrom === "snapshot" ? g.applyIdentity(!this.config.devModules) : undefined,
+            ]);
+            const readySec = g.sinceSpawnSec();
             starts[i] = {
               name: g.name,
               start: g.startedFrom,
-              startToSshSec: Number((g.startToSshSec + identitySec).toFixed(2)),
+              startToSshSec: Number(readySec.toFixed(2)),
               ...(plan.cold ? { coldReason: plan.cold } : {}),
             };
+            const identitySec = identity ? readySec - (hostNow() - identity.doneAt) / 1000 : NaN;
             log(
-              g.startedFrom === "snapshot"
-                ? `${g.name}: restored; state loaded and running ${g.resumeSec.toFixed(1)} s ` +
-                  `and SSH answered ${
-                    g.startToSshSec.toFixed(1)
-                  } s after QEMU started, identity (clock, CRNG, hostname, machine-id) in ` +
-                  `${identitySec.toFixed(1)} s; its clock was ${clock?.offMs.toFixed(0)} ms off ` +
-                  `the host's (read in ${clock?.rttMs.toFixed(0)} ms) and is corrected`
+              identity
+                ? `${g.name}: restored; state loaded and running ${g.resumeSec.toFixed(1)} s, ` +
+                  `SSH answered ${g.startToSshSec.toFixed(1)} s and identity (clock, CRNG, ` +
+                  `hostname, machine-id${this.config.devModules ? "" : ", PCI coldplug"}) done ` +
+                  `${identitySec.toFixed(1)} s after QEMU started; its clock was ` +
+                  `${identity.clock.offMs.toFixed(0)} ms off the host's (read in ` +
+                  `${identity.clock.rttMs.toFixed(0)} ms) and is corrected`
                 : `${g.name}: booted cold (${plan.cold}); SSH answered ` +
                   `${g.bootToSshSec.toFixed(1)} s after cont`,
             );
@@ -402,7 +405,7 @@ export class Lab {
         "new=$(info)",
         `if [ "$old" != "$(printf '%s\\n' "$new" | ${withoutSrcversion})" ]; then ` +
         `echo depmod; depmod -a ${release}; fi`,
-        COLDPLUG_PCI,
+        COLDPLUG_OUR_DEVICES,
         report,
       ].join(" && "),
       { stdin: tarArchive(mods.files), timeoutSec: 180 },

@@ -9,6 +9,7 @@ import { progress } from "../progress.ts";
 import { type GuestSpec, qemuArgs } from "./qemu_args.ts";
 import { QmpClient, saveStateTo } from "./qmp.ts";
 import { release, statState, track } from "./reaper.ts";
+import { applyIdentity, IdentityError, type IdentityResult } from "./restore_identity.ts";
 import { SshSession } from "./ssh.ts";
 import type { Guest, RunOptions, RunResult } from "./types.ts";
 
@@ -119,6 +120,7 @@ export class GuestVm implements Guest {
   #exitStatus?: Deno.CommandStatus;
   #spawnedAt: number;
   #spawnedAtEpochMs: number;
+  #identitySocket?: string;
 
   private constructor(
     spec: GuestSpec,
@@ -128,6 +130,7 @@ export class GuestVm implements Guest {
   ) {
     this.name = spec.name;
     this.startedFrom = spec.incoming ? "snapshot" : "cold";
+    this.#identitySocket = spec.identitySocket;
     this.#spawnedAt = spawnedAt;
     this.#spawnedAtEpochMs = performance.timeOrigin + spawnedAt;
     this.consoleLog = spec.consoleLog;
@@ -154,6 +157,11 @@ export class GuestVm implements Guest {
     if (!ev?.timestamp) return NaN;
     const at = ev.timestamp.seconds * 1000 + ev.timestamp.microseconds / 1000;
     return (at - this.#spawnedAtEpochMs) / 1000;
+  }
+
+  /** Seconds since QEMU was spawned. */
+  sinceSpawnSec(): number {
+    return (performance.now() - this.#spawnedAt) / 1000;
   }
 
   /** Whether QEMU is still running. */
@@ -212,6 +220,39 @@ export class GuestVm implements Guest {
     return false;
   }
 
+  /**
+   * Until a restored guest has run (QMP `RESUME`), QEMU exits, or
+   * `untilMs` (performance.now() time) passes; at once for a cold guest.
+   * What reaches the guest's devices before then meets the devices'
+   * state from before the load, which the load then replaces.
+   */
+  async waitForResume(untilMs: number): Promise<void> {
+    while (this.startedFrom === "snapshot" && this.running && Number.isNaN(this.resumeSec)) {
+      if (performance.now() > untilMs) break;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  }
+
+  /**
+   * Give a guest restored from a saved state its own identity through its
+   * agent (vm/restore_identity.ts), once the guest runs: what the host
+   * sends before that meets the serial port's state from before the load,
+   * and is lost with it.
+   */
+  async applyIdentity(coldplug: boolean, timeoutSec = 90): Promise<IdentityResult> {
+    if (this.#identitySocket === undefined) {
+      throw new IdentityError(`${this.name}: no identity line`);
+    }
+    await this.waitForResume(performance.now() + timeoutSec * 1000);
+    if (this.startedFrom === "snapshot" && Number.isNaN(this.resumeSec)) {
+      throw new IdentityError(
+        `${this.name}: the restored guest did not run within ${timeoutSec} s ` +
+          `(${await this.#restoreDiagnosis()})`,
+      );
+    }
+    return await applyIdentity(this.name, this.#identitySocket, coldplug, timeoutSec);
+  }
+
   /** Wait until SSH answers, or throw with the console tail. */
   async waitForSsh(port: number, key: string, timeoutSec: number): Promise<void> {
     const t0 = performance.now();
@@ -220,10 +261,7 @@ export class GuestVm implements Guest {
     // A restored guest runs only once its state is loaded. A connection
     // tried before that is accepted by the user-mode network on the host
     // side, and its SYN to the guest is lost: the retry costs seconds.
-    while (this.startedFrom === "snapshot" && this.running && Number.isNaN(this.resumeSec)) {
-      if (performance.now() > end) break;
-      await new Promise((r) => setTimeout(r, 20));
-    }
+    await this.waitForResume(end);
     // A cold guest answers only once its init has started sshd, which it
     // says on the console. A connection tried before the guest's network is
     // up is accepted by the user-mode network on the host side and then

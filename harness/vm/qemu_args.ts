@@ -47,6 +47,13 @@ export interface GuestSpec {
   cpus: number;
   sshPort: number;
   qmpSocket: string;
+  /**
+   * The chardev socket of the guest's second serial line (ttyS1), where a
+   * restored guest's identity agent waits (vm/restore_identity.ts). Guests
+   * that may be saved or restored have one; the line is part of the machine,
+   * so the saved and the restored guest must agree.
+   */
+  identitySocket?: string;
   consoleLog: string;
   devices: GuestDevice[];
   /** Extra kernel command line words. */
@@ -157,6 +164,14 @@ export function qemuArgs(spec: GuestSpec): string[] {
     "-qmp",
     `unix:${qemuOptValue(spec.qmpSocket)},server=on,wait=off`,
   ];
+  if (spec.identitySocket !== undefined) {
+    args.push(
+      "-chardev",
+      `socket,id=identity,path=${qemuOptValue(spec.identitySocket)},server=on,wait=off`,
+      "-device",
+      "isa-serial,chardev=identity,index=1",
+    );
+  }
   for (const dir of spec.firmware) args.push("-L", dir);
   if (spec.incoming) args.push("-incoming", stateInUri(spec.incoming));
   if (spec.savesState) args.push(...SAVES_STATE_ARGS);

@@ -1,98 +1,85 @@
 /**
  * What makes a guest restored from a saved state its own machine: every
  * guest from one state starts with the same clock, hostname, machine-id and
- * kernel CRNG state. One SSH command reads the clock and puts each right
- * (docs/architecture.md, "Guests from a snapshot").
+ * kernel CRNG state. The guest's side is `identity_agent.pl`, started in the
+ * base guest before its state is saved and waiting on the guest's second
+ * serial line; the host talks to it through that line's chardev socket
+ * while the SSH connection is still being made (docs/architecture.md,
+ * "Guests from a snapshot").
  */
 import { HilError } from "../errors.ts";
+import { readLines, shq } from "../exec.ts";
+import { GPU_PCI } from "../models/gpu.ts";
+import { VNIC_PCI } from "../models/vnic.ts";
 import { clockOffsetMs, type ClockReading, hostNow } from "./clock.ts";
-import type { Guest } from "./types.ts";
 
-/** `_IO('R', 0x07)`: reseed the CRNG from the input pool now (CAP_SYS_ADMIN). */
-export const RNDRESEEDCRNG = 0x5207;
+/** The identity agent did not answer, or answered that it failed. */
+export class IdentityError extends HilError {}
 
-/** What the guest's init does at boot to let udev load the PCI drivers (harness/build/guest-init.sh). */
-export const COLDPLUG_PCI =
-  "udevadm trigger --action=add --subsystem-match=pci && udevadm settle -t 60";
+/**
+ * One shell pattern that matches each of `words` (all of one length): a
+ * bracket class where they differ, e.g. 0x10f0 and 0x10f1 → `0x10f[01]`.
+ */
+export function patternOf(words: string[]): string {
+  const n = words[0]?.length ?? 0;
+  if (!words.length || words.some((w) => w.length !== n)) {
+    throw new Error(`not words of one length: ${words.join(", ")}`);
+  }
+  return Array.from({ length: n }, (_, i) => {
+    const cs = [...new Set(words.map((w) => w[i]))];
+    return cs.length === 1 ? cs[0] : `[${cs.join("")}]`;
+  }).join("");
+}
+
+const hexId = (id: number) => `0x${id.toString(16).padStart(4, "0")}`;
+
+/**
+ * The boot's PCI coldplug again, for our devices only (the vnic's and the
+ * accelerator's ids, docs/devices.md): udev loads our drivers for them
+ * through the modaliases, as at boot. Every other device kept its driver
+ * through the save; replaying all of the guest's PCI devices cost a
+ * restored TCG guest ~0.2 s of events that change nothing.
+ */
+export const COLDPLUG_OUR_DEVICES = (() => {
+  const vendors = new Set([VNIC_PCI.vendor, GPU_PCI.vendor]);
+  if (vendors.size !== 1) throw new Error("our PCI functions have one vendor id");
+  const devices = patternOf([VNIC_PCI.device, GPU_PCI.device].map(hexId));
+  return `udevadm trigger --action=add --subsystem-match=pci --attr-match=vendor=${
+    hexId(VNIC_PCI.vendor)
+  } '--attr-match=device=${devices}' && udevadm settle -t 60`;
+})();
 
 /**
  * Before a guest's state is saved: our drivers out (those udev loaded at
  * boot), last loaded first, so that each restored guest's udev probes its
- * own devices ({@link identityCommand}).
+ * own devices (the agent's coldplug).
  */
 export const UNLOAD_OUR_DRIVERS = "for m in cnuas_ib cnuas_net cnuasgpu_host cnuasgpu; do " +
   'if grep -q "^$m " /proc/modules; then rmmod "$m" || exit 1; fi; done';
 
-/** Bytes of host randomness each restored guest's input pool gets. */
+/** Bytes of host randomness each restored guest's input pool gets (the agent's RESEED_BYTES). */
 export const RESEED_BYTES = 64;
 
-/**
- * settimeofday(2)'s number on x86_64, the guests' only architecture
- * (qemu-system-x86_64, q35). Perl's `syscall.ph` would name it, but
- * loading it parses dozens of generated headers: ~40 ms natively, many
- * times that under TCG, on every restore.
- */
-export const X86_64_SYS_SETTIMEOFDAY = 164;
+/** The guest's end of the identity line: the second serial port (`qemu_args.ts`). */
+export const IDENTITY_TTY = "/dev/ttyS1";
+
+/** Where the agent's program and its standard error live in the guest (tmpfs: saved with the state). */
+export const AGENT_PATH = "/run/cnuas-identity-agent.pl";
+/** The agent's standard error in the guest: why it stopped, if it did. */
+export const AGENT_LOG = "/run/cnuas-identity-agent.log";
+
+/** The agent's program, as the guest runs it. */
+export function identityAgentSource(): Promise<Uint8Array> {
+  return Deno.readFile(new URL("./identity_agent.pl", import.meta.url));
+}
 
 /**
- * The Perl program that reads the guest's clock for the host and moves it
- * back by the lead the host answers with: it prints its clock (`date
- * +%s%N`'s form) as its first line, then reads the lead in microseconds
- * as a line on stdin, and corrects relative to its own second reading,
- * with no process between that reading and the setting: how late the
- * answer comes does not matter, unlike stepping to an absolute time (late
- * by the round trip, which on a loaded host is seconds).
+ * The guest command that starts the agent (its program already at
+ * AGENT_PATH): it makes the line raw, then returns and serves in the
+ * background, in a session of its own.
  */
-export const CLOCK_CORRECTION = "$| = 1; my ($s0, $us0) = Time::HiRes::gettimeofday(); " +
-  'printf("%d%06d000\\n", $s0, $us0); ' +
-  "my $lead = <STDIN>; defined($lead) and $lead =~ /^(-?\\d+)$/ " +
-  'or die "clock: no lead from the host\\n"; my $lead_us = $1; ' +
-  "my ($s, $us) = Time::HiRes::gettimeofday(); my $t = $s * 1000000 + $us - $lead_us; " +
-  `syscall(${X86_64_SYS_SETTIMEOFDAY}, pack("l!l!", int($t / 1000000), $t % 1000000), 0) == 0 ` +
-  'or die "settimeofday: $!\\n"; ';
-
-/**
- * The shell command that gives a restored guest its identity. It prints
- * the guest's clock as its first line; its standard input must then be the
- * guest clock's lead over the host's in microseconds as a line, followed by
- * RESEED_BYTES bytes from the host's CSPRNG ({@link applyIdentity}). One
- * Perl process does all but the coldplug (a process start costs ~30 ms of
- * a TCG guest alone, an SSH command ~0.4 s and over 1 s beside other rows;
- * a separate `date` command, `awk`, `head`, `hostname` and `tr` were seven).
- *
- * - The clock: the saved state's clock is the time it was saved.
- * - The CRNG: the host's bytes are mixed into the input pool and the CRNG
- *   reseeded from it at once (a write alone only mixes; the kernel would
- *   reseed on its own schedule, up to a minute later). The vmgenid device
- *   already made the kernel reseed at resume; this does not depend on it.
- * - Hostname and machine-id after the reseed: the machine-id is drawn from
- *   the CRNG (the kernel's random UUID, without its dashes).
- * - The PCI coldplug of the boot, again: the state was saved with our
- *   drivers unloaded ({@link UNLOAD_OUR_DRIVERS}), because they read each
- *   device's identity (the vnic's MAC) when they probe, and a restored
- *   guest has its own devices; udev loads them now through the modaliases,
- *   as at boot. Left out with `coldplug` false, for a caller that installs
- *   other modules first and runs the coldplug itself (`--dev-modules`):
- *   loading the image's modules only to unload them costs ~2 s under TCG.
- */
-export function identityCommand(name: string, coldplug = true): string {
-  if (!/^[a-z0-9][a-z0-9-]*$/.test(name)) throw new Error(`not a guest name: ${name}`);
-  const perl = CLOCK_CORRECTION +
-    `read(STDIN, my $seed, ${RESEED_BYTES}) == ${RESEED_BYTES} ` +
-    'or die "reseed: fewer bytes on stdin\\n"; ' +
-    'open(my $r, ">", "/dev/urandom") or die "/dev/urandom: $!\\n"; ' +
-    `syswrite($r, $seed) == ${RESEED_BYTES} or die "/dev/urandom: $!\\n"; ` +
-    `ioctl($r, ${RNDRESEEDCRNG}, 0) or die "RNDRESEEDCRNG: $!\\n"; ` +
-    `put("/proc/sys/kernel/hostname", "${name}"); ` +
-    'open(my $u, "<", "/proc/sys/kernel/random/uuid") or die "uuid: $!\\n"; ' +
-    "my $id = <$u>; $id =~ tr/-//d; " +
-    'put("/etc/machine-id", $id); ' +
-    'sub put { open(my $f, ">", $_[0]) or die "$_[0]: $!\\n"; print $f $_[1]; ' +
-    'close($f) or die "$_[0]: $!\\n" }';
-  return [
-    `perl -MTime::HiRes -e '${perl}'`,
-    ...(coldplug ? [COLDPLUG_PCI] : []),
-  ].join(" && ");
+export function startAgentCommand(): string {
+  return `perl ${AGENT_PATH} ${IDENTITY_TTY} ${shq(COLDPLUG_OUR_DEVICES)} ${AGENT_LOG}`;
 }
 
 /** RESEED_BYTES fresh bytes from the host's CSPRNG. */
@@ -101,45 +88,91 @@ export function reseedBytes(): Uint8Array {
 }
 
 /**
- * The host's answer to the identity command's clock line (`firstLine`,
- * read now; the command was sent at `sentAt`, host ms): the guest clock's
- * lead in µs as a line, then the reseed bytes; and the reading the lead
- * comes from, right to half that round trip.
+ * The host's answer to the agent's clock line (`clockLine`, read now; the
+ * question was sent at `askedAt`, host ms): `lead US SEED` — the guest
+ * clock's lead in µs, and fresh reseed bytes in hex — and the reading the
+ * lead comes from, right to half that round trip.
  */
 export function clockAnswer(
-  firstLine: string,
-  sentAt: number,
-): { reading: ClockReading; stdin: Uint8Array } {
+  clockLine: string,
+  askedAt: number,
+): { reading: ClockReading; line: string } {
+  const m = /^clock (\d{10,})$/.exec(clockLine);
+  if (!m) throw new IdentityError(`expected the agent's clock, got ${JSON.stringify(clockLine)}`);
   const now = hostNow();
-  const reading = { rttMs: now - sentAt, offMs: clockOffsetMs(sentAt, firstLine, now) };
-  const lead = new TextEncoder().encode(`${Math.round(reading.offMs * 1000)}\n`);
-  const stdin = new Uint8Array(lead.length + RESEED_BYTES);
-  stdin.set(lead);
-  stdin.set(reseedBytes(), lead.length);
-  return { reading, stdin };
+  const reading = { rttMs: now - askedAt, offMs: clockOffsetMs(askedAt, m[1], now) };
+  const seed = Array.from(reseedBytes(), (b) => b.toString(16).padStart(2, "0")).join("");
+  return { reading, line: `lead ${Math.round(reading.offMs * 1000)} ${seed}` };
+}
+
+/** What {@link applyIdentity} measured. */
+export interface IdentityResult {
+  /** The guest clock's lead before it was corrected, and the round trip it was read in. */
+  clock: ClockReading;
+  /** Host ms (hostNow) when the agent said done. */
+  doneAt: number;
 }
 
 /**
- * Give a restored guest its identity (see `identityCommand`) in one SSH
- * command: its clock is read (right to half the round trip) and corrected
- * by what was read. Returns that reading; throws when any part fails.
- * `coldplug` as for {@link identityCommand}.
+ * Give a restored guest its identity through its agent on the chardev
+ * socket `socketPath`: its clock read (right to half the round trip) and
+ * corrected by what was read, 64 bytes of host randomness mixed in and the
+ * CRNG reseeded from them, hostname `name`, a new machine-id drawn from the
+ * CRNG, and with `coldplug` the boot's PCI coldplug again (left out for a
+ * caller that installs other modules first and runs it itself:
+ * `--dev-modules`). Throws IdentityError when the agent fails or does not
+ * answer within `timeoutSec`.
  */
-export async function applyIdentity(g: Guest, coldplug = true): Promise<ClockReading> {
-  let clock: ClockReading | undefined;
-  const sentAt = hostNow();
-  const r = await g.run(identityCommand(g.name, coldplug), {
-    answer: (line) => {
-      const a = clockAnswer(line, sentAt);
-      clock = a.reading;
-      return a.stdin;
-    },
-    timeoutSec: 30,
-  });
-  if (r.code !== 0 || !clock) {
-    throw new HilError(
-      `${g.name}: giving the restored guest its identity (exit ${r.code}): ${r.stderr.trim()}`,
-    );
+export async function applyIdentity(
+  name: string,
+  socketPath: string,
+  coldplug: boolean,
+  timeoutSec = 90,
+): Promise<IdentityResult> {
+  if (!/^[a-z0-9][a-z0-9-]*$/.test(name)) throw new IdentityError(`not a guest name: ${name}`);
+  let conn: Deno.UnixConn;
+  try {
+    conn = await Deno.connect({ transport: "unix", path: socketPath });
+  } catch (e) {
+    throw new IdentityError(`${name}: the identity line ${socketPath}: ${(e as Error).message}`);
   }
-  return clock;
+  const enc = new TextEncoder();
+  const send = (line: string) => conn.write(enc.encode(`${line}\n`));
+  const lines = readLines(conn.readable);
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const expired = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      reject(
+        new IdentityError(
+          `${name}: no answer from the identity agent within ${timeoutSec} s ` +
+            `(${socketPath}; its log in the guest: ${AGENT_LOG})`,
+        ),
+      );
+    }, timeoutSec * 1000);
+  });
+  const next = async (what: string): Promise<string> => {
+    const r = await Promise.race([lines.next(), expired]);
+    if (r.done) throw new IdentityError(`${name}: the identity line closed before ${what}`);
+    const line = r.value.replace(/\r$/, "");
+    if (line.startsWith("fail ")) {
+      throw new IdentityError(`${name}: the identity agent failed: ${line.slice(5)}`);
+    }
+    return line;
+  };
+  try {
+    await send(`hello ${name} ${coldplug ? 1 : 0}`);
+    const ready = await next("ready");
+    if (ready !== "ready") throw new IdentityError(`${name}: expected ready, got ${ready}`);
+    const askedAt = hostNow();
+    await send("time");
+    const answer = clockAnswer(await next("its clock"), askedAt);
+    await send(answer.line);
+    const done = await next("done");
+    if (done !== "done") throw new IdentityError(`${name}: expected done, got ${done}`);
+    return { clock: answer.reading, doneAt: hostNow() };
+  } finally {
+    clearTimeout(timer);
+    expired.catch(() => {});
+    conn.close();
+  }
 }

@@ -12,7 +12,12 @@ import { progress } from "../progress.ts";
 import { GuestVm } from "./guest.ts";
 import { freePort } from "./ports.ts";
 import type { GuestSpec } from "./qemu_args.ts";
-import { applyIdentity, UNLOAD_OUR_DRIVERS } from "./restore_identity.ts";
+import {
+  AGENT_PATH,
+  identityAgentSource,
+  startAgentCommand,
+  UNLOAD_OUR_DRIVERS,
+} from "./restore_identity.ts";
 import { snapshotBaseSpec, snapshotKeyInputs } from "./snapshot_key.ts";
 
 /** The saved state in an entry. */
@@ -103,6 +108,7 @@ async function saveGuest(
     savesState: true,
     sshPort: freePort(),
     qmpSocket: join(tmp, "qmp.sock"),
+    identitySocket: join(tmp, "identity.sock"),
     consoleLog: join(logs, "console.log"),
   };
   progress("snapshot", `booting a guest to save (log: ${logs})`);
@@ -124,9 +130,13 @@ async function saveGuest(
       timeoutSec: 90,
     });
     if (r.code !== 0) throw new Error(`preparing the saved guest: ${r.stderr.trim()}`);
-    // Once here, so every program a restored guest runs before it is ready
-    // (the identity command, the clock correction) is in the saved page cache.
-    await applyIdentity(vm);
+    // The identity agent, waiting on ttyS1 when the state is saved; then
+    // one exchange with it, as a restored guest's (coldplug included), so
+    // it is known to answer and what it runs is in the saved page cache.
+    await vm.putFile(AGENT_PATH, await identityAgentSource(), 0o755);
+    const a = await vm.run(startAgentCommand(), { timeoutSec: 30 });
+    if (a.code !== 0) throw new Error(`starting the identity agent: ${a.stderr.trim()}`);
+    await vm.applyIdentity(true);
     const u = await vm.run(`${UNLOAD_OUR_DRIVERS} && sync`, { timeoutSec: 90 });
     if (u.code !== 0) throw new Error(`unloading our drivers before the save: ${u.stderr.trim()}`);
     // read and cleared in one call: nothing logged in between is lost
@@ -160,7 +170,8 @@ async function saveGuest(
 
 /**
  * Restore the state just saved in `out` once, as a row would, before it
- * enters the cache: it must answer SSH with a clean kernel log. A bad state
+ * enters the cache: its identity agent must answer, and SSH, with a clean
+ * kernel log. A bad state
  * would otherwise fail every row of its configuration until the cache is
  * cleared (one saved live on a loaded host oopsed at once, every time).
  */
@@ -179,6 +190,7 @@ async function checkRestore(
     incoming: join(out, STATE_FILE),
     sshPort: freePort(),
     qmpSocket: join(tmp, "check.sock"),
+    identitySocket: join(tmp, "check-identity.sock"),
     consoleLog: join(logs, "check-console.log"),
   };
   const t0 = performance.now();
@@ -188,7 +200,10 @@ async function checkRestore(
     logDir: logs,
   });
   try {
-    await vm.waitForSsh(spec.sshPort, opts.sshKey, opts.bootTimeoutSec);
+    await Promise.all([
+      vm.waitForSsh(spec.sshPort, opts.sshKey, opts.bootTimeoutSec),
+      vm.applyIdentity(true),
+    ]);
     const log = await vm.run("dmesg", { timeoutSec: 30 });
     if (log.code !== 0) throw new Error(`reading the restored guest's kernel log: ${log.stderr}`);
     const bad = opts.checkKernelLog(log.stdout);

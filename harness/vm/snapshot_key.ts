@@ -9,7 +9,7 @@
 import { type GuestDevice, type GuestSpec, qemuArgs } from "./qemu_args.ts";
 
 /** Bump when what a saved state holds, or how it is made, changes. */
-export const SNAPSHOT_VERSION = 7;
+export const SNAPSHOT_VERSION = 9;
 
 /** The name (and hostname) of the guest a state is made from. */
 export const SNAPSHOT_GUEST = "snapshot";
@@ -36,6 +36,9 @@ export const STAND_IN_GPU = { gpuId: 0xffff, smCount: 8 } as const;
  */
 export function snapshotBlocker(spec: GuestSpec): string | undefined {
   if (spec.incoming || spec.rootfsWritable) return "the spec is already a save or a restore";
+  if (spec.identitySocket === undefined) {
+    return "no identity line (ttyS1) for a restored guest's identity agent";
+  }
   for (const d of spec.devices) {
     if (d.kind === "virtio-socket") {
       return "the virtio-net baseline NIC keeps its MAC in saved state and pairs its -netdev " +
@@ -60,6 +63,7 @@ export function snapshotBaseSpec(spec: GuestSpec): GuestSpec {
     name: SNAPSHOT_GUEST,
     sshPort: 0,
     qmpSocket: "",
+    ...(spec.identitySocket === undefined ? {} : { identitySocket: "" }),
     consoleLog: "",
     devices: spec.devices.map(baseDevice),
   };

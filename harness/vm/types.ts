@@ -23,14 +23,6 @@ export interface RunOptions {
   check?: boolean;
   /** Bytes written to the command's stdin. */
   stdin?: string | Uint8Array;
-  /**
-   * Instead of `stdin`: called with the command's first line of output
-   * (without its newline) as soon as it arrives; what it returns is written
-   * to the command's stdin, which is then closed. For a command that needs
-   * an answer the host can give only once the command runs (a restored
-   * guest's clock: vm/restore_identity.ts). A throw fails the run with it.
-   */
-  answer?: (firstLine: string) => Uint8Array;
 }
 
 /** Where the runner puts built artifacts inside every guest. */

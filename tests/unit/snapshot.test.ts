@@ -1,24 +1,27 @@
 /**
  * Guests from a snapshot, the pure parts: what a saved state is keyed by,
  * which guests may start from one, the restore command line, and the
- * identity command a restored guest runs.
+ * identity agent a restored guest answers the host with (run here, over
+ * pipes, with the guest's kernel interfaces as files).
  */
 import assert from "node:assert/strict";
 import { defaultConfig } from "../../harness/config.ts";
 import { coldReason } from "../../harness/matrix/guest_start.ts";
 import type { Row } from "../../harness/matrix/row.ts";
 import { type GuestSpec, qemuArgs, qemuOptValue, vnicMac } from "../../harness/vm/qemu_args.ts";
-import { exec } from "../../harness/exec.ts";
-import { hostNow, nsToMs } from "../../harness/vm/clock.ts";
+import { exec, shq } from "../../harness/exec.ts";
+import { hostNow } from "../../harness/vm/clock.ts";
 import {
-  CLOCK_CORRECTION,
-  clockAnswer,
-  COLDPLUG_PCI,
-  identityCommand,
+  AGENT_LOG,
+  AGENT_PATH,
+  applyIdentity,
+  COLDPLUG_OUR_DEVICES,
+  IDENTITY_TTY,
+  identityAgentSource,
+  patternOf,
   RESEED_BYTES,
-  RNDRESEEDCRNG,
+  startAgentCommand,
   UNLOAD_OUR_DRIVERS,
-  X86_64_SYS_SETTIMEOFDAY,
 } from "../../harness/vm/restore_identity.ts";
 import { restoredSpec } from "../../harness/vm/snapshot.ts";
 import {
@@ -42,6 +45,7 @@ function spec(i: number, over: Partial<GuestSpec> = {}): GuestSpec {
     cpus: 1,
     sshPort: 40000 + i,
     qmpSocket: `/run/row/g${i}.qmp`,
+    identitySocket: `/run/row/g${i}.identity`,
     consoleLog: `/run/row/g${i}.console.log`,
     devices: [{ kind: "vnic", mac: vnicMac(i, 0), socketPath: "/run/fabric.sock" }],
     ...over,
@@ -165,111 +169,199 @@ Deno.test("the guest a state is saved from writes its own disk; cold guests neve
   assert.equal(snapshotBlocker({ ...spec(0), rootfsWritable: true }) !== undefined, true);
 });
 
-Deno.test("identity: one Perl program (clock, reseed, hostname, machine-id), then the PCI coldplug", () => {
-  const cmd = identityCommand("g1");
-  const [perl, ...rest] = cmd.split(" && ");
-  assert.match(perl, /^perl -MTime::HiRes -e '[^']*'$/);
-  const prog = perl.slice(perl.indexOf("'") + 1, -1);
-  // the clock first; the reseed before the hostname and machine-id (drawn from the CRNG)
-  assert.ok(prog.startsWith(CLOCK_CORRECTION));
-  const at = (what: string) => {
-    const i = prog.indexOf(what);
-    assert.ok(i >= 0, what);
-    return i;
-  };
-  assert.ok(at(`ioctl($r, ${RNDRESEEDCRNG}, 0)`) < at('put("/proc/sys/kernel/hostname", "g1")'));
-  assert.equal(RNDRESEEDCRNG, 0x5207);
-  assert.ok(at("/proc/sys/kernel/hostname") < at('put("/etc/machine-id"'));
-  // our drivers probe the restored guest's own devices (saved unloaded), after the rest
-  assert.equal(rest.join(" && "), COLDPLUG_PCI);
-  assert.match(COLDPLUG_PCI, /^udevadm trigger --action=add --subsystem-match=pci /);
+Deno.test("the identity line: a second serial port on a socket, its path out of the key", () => {
+  const args = qemuArgs(spec(2));
+  const at = args.indexOf("socket,id=identity,path=/run/row/g2.identity,server=on,wait=off");
+  assert.ok(at > 0);
+  assert.equal(args[at + 2], "isa-serial,chardev=identity,index=1");
+  const base = qemuArgs(snapshotBaseSpec(spec(2)));
+  assert.ok(base.includes("socket,id=identity,path=,server=on,wait=off"));
+  // a guest without the line has no agent to answer: it boots cold
+  const { identitySocket: _, ...without } = spec(0);
+  assert.match(snapshotBlocker(without)!, /no identity line/);
+  assert.ok(!qemuArgs(without).includes("isa-serial,chardev=identity,index=1"));
+});
+
+Deno.test("identity agent: started on ttyS1 with the coldplug, drivers unloaded last loaded first", () => {
+  assert.equal(
+    startAgentCommand(),
+    `perl ${AGENT_PATH} ${IDENTITY_TTY} ${shq(COLDPLUG_OUR_DEVICES)} ${AGENT_LOG}`,
+  );
+  // our two PCI functions (docs/devices.md) and nothing else; the pattern quoted from the shell
+  assert.equal(
+    COLDPLUG_OUR_DEVICES,
+    "udevadm trigger --action=add --subsystem-match=pci --attr-match=vendor=0x1af4 " +
+      "'--attr-match=device=0x10f[01]' && udevadm settle -t 60",
+  );
+  assert.equal(patternOf(["0x10f0", "0x10f1", "0x10f1"]), "0x10f[01]");
+  assert.equal(patternOf(["ab", "ab"]), "ab");
+  assert.throws(() => patternOf(["0x1", "0x10"]), /one length/);
   for (const m of ["cnuas_ib", "cnuas_net", "cnuasgpu_host", "cnuasgpu"]) {
     assert.ok(UNLOAD_OUR_DRIVERS.includes(` ${m} `) || UNLOAD_OUR_DRIVERS.includes(` ${m};`), m);
   }
   assert.ok(UNLOAD_OUR_DRIVERS.indexOf("cnuas_ib") < UNLOAD_OUR_DRIVERS.indexOf("cnuas_net"));
-  assert.throws(() => identityCommand("g1; reboot"), /not a guest name/);
-  // --dev-modules runs the coldplug itself, after installing the working tree's modules
-  assert.equal(identityCommand("g1", false), perl);
 });
 
-/** Run a shell command here, `stdin` on its standard input. */
-function sh(cmd: string, stdin?: Uint8Array) {
-  return exec(["sh", "-c", cmd], { stdin, allowFail: true });
+/**
+ * The agent's program with the guest's kernel interfaces as files in `dir`
+ * and settimeofday printing its timeval on stderr; `edit` for more.
+ */
+async function agentOnHost(dir: string, edit = (s: string) => s): Promise<string> {
+  let src = new TextDecoder().decode(await identityAgentSource());
+  const swap = (from: string, to: string) => {
+    assert.ok(src.includes(from), `the agent no longer has ${from}`);
+    src = src.replaceAll(from, to);
+  };
+  swap("syscall(SYS_SETTIMEOFDAY, ", "settime(");
+  swap("ioctl($r, RNDRESEEDCRNG, 0)", "1");
+  swap("'/dev/urandom'", `'${dir}/urandom'`);
+  swap("'/proc/sys/kernel/hostname'", `'${dir}/hostname'`);
+  swap("'/etc/machine-id'", `'${dir}/machine-id'`);
+  src = edit(src) +
+    'sub settime { print STDERR "settime ", join(".", unpack("l!l!", $_[0])), "\\n"; 0 }\n';
+  const path = `${dir}/agent.pl`;
+  await Deno.writeTextFile(path, src);
+  return path;
 }
 
-/** The identity program with the guest's kernel interfaces as files in `dir`; the clock only read. */
-function onHost(cmd: string, dir: string): string {
-  // gettimeofday (96) fills the buffer settimeofday would read; a file takes no ioctl
-  return cmd.replace(`syscall(${X86_64_SYS_SETTIMEOFDAY},`, "syscall(96,")
-    .replace(`ioctl($r, ${RNDRESEEDCRNG}, 0)`, "1")
-    .replaceAll("/dev/urandom", `${dir}/urandom`)
-    .replace("/proc/sys/kernel/hostname", `${dir}/hostname`)
-    .replace("/etc/machine-id", `${dir}/machine-id`);
+/**
+ * The agent on the host, its stdin and stdout behind a unix socket that
+ * `applyIdentity` connects to as to QEMU's chardev: one connection at a
+ * time, and what the agent writes while none is open is lost.
+ */
+async function agentBehindSocket(dir: string, edit?: (s: string) => string) {
+  const agent = new Deno.Command("perl", {
+    args: [await agentOnHost(dir, edit), "-", `touch ${dir}/coldplug`],
+    stdin: "piped",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const path = `${dir}/identity.sock`;
+  const listener = Deno.listen({ transport: "unix", path });
+  let current: Deno.UnixConn | undefined;
+  const out = (async () => {
+    for await (const c of agent.stdout) await current?.write(c).catch(() => {});
+  })();
+  const toAgent = agent.stdin.getWriter();
+  const serve = (async () => {
+    for await (const conn of listener) {
+      current = conn;
+      try {
+        for await (const c of conn.readable) await toAgent.write(c);
+      } catch { /* the host closed */ }
+      current = undefined;
+    }
+  })().catch(() => {});
+  const stop = async () => {
+    listener.close();
+    await serve;
+    // end of input: the agent (not on a tty) exits
+    await toAgent.close();
+    const status = await agent.status;
+    await out;
+    return { status, stderr: await agent.stderr.text() };
+  };
+  return { path, stop };
 }
 
-Deno.test("identity program run here: clock line first, files written, the host's bytes mixed in", async () => {
+Deno.test("identity agent run here: clock, reseed bytes, hostname, machine-id, coldplug; then again", async () => {
   const dir = await Deno.makeTempDir();
+  const agent = await agentBehindSocket(dir);
   try {
-    const cmd = onHost(identityCommand("g7", false), dir);
     const t0 = hostNow();
-    // what applyIdentity answers: the lead, then the reseed bytes
-    const answer = clockAnswer(String(BigInt(Math.round(t0 * 1000)) * 1000n + 1500000000n), t0);
-    assert.ok(Math.abs(answer.reading.offMs - 1500) < 1000, `${answer.reading.offMs}`);
-    const lead = new TextDecoder().decode(answer.stdin.subarray(0, answer.stdin.indexOf(10)));
-    assert.equal(Number(lead), Math.round(answer.reading.offMs * 1000));
-    const seed = answer.stdin.subarray(answer.stdin.indexOf(10) + 1);
+    const first = await applyIdentity("g7", agent.path, true, 20);
+    // the agent's clock is this host's: the lead is within the round trip
+    assert.ok(Math.abs(first.clock.offMs) <= first.clock.rttMs / 2 + 5, JSON.stringify(first));
+    assert.ok(first.doneAt >= t0);
+    const seed = await Deno.readFile(`${dir}/urandom`);
     assert.equal(seed.length, RESEED_BYTES);
-    const r = await sh(cmd, answer.stdin);
-    assert.equal(r.code, 0, r.stderr);
-    // the first line is the clock, as `date +%s%N` prints it
-    const ns = r.stdout.split("\n")[0];
-    assert.ok(Math.abs(nsToMs(ns) - hostNow()) < 5000, ns);
-    assert.deepEqual(await Deno.readFile(`${dir}/urandom`), seed);
     assert.equal(await Deno.readTextFile(`${dir}/hostname`), "g7");
-    assert.match(await Deno.readTextFile(`${dir}/machine-id`), /^[0-9a-f]{32}\n$/);
+    const id1 = await Deno.readTextFile(`${dir}/machine-id`);
+    assert.match(id1, /^[0-9a-f]{32}\n$/);
+    await Deno.stat(`${dir}/coldplug`);
+    // the agent waits for the next exchange; without the coldplug this time
+    await Deno.remove(`${dir}/coldplug`);
+    await applyIdentity("g8", agent.path, false, 20);
+    assert.equal(await Deno.readTextFile(`${dir}/hostname`), "g8");
+    assert.notEqual(await Deno.readTextFile(`${dir}/machine-id`), id1);
+    assert.notDeepEqual(await Deno.readFile(`${dir}/urandom`), seed);
+    await assert.rejects(Deno.stat(`${dir}/coldplug`));
+    await assert.rejects(applyIdentity("g8; reboot", agent.path, false, 20), /not a guest name/);
   } finally {
+    const { status, stderr } = await agent.stop();
+    assert.equal(status.code, 0, stderr);
     await Deno.remove(dir, { recursive: true });
   }
 });
 
-Deno.test("identity program run here: no lead, or fewer reseed bytes, and it fails saying which", async () => {
+Deno.test("identity agent run here: a failing step is reported as fail, and nothing after it runs", async () => {
+  const dir = await Deno.makeTempDir();
+  const agent = await agentBehindSocket(
+    dir,
+    (s) => s.replace("system('/bin/sh', '-c', $coldplug)", "system('false')"),
+  );
+  try {
+    await Deno.mkdir(`${dir}/hostname`);
+    await assert.rejects(
+      applyIdentity("g7", agent.path, true, 20),
+      /g7: the identity agent failed: .*hostname: Is a directory/,
+    );
+    await assert.rejects(Deno.stat(`${dir}/machine-id`));
+    await Deno.remove(`${dir}/hostname`);
+    await assert.rejects(
+      applyIdentity("g7", agent.path, true, 20),
+      /g7: the identity agent failed: coldplug: exit 1$/,
+    );
+    assert.equal(await Deno.readTextFile(`${dir}/hostname`), "g7");
+  } finally {
+    const { status, stderr } = await agent.stop();
+    assert.equal(status.code, 0, stderr);
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+/** Run the agent here on `input`, its clock fixed at 100.250000 s. */
+async function fixedClockAgent(input: string) {
   const dir = await Deno.makeTempDir();
   try {
-    const cmd = onHost(identityCommand("g7", false), dir);
-    const enc = new TextEncoder();
-    const none = await sh(cmd);
-    assert.notEqual(none.code, 0);
-    assert.match(none.stderr, /clock: no lead from the host/);
-    const notNumber = await sh(cmd, enc.encode("soon\n"));
-    assert.match(notNumber.stderr, /clock: no lead from the host/);
-    const short = await sh(cmd, enc.encode(`12\n${"x".repeat(RESEED_BYTES - 1)}`));
-    assert.notEqual(short.code, 0);
-    assert.match(short.stderr, /reseed: fewer bytes on stdin/);
-    // nothing after the failed step was written
-    await assert.rejects(Deno.stat(`${dir}/hostname`));
+    const path = await agentOnHost(
+      dir,
+      (s) => s.replaceAll("Time::HiRes::gettimeofday()", "(100, 250000)"),
+    );
+    return await exec(["perl", path, "-", "true"], {
+      stdin: new TextEncoder().encode(input),
+      allowFail: true,
+    });
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
-});
+}
 
-Deno.test("clock correction: relative to the guest's own reading, so a late answer costs nothing", async () => {
-  // the program against a fixed reading (100.250000 s) and a settimeofday that prints its timeval
-  const prog = (CLOCK_CORRECTION + 'sub settime { print join(".", unpack("l!l!", $_[0])); 0 }')
-    .replaceAll("Time::HiRes::gettimeofday()", "(100, 250000)")
-    .replace(`syscall(${X86_64_SYS_SETTIMEOFDAY}, `, "settime(");
-  const enc = new TextEncoder();
-  const ahead = await sh(`perl -e '${prog}'`, enc.encode("-7412600\n"));
-  assert.equal(ahead.code, 0, ahead.stderr);
+Deno.test("clock correction: relative to the agent's own reading, so a late answer costs nothing", async () => {
+  const seed = "ab".repeat(RESEED_BYTES);
+  const ahead = await fixedClockAgent(`hello g1 0\ntime\nlead -7412600 ${seed}\n`);
   // its reading first, then 100.250000 - (-7.412600)
-  assert.equal(ahead.stdout, "100250000000\n107.662600");
-  const behind = await sh(`perl -e '${prog}'`, enc.encode("250000\n"));
-  assert.equal(behind.stdout, "100250000000\n100.0"); // 100.250000 - 0.250000
+  assert.equal(ahead.stdout, "ready\nclock 100250000000\ndone\n");
+  assert.match(ahead.stderr, /^settime 107\.662600$/m);
+  const behind = await fixedClockAgent(`hello g1 0\ntime\nlead 250000 ${seed}\n`);
+  assert.match(behind.stderr, /^settime 100\.0$/m); // 100.250000 - 0.250000
+  // noise before a hello is ignored; a wrong answer within an exchange fails it
+  const wrong = await fixedClockAgent(`noise\nhello g1 0\ntime\nlead soon\nhello g1 0\nnope\n`);
+  assert.equal(
+    wrong.stdout,
+    "ready\nclock 100250000000\nfail expected lead US SEED, got 'lead soon'\n" +
+      "ready\nfail expected time, got 'nope'\n",
+  );
+  const short = await fixedClockAgent(`hello g1 0\ntime\nlead 1 ${seed.slice(2)}\n`);
+  assert.match(short.stdout, /fail expected lead US SEED/);
+  assert.doesNotMatch(short.stderr, /settime/);
 });
 
 Deno.test("paths with commas reach QEMU's option lists with each comma doubled", () => {
   const args = qemuArgs(spec(0, {
     rootfs: "/c,1/rootfs.img",
     qmpSocket: "/runs,tcg/g0.qmp",
+    identitySocket: "/runs,tcg/g0.identity",
     consoleLog: "/runs,tcg/g0.console.log",
     devices: [
       { kind: "vnic", mac: vnicMac(0, 0), socketPath: "/tmp/a,b/fabric.sock" },
@@ -279,6 +371,7 @@ Deno.test("paths with commas reach QEMU's option lists with each comma doubled",
   assert.ok(args.includes("file=/c,,1/rootfs.img,if=none,id=root,format=raw,snapshot=on"));
   assert.ok(args.includes("unix:/runs,,tcg/g0.qmp,server=on,wait=off"));
   assert.ok(args.includes("file,id=con,path=/runs,,tcg/g0.console.log"));
+  assert.ok(args.includes("socket,id=identity,path=/runs,,tcg/g0.identity,server=on,wait=off"));
   assert.ok(args.some((a) => a.endsWith("socket_path=/tmp/a,,b/fabric.sock")));
   assert.ok(args.some((a) => a.endsWith("cnuaslink_socket=/tmp/a,,b/link.sock")));
   assert.equal(qemuOptValue("no commas"), "no commas");
