@@ -301,11 +301,12 @@ export class Lab {
               ...(plan.cold ? { coldReason: plan.cold } : {}),
             };
             const identitySec = identity ? readySec - (hostNow() - identity.doneAt) / 1000 : NaN;
+            const coldplugged = this.config.devModules ? "" : ", our devices' coldplug";
             log(
               identity
                 ? `${g.name}: restored; state loaded and running ${g.resumeSec.toFixed(1)} s, ` +
                   `SSH answered ${g.startToSshSec.toFixed(1)} s and identity (clock, CRNG, ` +
-                  `hostname, machine-id${this.config.devModules ? "" : ", PCI coldplug"}) done ` +
+                  `hostname, machine-id${coldplugged}) done ` +
                   `${identitySec.toFixed(1)} s after QEMU started; its clock was ` +
                   `${identity.clock.offMs.toFixed(0)} ms off the host's (read in ` +
                   `${identity.clock.rttMs.toFixed(0)} ms) and is corrected`

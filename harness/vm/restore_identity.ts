@@ -10,6 +10,7 @@
 import { HilError } from "../errors.ts";
 import { readLines, shq } from "../exec.ts";
 import { GPU_PCI } from "../models/gpu.ts";
+import { bytesToHex } from "../models/rdma/bytes.ts";
 import { VNIC_PCI } from "../models/vnic.ts";
 import { clockOffsetMs, type ClockReading, hostNow } from "./clock.ts";
 
@@ -101,8 +102,10 @@ export function clockAnswer(
   if (!m) throw new IdentityError(`expected the agent's clock, got ${JSON.stringify(clockLine)}`);
   const now = hostNow();
   const reading = { rttMs: now - askedAt, offMs: clockOffsetMs(askedAt, m[1], now) };
-  const seed = Array.from(reseedBytes(), (b) => b.toString(16).padStart(2, "0")).join("");
-  return { reading, line: `lead ${Math.round(reading.offMs * 1000)} ${seed}` };
+  return {
+    reading,
+    line: `lead ${Math.round(reading.offMs * 1000)} ${bytesToHex(reseedBytes())}`,
+  };
 }
 
 /** What {@link applyIdentity} measured. */
@@ -118,7 +121,7 @@ export interface IdentityResult {
  * socket `socketPath`: its clock read (right to half the round trip) and
  * corrected by what was read, 64 bytes of host randomness mixed in and the
  * CRNG reseeded from them, hostname `name`, a new machine-id drawn from the
- * CRNG, and with `coldplug` the boot's PCI coldplug again (left out for a
+ * CRNG, and with `coldplug` {@link COLDPLUG_OUR_DEVICES} (left out for a
  * caller that installs other modules first and runs it itself:
  * `--dev-modules`). Throws IdentityError when the agent fails or does not
  * answer within `timeoutSec`.
