@@ -171,9 +171,9 @@ async function saveGuest(
 /**
  * Restore the state just saved in `out` once, as a row would, before it
  * enters the cache: its identity agent must answer, and SSH, with a clean
- * kernel log. A bad state
- * would otherwise fail every row of its configuration until the cache is
- * cleared (one saved live on a loaded host oopsed at once, every time).
+ * kernel log. A bad state would otherwise fail every row of its
+ * configuration until the cache is cleared (one saved live on a loaded host
+ * oopsed at once, every time).
  */
 async function checkRestore(
   base: GuestSpec,
