@@ -21,7 +21,7 @@ import { GuestVm } from "../vm/guest.ts";
 import { freePort } from "../vm/ports.ts";
 import { gpuProps, type GuestDevice, type GuestSpec, vnicMac } from "../vm/qemu_args.ts";
 import { COLDPLUG_OUR_DEVICES, UNLOAD_OUR_DRIVERS } from "../vm/restore_identity.ts";
-import { ensureSaved, restoredSpec } from "../vm/snapshot.ts";
+import { ensureSaved, filesToPush, restoredSpec } from "../vm/snapshot.ts";
 import { tarArchive, type TarFile } from "../vm/tar.ts";
 import { GUEST_PATHS } from "../vm/types.ts";
 import type { GuestStart } from "../report/schema.ts";
@@ -321,7 +321,7 @@ export class Lab {
           const mods = await devModules(built.modules!);
           await Promise.all(guests.map((g) => this.#installDevModules(g, mods, log)));
         }
-        await Promise.all(guests.map((g) => this.#install(g, builds)));
+        await Promise.all(guests.map((g) => this.#install(g, builds, plan.held)));
       }
       return { guests, fabric, builds, starts, close };
     } catch (e) {
@@ -342,22 +342,28 @@ export class Lab {
     sshKey: string,
     bootTimeoutSec: number,
     log: (l: string) => void,
-  ): Promise<{ specs: GuestSpec[]; cold?: string }> {
+  ): Promise<{ specs: GuestSpec[]; cold?: string; held?: ReadonlyMap<string, string> }> {
     const cold = coldReason(row, this.config, specs[0]);
     if (cold) return { specs, cold };
     try {
+      // Every state holds the test programs and libcnuasdev's files, whichever row made it
+      // (both builds are cached, seconds on a fresh machine): pushed once here, not at each
+      // restore (~1 s of an idle guest for their 2 MiB).
+      const files = await guestFiles(await this.ensureBuilds(["guestprogs", "cnuasdev"], row.id));
       const saved = await ensureSaved(specs[0], {
         cacheDir: this.config.cacheDir,
         imageKey: this.image!.key,
         sshKey,
         bootTimeoutSec,
         checkKernelLog: dmesgViolations,
+        files,
       });
       log(
         `guest state ${saved.key.slice(0, 12)}: ` +
-          (saved.saveSec ? `saved now in ${saved.saveSec.toFixed(1)} s` : "from the cache"),
+          (saved.saveSec ? `saved now in ${saved.saveSec.toFixed(1)} s` : "from the cache") +
+          ` (holding ${saved.files.size} test program and libcnuasdev files)`,
       );
-      return { specs: specs.map((s) => restoredSpec(s, saved)) };
+      return { specs: specs.map((s) => restoredSpec(s, saved)), held: saved.files };
     } catch (e) {
       const why = `saving a guest state failed: ${(e as Error).message.split("\n")[0]}`;
       progress(row.id, `${why}; booting cold`);
@@ -443,24 +449,43 @@ export class Lab {
   }
 
   /**
-   * Push the test programs into a guest (small files: SSH beats an image
-   * rebuild). The modules, the provider and libcnuasdev are not pushed: the
-   * image has them installed from their Debian packages (harness/build/image.ts);
+   * Give a guest the test programs and libcnuasdev's files its row needs
+   * (small files: SSH beats an image rebuild). A restored guest has those of
+   * the state it came from (`held`: path to digest) and gets only what
+   * differs, usually nothing; its identity agent already waited for udev. The
+   * modules, the provider and libcnuasdev itself are not pushed: the image
+   * has them installed from their Debian packages (harness/build/image.ts);
    * with `--dev-modules` the modules come from #installDevModules.
    */
-  async #install(g: GuestVm, builds: BuildOutputs): Promise<void> {
-    const files: TarFile[] = [];
-    if (builds.guestPrograms) {
-      for await (const e of Deno.readDir(builds.guestPrograms)) {
-        if (!e.isFile || e.name.startsWith(".")) continue;
-        const data = await Deno.readFile(join(builds.guestPrograms, e.name));
-        files.push({ path: `${GUEST_PATHS.bin}/${e.name}`, data, mode: 0o755 });
-      }
+  async #install(
+    g: GuestVm,
+    builds: BuildOutputs,
+    held?: ReadonlyMap<string, string>,
+  ): Promise<void> {
+    const files = await guestFiles(builds);
+    const push = held && g.startedFrom === "snapshot" ? filesToPush(files, held) : files;
+    if (push.length) await putFiles(g, push);
+    if (g.startedFrom !== "snapshot") {
+      await g.run("udevadm settle -t 30 || true", { timeoutSec: 60 });
     }
-    if (builds.cnuasdev) files.push(...await cnuasdevFiles(builds.cnuasdev));
-    if (files.length) await putFiles(g, files);
-    await g.run("udevadm settle -t 30 || true", { timeoutSec: 60 });
   }
+}
+
+/**
+ * The files of the test programs' and libcnuasdev's builds in `builds` (those
+ * absent give none), at their absolute guest paths.
+ */
+async function guestFiles(builds: BuildOutputs): Promise<TarFile[]> {
+  const files: TarFile[] = [];
+  if (builds.guestPrograms) {
+    for await (const e of Deno.readDir(builds.guestPrograms)) {
+      if (!e.isFile || e.name.startsWith(".")) continue;
+      const data = await Deno.readFile(join(builds.guestPrograms, e.name));
+      files.push({ path: `${GUEST_PATHS.bin}/${e.name}`, data, mode: 0o755 });
+    }
+  }
+  if (builds.cnuasdev) files.push(...await cnuasdevFiles(builds.cnuasdev));
+  return files;
 }
 
 /** A modules build made ready for guests (`--dev-modules`). */

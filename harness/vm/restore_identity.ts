@@ -58,6 +58,17 @@ export const COLDPLUG_OUR_DEVICES = (() => {
 export const UNLOAD_OUR_DRIVERS = "for m in cnuas_ib cnuas_net cnuasgpu_host cnuasgpu; do " +
   'if grep -q "^$m " /proc/modules; then rmmod "$m" || exit 1; fi; done';
 
+/**
+ * Before the state of a guest with an RDMA NIC is saved: the kernel's RDMA
+ * connection manager and its user-space access loaded (rdma_ucm brings
+ * rdma_cm, iw_cm and ib_cm; ib_core and ib_uverbs stay from the boot's
+ * cnuas_ib), as rdma-core's rdma-load-modules@rdma.service loads them on a
+ * real host once an RDMA device appears. Every RoCE and IB row loads them
+ * first (~0.25 s of an idle guest, more beside another row); a restored
+ * guest now has them. Rows that unload them (ib-forwarding's ib_cm) still do.
+ */
+export const LOAD_RDMA_CM = "modprobe -a ib_uverbs rdma_ucm";
+
 /** Bytes of host randomness each restored guest's input pool gets (the agent's RESEED_BYTES). */
 export const RESEED_BYTES = 64;
 

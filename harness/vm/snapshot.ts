@@ -5,6 +5,7 @@
  * `snapshot=on`, so its page cache and its disk are the same instant
  * (docs/architecture.md, "Guests from a snapshot").
  */
+import { createHash } from "node:crypto";
 import { join } from "node:path";
 import { cached } from "../cache.ts";
 import { exec } from "../exec.ts";
@@ -15,10 +16,12 @@ import type { GuestSpec } from "./qemu_args.ts";
 import {
   AGENT_PATH,
   identityAgentSource,
+  LOAD_RDMA_CM,
   startAgentCommand,
   UNLOAD_OUR_DRIVERS,
 } from "./restore_identity.ts";
 import { snapshotBaseSpec, snapshotKeyInputs } from "./snapshot_key.ts";
+import { tarArchive, type TarFile } from "./tar.ts";
 
 /** The saved state in an entry. */
 export const STATE_FILE = "state";
@@ -35,6 +38,13 @@ export const DISK_FILE = "rootfs.img";
  */
 export const BASE_DMESG_FILE = "base-dmesg.txt";
 
+/**
+ * What the base guest was given before the save (`SaveOptions.files`): each
+ * file's absolute guest path and {@link fileDigest}, as JSON. A restored
+ * guest already has these; the lab pushes only what differs.
+ */
+export const FILES_MANIFEST = "files.json";
+
 /** Seconds the save itself may take (a few hundred MiB through a pipe). */
 const SAVE_TIMEOUT_SEC = 120;
 
@@ -48,6 +58,11 @@ export interface SavedGuest {
   rootfs: string;
   /** Seconds this call spent making it; 0 when it was in the cache. */
   saveSec: number;
+  /**
+   * The files the state holds beyond the image ({@link FILES_MANIFEST}):
+   * absolute guest path to {@link fileDigest}.
+   */
+  files: ReadonlyMap<string, string>;
 }
 
 /** What making a saved guest needs besides the spec. */
@@ -65,6 +80,45 @@ export interface SaveOptions {
    * violations); anything makes the save fail, as it would fail a row.
    */
   checkKernelLog: (text: string) => string[];
+  /**
+   * Files (absolute guest paths) put into the base guest before the save,
+   * so restored guests have them without a push: the test programs and
+   * libcnuasdev's, which most rows need and which change far less often
+   * than a state is restored. Not in the cache key: a state made with older
+   * ones stays usable, the lab pushes what changed ({@link filesToPush}).
+   */
+  files?: TarFile[];
+}
+
+/** sha256 of a file's mode and bytes: what says a guest's copy is this file. */
+export function fileDigest(f: TarFile): string {
+  return createHash("sha256").update(`${f.mode.toString(8)}\0`).update(f.data).digest("hex");
+}
+
+/**
+ * The files of `files` a guest restored from a state holding `held` (path to
+ * digest) lacks or has in another version: what still has to be pushed.
+ */
+export function filesToPush(files: TarFile[], held: ReadonlyMap<string, string>): TarFile[] {
+  return files.filter((f) => held.get(f.path) !== fileDigest(f));
+}
+
+/** The manifest of a cache entry; empty when the entry has none. */
+async function readManifest(dir: string): Promise<Map<string, string>> {
+  let text: string;
+  try {
+    text = await Deno.readTextFile(join(dir, FILES_MANIFEST));
+  } catch (e) {
+    if (e instanceof Deno.errors.NotFound) return new Map();
+    throw e;
+  }
+  const parsed: unknown = JSON.parse(text);
+  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
+    throw new Error(`${join(dir, FILES_MANIFEST)}: not an object of path to digest`);
+  }
+  return new Map(
+    Object.entries(parsed).filter((e): e is [string, string] => typeof e[1] === "string"),
+  );
 }
 
 /** The saved guest for `spec`, made first when the cache has none. */
@@ -81,6 +135,7 @@ export async function ensureSaved(spec: GuestSpec, opts: SaveOptions): Promise<S
     state: join(entry.dir, STATE_FILE),
     rootfs: join(entry.dir, DISK_FILE),
     saveSec: entry.built ? (performance.now() - t0) / 1000 : 0,
+    files: await readManifest(entry.dir),
   };
 }
 
@@ -124,12 +179,27 @@ async function saveGuest(
     // when SSH first answers, and every restored guest would redo the rest
     // of that work. The vmgenid driver must be bound (a kernel with it as a
     // module would not load it: init coldplugs only PCI), or the new
-    // generation ID at resume reaches nobody. Then everything written so far
-    // goes to the disk copy.
-    const r = await vm.run("udevadm settle -t 60 && modprobe vmgenid && sync", {
+    // generation ID at resume reaches nobody. With an RDMA NIC, the RDMA CM
+    // modules too (LOAD_RDMA_CM). Then everything written so far goes to the
+    // disk copy.
+    const rdma = base.devices.some((d) => d.kind === "vnic") ? ` && ${LOAD_RDMA_CM}` : "";
+    const r = await vm.run(`udevadm settle -t 60 && modprobe vmgenid${rdma} && sync`, {
       timeoutSec: 90,
     });
     if (r.code !== 0) throw new Error(`preparing the saved guest: ${r.stderr.trim()}`);
+    const files = opts.files ?? [];
+    if (files.length) {
+      const archive = tarArchive(files.map((f) => ({ ...f, path: f.path.replace(/^\/+/, "") })));
+      const t = await vm.run("tar -x --no-same-owner -m -C / && sync", {
+        stdin: archive,
+        timeoutSec: 120,
+      });
+      if (t.code !== 0) throw new Error(`putting ${files.length} files in: ${t.stderr.trim()}`);
+    }
+    await Deno.writeTextFile(
+      join(out, FILES_MANIFEST),
+      JSON.stringify(Object.fromEntries(files.map((f) => [f.path, fileDigest(f)])), null, 1),
+    );
     // The identity agent, waiting on ttyS1 when the state is saved; then
     // one exchange with it, as a restored guest's (coldplug included), so
     // it is known to answer and what it runs is in the saved page cache.

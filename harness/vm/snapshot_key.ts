@@ -9,7 +9,7 @@
 import { type GuestDevice, type GuestSpec, qemuArgs } from "./qemu_args.ts";
 
 /** Bump when what a saved state holds, or how it is made, changes. */
-export const SNAPSHOT_VERSION = 9;
+export const SNAPSHOT_VERSION = 11;
 
 /** The name (and hostname) of the guest a state is made from. */
 export const SNAPSHOT_GUEST = "snapshot";

@@ -23,7 +23,7 @@ import {
   startAgentCommand,
   UNLOAD_OUR_DRIVERS,
 } from "../../harness/vm/restore_identity.ts";
-import { restoredSpec } from "../../harness/vm/snapshot.ts";
+import { fileDigest, filesToPush, restoredSpec } from "../../harness/vm/snapshot.ts";
 import {
   SNAPSHOT_GUEST,
   snapshotBaseSpec,
@@ -355,6 +355,22 @@ Deno.test("clock correction: relative to the agent's own reading, so a late answ
   const short = await fixedClockAgent(`hello g1 0\ntime\nlead 1 ${seed.slice(2)}\n`);
   assert.match(short.stdout, /fail expected lead US SEED/);
   assert.doesNotMatch(short.stderr, /settime/);
+});
+
+Deno.test("a state's files: only those it lacks or holds in another version are pushed", () => {
+  const bytes = (t: string) => new TextEncoder().encode(t);
+  const prog = { path: "/opt/cnuas/bin/verbs_limits", data: bytes("v1"), mode: 0o755 };
+  const src = { path: "/opt/cnuas/src/example.c", data: bytes("int main;"), mode: 0o644 };
+  const held = new Map([prog, src].map((f) => [f.path, fileDigest(f)]));
+  assert.deepEqual(filesToPush([prog, src], held), []);
+  const edited = { ...prog, data: bytes("v2") };
+  const chmodded = { ...src, mode: 0o755 };
+  const added = { path: "/opt/cnuas/bin/new_test", data: bytes("v1"), mode: 0o755 };
+  assert.deepEqual(filesToPush([edited, chmodded, added], held), [edited, chmodded, added]);
+  // a state made without files (or before they were kept) holds none
+  assert.deepEqual(filesToPush([prog], new Map()), [prog]);
+  // same bytes at another path are another file
+  assert.deepEqual(filesToPush([{ ...prog, path: "/opt/cnuas/bin/copy" }], held).length, 1);
 });
 
 Deno.test("paths with commas reach QEMU's option lists with each comma doubled", () => {
