@@ -144,6 +144,7 @@ Deno.test("a restored guest: -incoming exec:cat of the state, the saved disk und
     state: "/c/snapshot/k/state",
     rootfs: "/c/snapshot/k/rootfs.img",
     saveSec: 0,
+    files: new Map(),
   };
   const args = qemuArgs(restoredSpec(spec(1), saved));
   const inc = args.indexOf("-incoming");
