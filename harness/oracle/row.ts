@@ -1,19 +1,27 @@
 /**
  * The matrix rows of the differential oracles (`qtest-vnic`, `qtest-gpu`)
  * share their shape: the qemu build as the only need, one step running the
- * fixed seeds, and the same measurements (`opsChecked`, `opsPerSec`) and
- * floor in each, so the two rows' reports compare directly.
+ * fixed seeds of the run's depth, and the same measurements (`opsChecked`,
+ * `opsPerSec`) and floors in each, so the two rows' reports compare directly.
  *
  * @example
  * ```ts
- * export const row = oracleRow({ id: "qtest-gpu", title, seeds: 40, opsPerSeed: 500, run });
+ * export const row = oracleRow({
+ *   id: "qtest-gpu", title, firstSeed: 0x69_0000, seeds: { quick: 24, deep: 40 }, opsPerSeed: 500, run,
+ * });
  * ```
  */
+import type { Depth } from "../config.ts";
 import { type Row, type RowContext, RowFailure } from "../matrix/row.ts";
 import type { OracleEnv } from "./divergence.ts";
 
-/** Operations a row must check before its agreement means anything. */
+/**
+ * Operations a row must check before its agreement means anything (the
+ * device issues': at least 10,000 per run, at either depth).
+ */
 const OPS_FLOOR = 10_000;
+/** Seeds a row must run, likewise (at least 20 per run). */
+const SEEDS_FLOOR = 20;
 
 /** What a row's differential run found. */
 export interface OracleRunSummary {
@@ -31,12 +39,26 @@ export interface OracleRowSpec {
   id: string;
   /** What the row proves. */
   title: string;
-  /** Number of seeds, for the step's name. */
-  seeds: number;
+  /** The first fixed seed; a run's seeds are consecutive from it. */
+  firstSeed: number;
+  /**
+   * Seeds per depth: the quick depth runs the first ones of the deep
+   * depth's, so a quick PASS is a prefix of a deep one (its step names the
+   * deep count).
+   */
+  seeds: Record<Depth, number>;
   /** Operations per seed, for the step's name. */
   opsPerSeed: number;
-  /** Run every seed on the qemu build. */
-  run(env: OracleEnv, ctx: RowContext): Promise<OracleRunSummary>;
+  /** Run every seed of `seeds` on the qemu build. */
+  run(env: OracleEnv, ctx: RowContext, seeds: number[]): Promise<OracleRunSummary>;
+}
+
+/** The seeds `spec` runs at `depth`. */
+export function oracleSeeds(
+  spec: Pick<OracleRowSpec, "firstSeed" | "seeds">,
+  depth: Depth,
+): number[] {
+  return Array.from({ length: spec.seeds[depth] }, (_, i) => spec.firstSeed + i);
 }
 
 /** The row: runs `spec.run` in one step, then measures and checks the summary. */
@@ -50,16 +72,22 @@ export function oracleRow(spec: OracleRowSpec): Row {
       const binary = ctx.builds.qemu;
       if (!binary) throw new RowFailure("the runner did not provide the qemu build");
       const env = { binary, firmware: ctx.builds.qemuFirmware };
+      const seeds = oracleSeeds(spec, ctx.config.depth);
+      const deep = ctx.config.depth === "quick" && spec.seeds.deep !== seeds.length
+        ? ` (--depth deep: ${spec.seeds.deep} seeds)`
+        : "";
       const sum = await ctx.step(
-        `differential oracle: ${spec.seeds} seeds x ${spec.opsPerSeed} operations`,
-        () => spec.run(env, ctx),
+        `differential oracle: ${seeds.length} seeds x ${spec.opsPerSeed} operations${deep}`,
+        () => spec.run(env, ctx, seeds),
       );
+      ctx.measure("seeds", seeds.length, "seeds");
       ctx.measure("opsChecked", sum.opsChecked, "ops");
       ctx.measure("opsPerSec", Math.round(sum.opsPerSec), "ops/s");
       ctx.expect(sum.failures.length === 0, sum.failures.join("\n\n"));
       ctx.expect(
-        sum.opsChecked >= OPS_FLOOR,
-        `only ${sum.opsChecked} operations were checked (10,000 is the floor)`,
+        sum.opsChecked >= OPS_FLOOR && seeds.length >= SEEDS_FLOOR,
+        `only ${sum.opsChecked} operations over ${seeds.length} seeds were checked ` +
+          `(the floor: ${OPS_FLOOR} over ${SEEDS_FLOOR})`,
       );
     },
   };

@@ -8,21 +8,26 @@ import { join } from "node:path";
 import { oracleRow } from "../../harness/oracle/row.ts";
 import { formatVnicFailure, runVnicDiff } from "../../harness/oracle/vnic_diff.ts";
 
-/** Fixed seeds: half INTx, half MSI; some start without a listener or a socket path. */
-const SEEDS = Array.from({ length: 48 }, (_, i) => 0x7e5_0000 + i);
+/**
+ * Fixed seeds from 0x7e5_0000: half INTx, half MSI; some start without a
+ * listener or a socket path. 24 at the quick depth (24,000 operations; the
+ * Deno tests run 24 other seeds), 48 at the deep one.
+ */
+const SEEDS = { quick: 24, deep: 48 };
 const OPS_PER_SEED = 1000;
 
 /** The cnuas-vnic differential row. */
 export const row = oracleRow({
   id: "qtest-vnic",
   title: "the cnuas-vnic model in QEMU matches its TypeScript reference model, op for op",
-  seeds: SEEDS.length,
+  firstSeed: 0x7e5_0000,
+  seeds: SEEDS,
   opsPerSeed: OPS_PER_SEED,
-  async run(env, ctx) {
+  async run(env, ctx, seeds) {
     const qemuLogPath = join(ctx.dir, "qemu-guest-errors.log");
     const report = await runVnicDiff({
       ...env,
-      seeds: SEEDS,
+      seeds,
       opsPerSeed: OPS_PER_SEED,
       qemuLogPath,
       log: (line) => ctx.log(line),
