@@ -321,7 +321,8 @@ export class Lab {
           const mods = await devModules(built.modules!);
           await Promise.all(guests.map((g) => this.#installDevModules(g, mods, log)));
         }
-        await Promise.all(guests.map((g) => this.#install(g, builds, plan.held)));
+        const files = await guestFiles(builds);
+        await Promise.all(guests.map((g) => this.#install(g, files, plan.held)));
       }
       return { guests, fabric, builds, starts, close };
     } catch (e) {
@@ -347,16 +348,15 @@ export class Lab {
     if (cold) return { specs, cold };
     try {
       // Every state holds the test programs and libcnuasdev's files, whichever row made it
-      // (both builds are cached, seconds on a fresh machine): pushed once here, not at each
-      // restore (~1 s of an idle guest for their 2 MiB).
-      const files = await guestFiles(await this.ensureBuilds(["guestprogs", "cnuasdev"], row.id));
+      // (both builds are cached, seconds on a fresh machine): pushed once at the save, not at
+      // each restore (~1 s of an idle guest for their 2 MiB).
       const saved = await ensureSaved(specs[0], {
         cacheDir: this.config.cacheDir,
         imageKey: this.image!.key,
         sshKey,
         bootTimeoutSec,
         checkKernelLog: dmesgViolations,
-        files,
+        files: async () => guestFiles(await this.ensureBuilds(["guestprogs", "cnuasdev"], row.id)),
       });
       log(
         `guest state ${saved.key.slice(0, 12)}: ` +
@@ -449,8 +449,8 @@ export class Lab {
   }
 
   /**
-   * Give a guest the test programs and libcnuasdev's files its row needs
-   * (small files: SSH beats an image rebuild). A restored guest has those of
+   * Give a guest `files`, the test programs and libcnuasdev's files its row
+   * needs (small files: SSH beats an image rebuild). A restored guest has those of
    * the state it came from (`held`: path to digest) and gets only what
    * differs, usually nothing; its identity agent already waited for udev. The
    * modules, the provider and libcnuasdev itself are not pushed: the image
@@ -459,12 +459,11 @@ export class Lab {
    */
   async #install(
     g: GuestVm,
-    builds: BuildOutputs,
+    files: TarFile[],
     held?: ReadonlyMap<string, string>,
   ): Promise<void> {
-    const files = await guestFiles(builds);
     const push = held && g.startedFrom === "snapshot" ? filesToPush(files, held) : files;
-    if (push.length) await putFiles(g, push);
+    if (push.length) await g.putFiles(push);
     if (g.startedFrom !== "snapshot") {
       await g.run("udevadm settle -t 30 || true", { timeoutSec: 60 });
     }
@@ -536,19 +535,6 @@ export function modinfoField(ko: Uint8Array, name: string): string | undefined {
   const text = new TextDecoder("latin1").decode(ko);
   const m = new RegExp(`(?:^|\\0)${name}=([^\\0]*)\\0`).exec(text);
   return m?.[1];
-}
-
-/**
- * Write `files` (absolute guest paths) in one SSH command: a tar archive on
- * stdin, extracted at /. One file per command cost ~0.3 s each, 7-9 s for a
- * row's two dozen programs under TCG.
- */
-async function putFiles(g: GuestVm, files: TarFile[]): Promise<void> {
-  const archive = tarArchive(files.map((f) => ({ ...f, path: f.path.replace(/^\/+/, "") })));
-  const r = await g.run("tar -x --no-same-owner -m -C /", { stdin: archive, timeoutSec: 120 });
-  if (r.code !== 0) {
-    throw new HilError(`${g.name}: installing ${files.length} files failed: ${r.stderr.trim()}`);
-  }
 }
 
 /**

@@ -54,7 +54,7 @@ export interface OracleRowSpec {
 }
 
 /** The seeds `spec` runs at `depth`. */
-export function oracleSeeds(
+function oracleSeeds(
   spec: Pick<OracleRowSpec, "firstSeed" | "seeds">,
   depth: Depth,
 ): number[] {

@@ -11,6 +11,7 @@ import { QmpClient, saveStateTo } from "./qmp.ts";
 import { release, statState, track } from "./reaper.ts";
 import { applyIdentity, IdentityError, type IdentityResult } from "./restore_identity.ts";
 import { SshSession } from "./ssh.ts";
+import { tarArchive, type TarFile } from "./tar.ts";
 import type { Guest, RunOptions, RunResult } from "./types.ts";
 
 /**
@@ -368,6 +369,21 @@ export class GuestVm implements Guest {
   async putFile(path: string, data: Uint8Array, mode?: number): Promise<void> {
     await this.#alive();
     await this.#session().putFile(path, data, mode);
+  }
+
+  /**
+   * Write `files` (absolute guest paths) in one SSH command: a tar archive on
+   * stdin, extracted at /. One file per command cost ~0.3 s each, 7-9 s for a
+   * row's two dozen programs under TCG.
+   */
+  async putFiles(files: TarFile[]): Promise<void> {
+    const archive = tarArchive(files.map((f) => ({ ...f, path: f.path.replace(/^\/+/, "") })));
+    const r = await this.run("tar -x --no-same-owner -m -C /", { stdin: archive, timeoutSec: 120 });
+    if (r.code !== 0) {
+      throw new HilError(
+        `${this.name}: installing ${files.length} files failed: ${r.stderr.trim()}`,
+      );
+    }
   }
 
   /** Read a file from the guest. */

@@ -21,7 +21,7 @@ import {
   UNLOAD_OUR_DRIVERS,
 } from "./restore_identity.ts";
 import { snapshotBaseSpec, snapshotKeyInputs } from "./snapshot_key.ts";
-import { tarArchive, type TarFile } from "./tar.ts";
+import type { TarFile } from "./tar.ts";
 
 /** The saved state in an entry. */
 export const STATE_FILE = "state";
@@ -86,8 +86,9 @@ export interface SaveOptions {
    * libcnuasdev's, which most rows need and which change far less often
    * than a state is restored. Not in the cache key: a state made with older
    * ones stays usable, the lab pushes what changed ({@link filesToPush}).
+   * Called only when a state is made.
    */
-  files?: TarFile[];
+  files?: () => Promise<TarFile[]>;
 }
 
 /** sha256 of a file's mode and bytes: what says a guest's copy is this file. */
@@ -187,15 +188,9 @@ async function saveGuest(
       timeoutSec: 90,
     });
     if (r.code !== 0) throw new Error(`preparing the saved guest: ${r.stderr.trim()}`);
-    const files = opts.files ?? [];
-    if (files.length) {
-      const archive = tarArchive(files.map((f) => ({ ...f, path: f.path.replace(/^\/+/, "") })));
-      const t = await vm.run("tar -x --no-same-owner -m -C / && sync", {
-        stdin: archive,
-        timeoutSec: 120,
-      });
-      if (t.code !== 0) throw new Error(`putting ${files.length} files in: ${t.stderr.trim()}`);
-    }
+    // written to the disk copy by the sync after the drivers are unloaded, below
+    const files = opts.files ? await opts.files() : [];
+    if (files.length) await vm.putFiles(files);
     await Deno.writeTextFile(
       join(out, FILES_MANIFEST),
       JSON.stringify(Object.fromEntries(files.map((f) => [f.path, fileDigest(f)])), null, 1),
