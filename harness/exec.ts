@@ -6,6 +6,7 @@
  */
 import { HilError } from "./errors.ts";
 import { dirname } from "node:path";
+import { spawnArgv } from "./priority.ts";
 
 /** A host command that exited non-zero; names the log holding its output. */
 export class CommandError extends HilError {
@@ -44,6 +45,7 @@ export interface ExecResult {
 /**
  * Run a command to completion. With `logPath` the output goes to that file
  * (appended, preceded by the command line) and a failure carries its tail.
+ * Inside `atIdlePriority` (priority.ts) it runs at idle CPU and I/O priority.
  */
 export async function exec(argv: string[], opts: ExecOptions = {}): Promise<ExecResult> {
   let logFile: Deno.FsFile | undefined;
@@ -53,8 +55,9 @@ export async function exec(argv: string[], opts: ExecOptions = {}): Promise<Exec
     await logFile.write(new TextEncoder().encode(`\n$ ${argv.join(" ")}\n`));
   }
   try {
-    const child = new Deno.Command(argv[0], {
-      args: argv.slice(1),
+    const spawned = spawnArgv(argv);
+    const child = new Deno.Command(spawned[0], {
+      args: spawned.slice(1),
       cwd: opts.cwd,
       env: { PATH: hostPath(), ...opts.env },
       stdin: opts.stdin !== undefined ? "piped" : "null",

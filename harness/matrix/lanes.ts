@@ -4,14 +4,17 @@
  * qtest-*; not `switch`, which declares `alone`), and guest rows declaring
  * `sharesCores` (no rate, latency or time among their claims, and no wait
  * a slower guest could overrun). Every other row runs alone, first, in the
- * order given: nothing runs beside a row that judges timing. Then the
- * sharing rows run `jobs` at a time (`--jobs`; default: the host's cores,
- * 2 to 4), longest first by the durations earlier runs recorded (run.ts:
- * the local reports', then the cache's; unknown ones at their median; the
- * order given without any), each next
- * row starting as soon as one ends, so the run ends with its short rows.
- * Each row's report names the rows that ran beside it. Measured on 2 cores
- * under TCG: docs/architecture.md, "The flow of a row".
+ * order given: no other row's work of normal priority runs beside a row
+ * that judges timing. Rows declaring `background` (fresh-host: host
+ * commands only, at idle CPU and I/O priority) start with the run and fill
+ * the cycles the rows running alone leave idle. Then the sharing rows run
+ * `jobs` at a time (`--jobs`; default: the host's cores, 2 to 4; a
+ * background row still running holds one of them), longest first by the
+ * durations earlier runs recorded (run.ts: the local reports', then the
+ * cache's; unknown ones at their median; the order given without any), each
+ * next row starting as soon as one ends, so the run ends with its short
+ * rows. Each row's report names the rows that ran beside it. Measured on 2
+ * cores under TCG: docs/architecture.md, "The flow of a row".
  */
 import { median } from "../stats.ts";
 import type { Row } from "./row.ts";
@@ -32,17 +35,20 @@ export interface LaneRow {
 
 /** How a run's rows are run. */
 export interface RunPlan {
+  /** Rows that start with the run, beside the rows that run alone (`background`). */
+  background: LaneRow[];
   /** Rows that run alone, first, in the order given. */
   alone: LaneRow[];
   /** Rows that share the cores, in the order they start. */
   shared: LaneRow[];
-  /** How many shared rows run at once. */
+  /** How many rows run at once once the sharing rows start (background ones included). */
   jobs: number;
 }
 
 /**
  * The plan for `rows` with `jobs` shared rows at once; `durations` (row id
  * to seconds, the previous run's) orders the shared rows longest first.
+ * With `jobs` 1 nothing runs in the background: every row runs by itself.
  */
 export function planRun(
   rows: Row[],
@@ -50,7 +56,9 @@ export function planRun(
   durations: ReadonlyMap<string, number> = new Map(),
 ): RunPlan {
   const indexed = rows.map((row, i) => ({ row, i }));
-  const shared = indexed.filter(({ row }) => sharesCores(row));
+  const sharing = indexed.filter(({ row }) => sharesCores(row));
+  const inBackground = ({ row }: LaneRow) => jobs > 1 && row.background !== undefined;
+  const shared = sharing.filter((r) => !inBackground(r));
   const known = shared.filter(({ row }) => durations.has(row.id))
     .map(({ row }) => durations.get(row.id)!);
   if (known.length) {
@@ -58,40 +66,65 @@ export function planRun(
     const sec = ({ row }: LaneRow) => durations.get(row.id) ?? guess;
     shared.sort((a, b) => sec(b) - sec(a) || a.i - b.i);
   }
-  return { alone: indexed.filter(({ row }) => !sharesCores(row)), shared, jobs };
+  return {
+    background: sharing.filter(inBackground),
+    alone: indexed.filter(({ row }) => !sharesCores(row)),
+    shared,
+    jobs,
+  };
 }
 
 /**
  * Run `plan`'s rows through `runOne`, which gets each row's index in the
  * run's rows and the indices of the rows running beside it — a set that
- * grows while the row runs, complete once its promise settles. After a
- * `runOne` rejects no further row starts; the rows under way end first, then
- * the first rejection is the run's.
+ * grows while the row runs, complete once its promise settles. The
+ * background rows start at once, the rows that run alone one after the
+ * other beside them, then the sharing rows `jobs` at a time, a background
+ * row still running holding one slot until it ends. After a `runOne`
+ * rejects no further row starts; the rows under way end first, then the
+ * first rejection is the run's.
  */
 export async function runPlan(
   plan: RunPlan,
   runOne: (row: Row, index: number, beside: ReadonlySet<number>) => Promise<void>,
 ): Promise<void> {
-  for (const { row, i } of plan.alone) await runOne(row, i, new Set());
-  const queue = [...plan.shared];
   const running = new Map<number, Set<number>>();
   let failure: { error: unknown } | undefined;
-  const worker = async () => {
-    while (!failure && queue.length) {
-      const { row, i } = queue.shift()!;
-      const beside = new Set(running.keys());
-      for (const other of running.values()) other.add(i);
-      running.set(i, beside);
-      try {
-        await runOne(row, i, beside);
-      } catch (error) {
-        failure ??= { error };
-      } finally {
-        running.delete(i);
-      }
+  const track = async ({ row, i }: LaneRow) => {
+    const beside = new Set(running.keys());
+    for (const other of running.values()) other.add(i);
+    running.set(i, beside);
+    try {
+      await runOne(row, i, beside);
+    } catch (error) {
+      failure ??= { error };
+    } finally {
+      running.delete(i);
     }
   };
-  const workers = Math.max(1, Math.min(plan.jobs, queue.length));
-  await Promise.all(Array.from({ length: workers }, worker));
+  const queue = [...plan.shared];
+  const worker = async () => {
+    while (!failure && queue.length) await track(queue.shift()!);
+  };
+  const workers: Promise<void>[] = [];
+  let sharing = false;
+  // counted down and checked in one callback: a background row that ends
+  // once the sharing rows run hands its slot on, one that ended before holds none
+  let held = plan.background.length;
+  const background = plan.background.map((r) =>
+    track(r).then(() => {
+      held--;
+      if (sharing) workers.push(worker());
+    })
+  );
+  for (const r of plan.alone) {
+    if (failure) break;
+    await track(r);
+  }
+  sharing = true;
+  const free = Math.min(Math.max(1, plan.jobs) - held, queue.length);
+  for (let k = 0; k < free; k++) workers.push(worker());
+  await Promise.all(background);
+  await Promise.all(workers);
   if (failure) throw failure.error;
 }

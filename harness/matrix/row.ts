@@ -191,6 +191,14 @@ export interface Row {
    * the guest lane, with the cores to itself.
    */
   alone?: string;
+  /**
+   * Why this guest-less row may run beside the rows that run alone: it judges
+   * no time, and its work is host commands, which then run at idle CPU and
+   * I/O priority (priority.ts), taking only the cycles those rows leave. It
+   * starts with the run (when more than one row may run at once) and holds
+   * one of the `--jobs` slots once the sharing rows start.
+   */
+  background?: string;
   /** The row body; absent for a row not implemented yet. */
   run?: (ctx: RowContext) => Promise<void>;
   /** Why the row reports MISS (required when `run` is absent). */

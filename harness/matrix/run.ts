@@ -82,13 +82,15 @@ export async function runMatrix(
   const recent = durationsFromReports(await recentReports(config.reportsDir, RECENT_RUNS));
   const known = new Map([...await cachedDurations(config.cacheDir, config.depth), ...recent]);
   const plan = planRun(rows, config.jobs, known);
-  if (plan.shared.length > 1 && plan.jobs > 1) {
+  if (plan.shared.length + plan.background.length > 1 && plan.jobs > 1) {
+    const ids = (rs: { row: Row }[]) => rs.map(({ row }) => row.id).join(", ");
     progress(
       "matrix",
-      (plan.alone.length
-        ? `alone first: ${plan.alone.map(({ row }) => row.id).join(", ")}; `
-        : "") +
-        `then ${plan.jobs} at a time: ${plan.shared.map(({ row }) => row.id).join(", ")}`,
+      (plan.alone.length ? `alone first: ${ids(plan.alone)}; ` : "") +
+        (plan.background.length
+          ? `in the background from the start, at idle priority: ${ids(plan.background)}; `
+          : "") +
+        `then ${plan.jobs} at a time: ${ids(plan.shared)}`,
     );
   }
   // by the rows' order, whichever ended first

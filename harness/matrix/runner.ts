@@ -1,10 +1,9 @@
 /**
  * The matrix runner: for each row, bring up what it asked for (builds,
  * fabric, guests with artifacts installed), run it under its timeout, apply
- * the dmesg guard, and collect status, measurements and artifacts. Rows with
- * guests run one after another (a 2-core runner cannot host two rows' guests
- * at once), rows without beside one that allows it (lanes.ts); shards spread
- * rows across runners.
+ * the dmesg guard, and collect status, measurements and artifacts. Which
+ * rows run at once is lanes.ts's plan; a `background` row's host commands run
+ * at idle priority (priority.ts); shards spread rows across runners.
  */
 import { HilError } from "../errors.ts";
 import { join, relative } from "node:path";
@@ -12,6 +11,7 @@ import type { Accel, Config } from "../config.ts";
 import { timeoutScale } from "../config.ts";
 import { exists } from "../cache.ts";
 import { failure, progress } from "../progress.ts";
+import { atIdlePriority, IDLE_PRIORITY_PREFIX } from "../priority.ts";
 import type { GuestStart, Measurement, RowResult, Status, StepResult } from "../report/schema.ts";
 import { BootTimeoutError, GuestDiedError } from "../vm/guest.ts";
 import type { Guest, RunOptions, RunResult } from "../vm/types.ts";
@@ -22,8 +22,17 @@ import { type FabricHandle, type Row, type RowContext, RowFailure, RowMiss } fro
 /** The row exceeded its timeout. */
 export class RowTimeoutError extends HilError {}
 
-/** Run one row to a result; never throws. */
-export async function runRow(row: Row, lab: Lab, runDir: string): Promise<RowResult> {
+/**
+ * Run one row to a result; never throws. A row declaring `background` runs
+ * with its host commands at idle CPU and I/O priority.
+ */
+export function runRow(row: Row, lab: Lab, runDir: string): Promise<RowResult> {
+  return row.background
+    ? atIdlePriority(() => runRowNow(row, lab, runDir))
+    : runRowNow(row, lab, runDir);
+}
+
+async function runRowNow(row: Row, lab: Lab, runDir: string): Promise<RowResult> {
   const t0 = performance.now();
   const startedAt = new Date().toISOString();
   const dir = join(runDir, "rows", row.id);
@@ -67,6 +76,12 @@ export async function runRow(row: Row, lab: Lab, runDir: string): Promise<RowRes
   }
 
   progress(row.id, "starting");
+  if (row.background) {
+    log(
+      `its host commands run at idle CPU and I/O priority (${IDLE_PRIORITY_PREFIX.join(" ")}) ` +
+        `beside the rows that run alone: ${row.background}`,
+    );
+  }
   const controller = new AbortController();
   let setup: Awaited<ReturnType<Lab["bringUp"]>> | undefined;
   let status: Status = "PASS";

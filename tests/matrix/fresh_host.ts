@@ -42,6 +42,8 @@ export const row: Row = {
   id: "fresh-host",
   title: "a bare Debian root with only the host package list configures QEMU and builds the switch",
   needs: { guests: 0, builds: [] },
+  background: "it judges installs, configures and builds, no time, and its work is host " +
+    "commands (apt, dpkg-source, configure, make)",
   timeoutSec: 1200,
   run,
 };

@@ -133,3 +133,49 @@ Deno.test("runPlan: a row that runs alone and fails starts nothing after it", as
   );
   assert.deepEqual(ran, ["g"]);
 });
+
+Deno.test("runPlan: a background row runs beside the rows that run alone, then holds a slot", async () => {
+  const rows = [
+    { ...row("fh", 0), background: "host commands" },
+    row("boot", 2),
+    row("lossless", 3),
+    row("a", 1, "x"),
+    row("b", 1, "x"),
+    row("c", 1, "x"),
+  ];
+  const plan = planRun(rows, 2);
+  assert.deepEqual(plan.background.map(({ row }) => row.id), ["fh"]);
+  assert.deepEqual(plan.shared.map(({ row }) => row.id), ["a", "b", "c"]);
+  // fh outlasts the rows that run alone: until it ends one sharing row runs at a time
+  const { events, beside } = await trace(rows, 2, { fh: 7, boot: 2, lossless: 2, a: 4 });
+  assert.deepEqual(events.slice(0, 6), ["+fh", "+boot", "-boot", "+lossless", "-lossless", "+a"]);
+  assert.ok(events.indexOf("+b") > events.indexOf("-fh"), events.join(" "));
+  let running = 0;
+  let most = 0;
+  for (const e of events) {
+    running += e.startsWith("+") ? 1 : -1;
+    most = Math.max(most, running);
+  }
+  assert.equal(most, 2, events.join(" "));
+  assert.deepEqual(beside.get("boot"), ["fh"]);
+  assert.deepEqual(beside.get("fh"), ["a", "boot", "lossless"]);
+});
+
+Deno.test("runPlan: a background row that ends among the rows that run alone holds no slot", async () => {
+  const rows = [
+    { ...row("fh", 0), background: "host commands" },
+    row("boot", 2),
+    ...["a", "b"]
+      .map((id) => row(id, 1, "x")),
+  ];
+  const { events } = await trace(rows, 2, { fh: 1, boot: 4 });
+  assert.deepEqual(events.slice(0, 4), ["+fh", "+boot", "-fh", "-boot"]);
+  assert.deepEqual(events.slice(4, 6).sort(), ["+a", "+b"]);
+});
+
+Deno.test("planRun: with jobs 1 a background row waits its turn with the sharing rows", () => {
+  const rows = [{ ...row("fh", 0), background: "host commands" }, row("boot", 2)];
+  const plan = planRun(rows, 1);
+  assert.deepEqual(plan.background, []);
+  assert.deepEqual(plan.shared.map(({ row }) => row.id), ["fh"]);
+});
