@@ -41,6 +41,17 @@ async function trace(
   return { events, beside };
 }
 
+/** The most rows running at once in a trace's start/end events. */
+function mostAtOnce(events: string[]): number {
+  let running = 0;
+  let most = 0;
+  for (const e of events) {
+    running += e.startsWith("+") ? 1 : -1;
+    most = Math.max(most, running);
+  }
+  return most;
+}
+
 Deno.test("sharesCores: guest-less rows unless alone, guest rows that declare it", () => {
   assert.equal(sharesCores(row("qtest-vnic", 0)), true);
   assert.equal(sharesCores(row("boot", 2)), false);
@@ -67,13 +78,7 @@ Deno.test("runPlan: rows that judge timing run alone and first, in the order giv
 Deno.test("runPlan: never more than jobs at once; a row starts as soon as one ends", async () => {
   const rows = ["a", "b", "c", "d", "e"].map((id) => row(id, 1, "x"));
   const { events } = await trace(rows, 2, { a: 2, b: 6, c: 2, d: 2, e: 2 });
-  let running = 0;
-  let most = 0;
-  for (const e of events) {
-    running += e.startsWith("+") ? 1 : -1;
-    most = Math.max(most, running);
-  }
-  assert.equal(most, 2, events.join(" "));
+  assert.equal(mostAtOnce(events), 2, events.join(" "));
   // a ends first: c takes its place while b still runs
   assert.ok(events.indexOf("+c") < events.indexOf("-b"), events.join(" "));
 });
@@ -150,13 +155,7 @@ Deno.test("runPlan: a background row runs beside the rows that run alone, then h
   const { events, beside } = await trace(rows, 2, { fh: 7, boot: 2, lossless: 2, a: 4 });
   assert.deepEqual(events.slice(0, 6), ["+fh", "+boot", "-boot", "+lossless", "-lossless", "+a"]);
   assert.ok(events.indexOf("+b") > events.indexOf("-fh"), events.join(" "));
-  let running = 0;
-  let most = 0;
-  for (const e of events) {
-    running += e.startsWith("+") ? 1 : -1;
-    most = Math.max(most, running);
-  }
-  assert.equal(most, 2, events.join(" "));
+  assert.equal(mostAtOnce(events), 2, events.join(" "));
   assert.deepEqual(beside.get("boot"), ["fh"]);
   assert.deepEqual(beside.get("fh"), ["a", "boot", "lossless"]);
 });
