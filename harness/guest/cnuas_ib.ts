@@ -326,7 +326,8 @@ export async function configureRoceAddress(
  * How to know a pair's server is ready for its client: the TCP port it
  * listens on (perftest, the pingpongs), `{ rdmaCm: port }` for an RDMA CM
  * server (its cm_id in state LISTEN on that port, as `rdma resource show
- * cm_id` lists it), or 0 for neither (two seconds are given).
+ * cm_id` lists it). Every server shows one of the two: none is given a
+ * fixed time to start.
  */
 export type ServerReady = number | { rdmaCm: number };
 
@@ -364,24 +365,21 @@ async function startServer(
     ? `for i in $(seq 300); do ` +
       `rdma resource show cm_id | grep -q "state LISTEN .*:${port.rdmaCm} " && exit 0; ` +
       `[ -f ${tag}.rc ] && exit 0; sleep 0.1; done`
-    : port
-    ? waitListening([port], 300, tag)
-    : "sleep 2";
+    : waitListening([port], 300, tag);
   await sg.run(`${inBackground(tag, server, timeoutSec)}\n${ready}`, { timeoutSec: 60 });
   return tag;
 }
 
 /** A file-name part for a pair's temporary files. */
 function pairTag(port: ServerReady): string {
-  if (typeof port !== "number") return `cm${port.rdmaCm}`;
-  return port ? String(port) : "nolisten";
+  return typeof port === "number" ? String(port) : `cm${port.rdmaCm}`;
 }
 
 /**
- * Run `server` in the background on `sg`, wait until it listens on TCP
- * `port` (port 0: a server that does not listen on TCP, e.g. rdma_cm's;
- * give it two seconds), run `client` on `cg`, then collect the server's
- * exit code and output. Both are killed after `timeoutSec`.
+ * Run `server` in the background on `sg`, wait until it is ready (it
+ * listens on TCP `port`, or on an RDMA CM port: {@link ServerReady}), run
+ * `client` on `cg`, then collect the server's exit code and output. Both
+ * are killed after `timeoutSec`.
  */
 export async function runPair(...args: PairArgs): Promise<PairResult> {
   const [sg, server, cg, client, port, timeoutSec = 120] = args;

@@ -30,6 +30,7 @@ import {
   pingpongDataErrors,
   rpingDataErrors,
   runPair,
+  type ServerReady,
 } from "./cnuas_ib.ts";
 import { ethtoolStats, waitCarrier, waitLinkChanges } from "./cnuas_net.ts";
 import { lossSeed, pingpongLossFrames, setLoss, startLoss } from "./rdma_e2e.ts";
@@ -273,7 +274,7 @@ export interface TrafficRun {
 
 /** The traffic of one round between server `s` and client `c`. */
 function trafficMix([s, c]: RoceNode[]): TrafficRun[] {
-  const pair = (port: number, srv: string, cli: string, timeoutSec = 300) => () =>
+  const pair = (port: ServerReady, srv: string, cli: string, timeoutSec = 300) => () =>
     runPair(s.g, srv, c.g, cli, port, timeoutSec);
   const rc = (size: number, iters: number, port: number): TrafficRun => {
     const flags = `-p ${port} -s ${size} -n ${iters} -m 1024 --chk`;
@@ -311,7 +312,7 @@ function trafficMix([s, c]: RoceNode[]): TrafficRun[] {
       // per ping the server receives 3 frames (2 SENDs, a READ response), the client 4
       // (a READ request, a WRITE, 2 SENDs): >= 30 each before the DREQ
       lossFrames: RPING_LOSS_FRAMES,
-      run: pair(0, rping("-s"), rping("-c")),
+      run: pair({ rdmaCm: 18532 }, rping("-s"), rping("-c")),
       dataErrors: (r) => [...rpingDataErrors(r.clientOut), ...rpingDataErrors(r.serverOut)],
       incomplete: (r) => {
         const pings = r.clientOut.split("\n").filter((l) => /ping data:/.test(l)).length;

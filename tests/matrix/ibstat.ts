@@ -2,7 +2,7 @@ import { type Guest, GUEST_PATHS } from "../../harness/vm/types.ts";
 import { type Row, type RowContext, RowFailure } from "../../harness/matrix/row.ts";
 import { rdmaGuestNeeds } from "../../harness/matrix/needs.ts";
 import { parseKeyValues } from "../../harness/guest/cnuas_net.ts";
-import { sh, shq } from "../../harness/guest/shell.ts";
+import { sh, shq, waitListening } from "../../harness/guest/shell.ts";
 import {
   CNUAS_IB,
   type CnuasIbDev,
@@ -212,6 +212,9 @@ async function checkPort(ctx: RowContext, g: Guest, dev: CnuasIbDev): Promise<nu
   return gidIndex;
 }
 
+/** The TCP port ibv_rc_pingpong listens on when not given `-p`. */
+const PINGPONG_PORT = 18515;
+
 async function checkModule(ctx: RowContext, g: Guest, dev: CnuasIbDev): Promise<void> {
   await ctx.step("modinfo: version 0.2.0, licence Dual MIT/GPL", async () => {
     const kv = parseKeyValues(await sh(g, `modinfo ${CNUAS_IB}`));
@@ -219,12 +222,14 @@ async function checkModule(ctx: RowContext, g: Guest, dev: CnuasIbDev): Promise<
     ctx.expect(kv.get("license") === "Dual MIT/GPL", `modinfo license ${kv.get("license")}`);
   });
   await ctx.step("rmmod goes through while a process holds the device, reload works", async () => {
-    // ibv_rc_pingpong as a server holds a context, PD, MR, CQ and QP until killed.
+    // ibv_rc_pingpong as a server holds a context, PD, MR, CQ and QP until
+    // killed; it makes them before it listens for its client on TCP 18515.
     await sh(
       g,
-      `(ibv_rc_pingpong -d ${shq(dev.ibdev)} -g 0 >/tmp/pp.log 2>&1 &) ; sleep 2; ` +
-        `pgrep -x ibv_rc_pingpong >/dev/null`,
+      `(ibv_rc_pingpong -d ${shq(dev.ibdev)} -g 0 >/tmp/pp.log 2>&1 &)\n` +
+        waitListening([PINGPONG_PORT], 300),
     );
+    await sh(g, "pgrep -x ibv_rc_pingpong >/dev/null");
     const r = await g.run("timeout 30 rmmod cnuas_ib", { timeoutSec: 60 });
     ctx.expect(r.code === 0, `rmmod cnuas_ib with a user holding it: exit ${r.code} ${r.stderr}`);
     await g.run("pkill -x ibv_rc_pingpong; sleep 0.5", { timeoutSec: 30 });
