@@ -224,8 +224,10 @@ async function countersAgree(ctx: RowContext, nodes: Node[]): Promise<void> {
     const ports = await portsOf(ctx, nodes);
     const g0 = await Promise.all(nodes.map((n) => ethtoolStats(n.g, n.iface)));
     const s0 = await switchPorts(ctx);
-    await sh(nodes[0].g, `ping -q -c 300 -i 0.01 -s 1200 ${nodes[1].ip}`, { timeoutSec: 120 });
-    await sh(nodes[1].g, `ping -q -c 200 -i 0.01 -s 8000 ${nodes[0].ip}`, { timeoutSec: 120 });
+    // every 2 ms: the window's 500 frames each way in ~1 s rather than 5 s at
+    // 10 ms; the counts, not the pace, are what is compared
+    await sh(nodes[0].g, `ping -q -c 300 -i 0.002 -s 1200 ${nodes[1].ip}`, { timeoutSec: 120 });
+    await sh(nodes[1].g, `ping -q -c 200 -i 0.002 -s 8000 ${nodes[0].ip}`, { timeoutSec: 120 });
     const g1 = await Promise.all(nodes.map((n) => ethtoolStats(n.g, n.iface)));
     const s1 = await switchPorts(ctx);
     nodes.forEach((n, k) => {
@@ -377,7 +379,7 @@ async function rmmodUnderTraffic(ctx: RowContext, nodes: Node[], mtu: number): P
       // under traffic must fail here, not be reused by the reload below.
       const moved = await sh(
         n.g,
-        `t0=${cnt("tx")}; r0=${cnt("rx")}; sleep 1; t1=${cnt("tx")}; r1=${cnt("rx")}; ` +
+        `t0=${cnt("tx")}; r0=${cnt("rx")}; sleep 0.5; t1=${cnt("tx")}; r1=${cnt("rx")}; ` +
           `rmmod ${CNUAS_NET}; rc=$?; pkill -x ping; ` +
           `if grep -q '^${CNUAS_NET} ' /proc/modules; then m=loaded; else m=gone; fi; ` +
           `if [ -e /sys/class/net/${n.iface} ]; then i=present; else i=gone; fi; ` +
@@ -386,7 +388,7 @@ async function rmmodUnderTraffic(ctx: RowContext, nodes: Node[], mtu: number): P
       );
       const [tx, rx, rc, mod, iface] = moved.trim().split(/\s+/);
       ctx.log(
-        `${n.g.name}: ${tx} frames out, ${rx} in during the 1 s before rmmod; ` +
+        `${n.g.name}: ${tx} frames out, ${rx} in during the 0.5 s before rmmod; ` +
           `rmmod exit ${rc}, module ${mod}, ${n.iface} ${iface}`,
       );
       ctx.expect(
