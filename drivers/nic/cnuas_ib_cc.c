@@ -508,9 +508,15 @@ void cnuas_ib_np_ce(struct cnuas_ib_qp *qp, struct sk_buff *skb)
 				   CNUAS_CNP_PAYLOAD_BYTES, &bth);
 	if (!cnp)
 		return;
-	/* BECN set, FECN clear; AckReq and PSN 0; the 16 bytes stay zero */
+	/*
+	 * BECN set, FECN clear; AckReq and PSN 0.  The 16 reserved bytes are
+	 * zeroed here: frame_alloc leaves the payload to its caller, and heap
+	 * memory is not zero unless init_on_alloc says so.
+	 */
 	bth->qpn = htonl(CNUAS_BTH_BECN | (dqpn & CNUAS_QPN_MASK));
 	bth->apsn = 0;
+	memset((u8 *)bth + cnuas_ib_opcode[CNUAS_OPCODE_CNP].hdr_len, 0,
+	       CNUAS_CNP_PAYLOAD_BYTES);
 	cnuas_ib_frame_finish(qp, cnp);
 	cc->cnp_sent = true;
 	cc->cnp_ns = now;
