@@ -2,7 +2,7 @@ import { type Guest, GUEST_PATHS } from "../../harness/vm/types.ts";
 import { type Row, type RowContext, RowFailure } from "../../harness/matrix/row.ts";
 import { rdmaGuestNeeds } from "../../harness/matrix/needs.ts";
 import { parseKeyValues } from "../../harness/guest/cnuas_net.ts";
-import { sh, shq, waitListening } from "../../harness/guest/shell.ts";
+import { inBackground, sh, shq, waitListening } from "../../harness/guest/shell.ts";
 import {
   CNUAS_IB,
   type CnuasIbDev,
@@ -224,11 +224,20 @@ async function checkModule(ctx: RowContext, g: Guest, dev: CnuasIbDev): Promise<
   await ctx.step("rmmod goes through while a process holds the device, reload works", async () => {
     // ibv_rc_pingpong as a server holds a context, PD, MR, CQ and QP until
     // killed; it makes them before it listens for its client on TCP 18515.
-    await sh(
-      g,
-      `(ibv_rc_pingpong -d ${shq(dev.ibdev)} -g 0 >/tmp/pp.log 2>&1 &)\n` +
-        waitListening([PINGPONG_PORT], 300),
+    // A server that dies at start ends the wait at once (its status file).
+    const tag = "/tmp/held-pp";
+    const started = await g.run(
+      inBackground(tag, `ibv_rc_pingpong -d ${shq(dev.ibdev)} -g 0`, 300) + "\n" +
+        `(${waitListening([PINGPONG_PORT], 300, tag)}) && [ ! -f ${tag}.rc ]`,
+      { timeoutSec: 90 },
     );
+    if (started.code !== 0) {
+      const out = await g.run(`cat ${tag}.out; echo "exit $(cat ${tag}.rc 2>/dev/null)"`);
+      throw new RowFailure(
+        `ibv_rc_pingpong (the process holding the device) did not start listening: ` +
+          out.stdout.trim().slice(-400),
+      );
+    }
     await sh(g, "pgrep -x ibv_rc_pingpong >/dev/null");
     const r = await g.run("timeout 30 rmmod cnuas_ib", { timeoutSec: 60 });
     ctx.expect(r.code === 0, `rmmod cnuas_ib with a user holding it: exit ${r.code} ${r.stderr}`);
