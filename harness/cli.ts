@@ -197,8 +197,8 @@ async function matrix(config: Config, values: Record<string, unknown>) {
   for (const r of report.rows) {
     console.log(
       `  ${r.status.padEnd(5)} ${r.id.padEnd(15)} ${r.durationSec.toFixed(1).padStart(6)} s  ${
-        r.reason ?? ""
-      }`,
+        r.buildWaitSec ? `(${r.buildWaitSec.toFixed(1)} s of it waiting for the cache) ` : ""
+      }${r.reason ?? ""}`,
     );
   }
   const failed = report.rows.filter((r) => isFailing(r.status)).map((r) => r.id);

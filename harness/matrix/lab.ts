@@ -64,6 +64,12 @@ export interface RowSetup {
   builds: BuildOutputs;
   /** How each guest started, in guest order. */
   starts: GuestStart[];
+  /**
+   * Seconds the bring-up waited for the cache: builds and the saved guest
+   * state the row needed (near 0 when all were cached; a first run's cost,
+   * not the row's own).
+   */
+  buildWaitSec: number;
   /** Tear down; returns artifact paths produced (captures, logs). */
   close(): Promise<string[]>;
 }
@@ -201,7 +207,16 @@ export class Lab {
       ? this.ensureBuilds(["modules"], row.id)
       : undefined;
     devModulesBuild?.catch(() => {}); // awaited below; not unhandled if the guests fail first
-    const builds = await this.ensureBuilds([...targets], row.id);
+    let buildWaitMs = 0;
+    const waited = async <T>(p: Promise<T>): Promise<T> => {
+      const t = performance.now();
+      try {
+        return await p;
+      } finally {
+        buildWaitMs += performance.now() - t;
+      }
+    };
+    const builds = await waited(this.ensureBuilds([...targets], row.id));
     const closers: (() => Promise<string[]>)[] = [];
     const close = async () => {
       const arts: string[] = [];
@@ -268,7 +283,8 @@ export class Lab {
           };
         });
         const key = await Deno.readTextFile(img.sshKey);
-        const plan = await this.#startPlan(row, specs, key, bootTimeout, log);
+        // a state not yet saved is made here (a boot and a save): waiting for the cache
+        const plan = await waited(this.#startPlan(row, specs, key, bootTimeout, log));
         progress(
           row.id,
           `${plan.cold ? "booting" : "restoring"} ${n} guest${n > 1 ? "s" : ""} (${accel})`,
@@ -316,7 +332,7 @@ export class Lab {
           }),
         );
         if (devModulesBuild) {
-          const built = await devModulesBuild;
+          const built = await waited(devModulesBuild);
           builds.modules = built.modules;
           const mods = await devModules(built.modules!);
           await Promise.all(guests.map((g) => this.#installDevModules(g, mods, log)));
@@ -324,7 +340,7 @@ export class Lab {
         const files = await guestFiles(builds);
         await Promise.all(guests.map((g) => this.#install(g, files, plan.held)));
       }
-      return { guests, fabric, builds, starts, close };
+      return { guests, fabric, builds, starts, close, buildWaitSec: buildWaitMs / 1000 };
     } catch (e) {
       await close();
       throw e;

@@ -10,12 +10,12 @@ import { join } from "node:path";
 import { withLock } from "../cache.ts";
 import type { Depth } from "../config.ts";
 import type { RowResult } from "../report/schema.ts";
-import { TIMED_STATUSES } from "./shard_plan.ts";
+import { rowCostSec, TIMED_STATUSES } from "./shard_plan.ts";
 
 /** The file, under the cache directory. */
 export const ROW_DURATIONS_FILE = "row-durations.json";
 
-/** The file's shape: per depth, each row's latest duration in seconds. */
+/** The file's shape: per depth, each row's latest cost in seconds (`rowCostSec`: without its wait for the cache). */
 type DurationsFile = Partial<Record<Depth, Record<string, number>>>;
 
 /** The file's contents, or an empty record when it is missing or not ours. */
@@ -72,7 +72,7 @@ export async function recordDurations(
   await withLock(`${path}.lock`, async () => {
     const file = await readFile(path);
     const kept = { ...file[depth] };
-    for (const r of timed) kept[r.id] = Math.round(r.durationSec * 10) / 10;
+    for (const r of timed) kept[r.id] = Math.round(rowCostSec(r) * 10) / 10;
     file[depth] = kept;
     const tmp = `${path}.${Deno.pid}.tmp`;
     await Deno.writeTextFile(tmp, JSON.stringify(file, null, 2) + "\n");

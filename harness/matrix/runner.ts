@@ -19,6 +19,9 @@ import { dmesgViolations } from "./dmesg_guard.ts";
 import { type Lab, LabError } from "./lab.ts";
 import { type FabricHandle, type Row, type RowContext, RowFailure, RowMiss } from "./row.ts";
 
+/** A wait for the cache this long or longer is in the row's result (`buildWaitSec`). */
+const BUILD_WAIT_REPORTED_SEC = 0.1;
+
 /** The row exceeded its timeout. */
 export class RowTimeoutError extends HilError {}
 
@@ -44,11 +47,15 @@ async function runRowNow(row: Row, lab: Lab, runDir: string): Promise<RowResult>
   const measurements: Record<string, Measurement> = {};
   const steps: StepResult[] = [];
   let starts: GuestStart[] = [];
+  let buildWaitSec = 0;
   const result = (status: Status, reason?: string): RowResult => ({
     id: row.id,
     title: row.title,
     status,
     durationSec: (performance.now() - t0) / 1000,
+    ...(buildWaitSec >= BUILD_WAIT_REPORTED_SEC
+      ? { buildWaitSec: Number(buildWaitSec.toFixed(1)) }
+      : {}),
     startedAt,
     ...(reason ? { reason } : {}),
     measurements,
@@ -89,6 +96,10 @@ async function runRowNow(row: Row, lab: Lab, runDir: string): Promise<RowResult>
   try {
     setup = await lab.bringUp(row, dir, log);
     starts = setup.starts;
+    buildWaitSec = setup.buildWaitSec;
+    if (buildWaitSec >= BUILD_WAIT_REPORTED_SEC) {
+      log(`waited ${buildWaitSec.toFixed(1)} s for the cache (builds, saved guest states)`);
+    }
     for (const g of setup.guests) artifacts.add(relative(runDir, g.consoleLog));
     const scale = setup.guests.length ? timeoutScale(lab.accel ?? "tcg") : 1;
     const limitSec = row.timeoutSec * scale;

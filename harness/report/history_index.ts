@@ -25,6 +25,8 @@ export interface RowSummary {
   status: Status;
   /** Its wall time; bench.json records none. */
   durationSec?: number;
+  /** Of it, the wait for the cache (the matrix report's `buildWaitSec`), when there was one. */
+  buildWaitSec?: number;
   /** Its first few measurements (figures for a bench), in the order the row reported them. */
   measurements: Record<string, Measurement>;
 }

@@ -225,6 +225,13 @@ function detailsBody(r: RowResult, context: PageContext, files: PageFiles): stri
   const flaky = context.flaky[r.id];
   if (flaky) parts.push(`<p><span class="flaky">⚑ flaky</span>: ${esc(flaky)}</p>`);
   if (r.reason) parts.push(`<p><strong>Reason:</strong> ${esc(r.reason)}</p>`);
+  if (r.buildWaitSec) {
+    parts.push(
+      `<p class="beside">Of its ${r.durationSec.toFixed(1)} s, ${
+        r.buildWaitSec.toFixed(1)
+      } s went to waiting for the cache (a build or a saved guest state it needed first).</p>`,
+    );
+  }
   if (r.ranBeside?.length) {
     parts.push(
       `<p class="beside">Ran beside ${

@@ -132,6 +132,7 @@ async function matrixSource(dir: string, maxBytes: number): Promise<RunSource> {
         id: r.id,
         status: r.status,
         durationSec: r.durationSec,
+        ...(r.buildWaitSec !== undefined ? { buildWaitSec: r.buildWaitSec } : {}),
         measurements: firstMeasurements(r.measurements ?? {}),
       })),
       skipped,

@@ -53,6 +53,13 @@ export interface RowResult {
   status: Status;
   /** Wall time of the row in seconds. */
   durationSec: number;
+  /**
+   * Seconds of `durationSec` the row waited for the cache to build what it
+   * needed (a build, a saved guest state): a first run's cost, not the
+   * row's, so the next runs' order and the shard plans leave it out
+   * (absent: under 0.1 s, and in older reports).
+   */
+  buildWaitSec?: number;
   /** When the row started, ISO 8601 (reports before this field lack it). */
   startedAt?: string;
   /** Why the row did not pass (or why it is missing). */

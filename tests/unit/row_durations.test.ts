@@ -84,3 +84,16 @@ Deno.test("a torn or foreign file reads as none and is replaced by the next reco
     assert.deepEqual(Object.fromEntries(await cachedDurations(dir, "quick")), { a: 3 });
   });
 });
+
+Deno.test("the cache keeps a row's cost: its wait for builds and saved states left out", async () => {
+  await withCache(async (dir) => {
+    await recordDurations(dir, "quick", [
+      { ...result("qtest-fuzz", "PASS", 615.3), buildWaitSec: 557.1 },
+      result("docs", "PASS", 33.4),
+    ]);
+    assert.deepEqual(Object.fromEntries(await cachedDurations(dir, "quick")), {
+      "qtest-fuzz": 58.2,
+      docs: 33.4,
+    });
+  });
+});

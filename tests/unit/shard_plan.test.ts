@@ -7,6 +7,7 @@ import {
   durationsFromReports,
   formatPlan,
   planShards,
+  rowCostSec,
 } from "../../harness/matrix/shard_plan.ts";
 import { emptyIndex, type RunEntry } from "../../harness/report/history_index.ts";
 import type { Status } from "../../harness/report/schema.ts";
@@ -106,4 +107,46 @@ Deno.test("durationsFromReports: each row's newest ended run; reports come newes
   const older = report([["a", "PASS", 100], ["b", "FAIL", 50], ["c", "MISS", 0]]);
   assert.deepEqual(durationsFromReports([newest, older]), new Map([["a", 120], ["b", 50]]));
   assert.deepEqual(durationsFromReports([]), new Map());
+});
+
+Deno.test("a row's wait for the cache is not its cost: reports, index and the guard", () => {
+  // a cold run: qtest-fuzz waited 557 s for the sanitizer QEMU, gpu-smoke 51 s for its state
+  assert.equal(rowCostSec({ durationSec: 615.3, buildWaitSec: 557.1 }), 615.3 - 557.1);
+  assert.equal(rowCostSec({ durationSec: 56.8 }), 56.8);
+  // a hand-edited index: a wait that is not a real one takes nothing off, none goes below 0
+  for (const bad of [NaN, -3, Infinity, "9" as unknown as number]) {
+    assert.equal(rowCostSec({ durationSec: 20, buildWaitSec: bad }), 20);
+  }
+  assert.equal(rowCostSec({ durationSec: 20, buildWaitSec: 25 }), 0);
+
+  const index = emptyIndex();
+  const entry = run("cold", "2026-12-06T02:00:00Z", [["qtest-fuzz", "PASS", 615.3], [
+    "b",
+    "PASS",
+    9,
+  ]]);
+  entry.rows[0].buildWaitSec = 557.1;
+  index.runs = [entry];
+  assert.deepEqual(durationsFromIndex(index), new Map([["qtest-fuzz", 615.3 - 557.1], ["b", 9]]));
+
+  const row = {
+    id: "gpu-smoke",
+    title: "g",
+    status: "PASS" as Status,
+    durationSec: 56.8,
+    buildWaitSec: 51.6,
+    measurements: {},
+    artifacts: [],
+    steps: [],
+  };
+  const report = {
+    provenance: {
+      runId: "r",
+      startedAt: "2026-12-06T02:00:00Z",
+      project: "p",
+      host: { kernel: "k", hostname: "h", cpus: 2 },
+    },
+    rows: [row],
+  };
+  assert.equal(durationsFromReports([report]).get("gpu-smoke")!.toFixed(1), "5.2");
 });
