@@ -25,27 +25,71 @@ export async function consoleSummary(path: string): Promise<string> {
   return (cause ? `${cause.trim()}\n…\n` : "") + tail;
 }
 
+const readProc = (p: string) => Deno.readTextFile(p).then((t) => t.trim()).catch(() => "?");
+
+/** The /proc task directories of `pid`'s threads, in thread id order. */
+async function tasksOf(pid: number): Promise<string[]> {
+  const tids: string[] = [];
+  for await (const e of Deno.readDir(`/proc/${pid}/task`)) tids.push(e.name);
+  return tids.sort((a, b) => Number(a) - Number(b)).map((t) => `/proc/${pid}/task/${t}`);
+}
+
+/** The children of the threads whose task directories are `taskDirs`. */
+async function childrenIn(taskDirs: string[]): Promise<number[]> {
+  const kids: number[] = [];
+  for (const dir of taskDirs) {
+    for (const k of (await readProc(`${dir}/children`)).split(/\s+/)) {
+      if (/^\d+$/.test(k)) kids.push(+k);
+    }
+  }
+  return kids;
+}
+
+/** A process's start time (clock ticks after boot, /proc/PID/stat field 22), or "" when it is gone. */
+async function startTimeOf(pid: number): Promise<string> {
+  const stat = await readProc(`/proc/${pid}/stat`);
+  // the command name (field 2) may hold spaces: count from its closing parenthesis
+  return stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19] ?? "";
+}
+
+/**
+ * The children and grandchildren of `pid` (QEMU's `exec:` reader runs
+ * under `sh -c`), each with its start time, so a later kill can tell it
+ * from a process that got its number since.
+ */
+export async function descendantsOf(pid: number): Promise<{ pid: number; start: string }[]> {
+  const kids = await childrenIn(await tasksOf(pid).catch(() => []));
+  const grandkids = await Promise.all(
+    kids.map(async (k) => childrenIn(await tasksOf(k).catch(() => []))),
+  );
+  const all = [...kids, ...grandkids.flat()];
+  return await Promise.all(all.map(async (k) => ({ pid: k, start: await startTimeOf(k) })));
+}
+
+/**
+ * SIGKILL each of `procs` ({@link descendantsOf}) still running as the same
+ * process; returns how many it ended.
+ */
+export async function killLeftovers(procs: { pid: number; start: string }[]): Promise<number> {
+  let ended = 0;
+  for (const p of procs) {
+    if (!p.start || await startTimeOf(p.pid) !== p.start) continue;
+    try {
+      Deno.kill(p.pid, "SIGKILL");
+      ended++;
+    } catch { /* gone meanwhile */ }
+  }
+  return ended;
+}
+
 /**
  * A process's descendants (their command lines) and its threads' names,
  * states and wait channels, from /proc: "children: sh -c cat /x/state, cat
  * /x/state; threads: qemu-system-x86 S do_sys_poll, CPU 0/TCG S futex_wait".
  */
 export async function processState(pid: number): Promise<string> {
-  const read = (p: string) => Deno.readTextFile(p).then((t) => t.trim()).catch(() => "?");
-  const tasks = async (p: number) => {
-    const tids: string[] = [];
-    for await (const e of Deno.readDir(`/proc/${p}/task`)) tids.push(e.name);
-    return tids.sort((a, b) => Number(a) - Number(b)).map((t) => `/proc/${p}/task/${t}`);
-  };
-  const childrenIn = async (taskDirs: string[]) => {
-    const kids: number[] = [];
-    for (const dir of taskDirs) {
-      for (const k of (await read(`${dir}/children`)).split(/\s+/)) {
-        if (/^\d+$/.test(k)) kids.push(+k);
-      }
-    }
-    return kids;
-  };
+  const read = readProc;
+  const tasks = tasksOf;
   let own: string[];
   try {
     own = await tasks(pid);
@@ -419,11 +463,15 @@ export class GuestVm implements Guest {
 
   /**
    * Shut down: QMP `quit` (the disk is a snapshot, nothing to flush), then
-   * SIGKILL if QEMU has not exited within 5 s. Never leaves QEMU running.
+   * SIGKILL if QEMU has not exited within 5 s. Never leaves QEMU running,
+   * nor a child of QEMU's (a restore's `exec:` reader blocked on its input).
    */
   async close(): Promise<void> {
     this.#ssh?.close();
     if (this.running) {
+      // QEMU's own children (the `exec:` reader of a restore) outlive it when they
+      // are blocked (a state that never arrives): ended below, by PID and start time
+      const children = await descendantsOf(this.#child.pid);
       this.#qmp?.execute("quit").catch(() => {});
       const done = await Promise.race([
         this.#exited.then(() => true),
@@ -436,6 +484,8 @@ export class GuestVm implements Guest {
         } catch { /* gone */ }
         await this.#exited;
       }
+      const ended = await killLeftovers(children);
+      if (ended) progress(this.name, `ended ${ended} process(es) QEMU left behind`);
     }
     this.#qmp?.close();
   }

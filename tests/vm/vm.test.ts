@@ -10,7 +10,7 @@ import { Lab } from "../../harness/matrix/lab.ts";
 import type { Row, RowContext } from "../../harness/matrix/row.ts";
 import { runRow } from "../../harness/matrix/runner.ts";
 import { setQuiet } from "../../harness/progress.ts";
-import { BootTimeoutError, GuestVm } from "../../harness/vm/guest.ts";
+import { BootTimeoutError, descendantsOf, GuestVm } from "../../harness/vm/guest.ts";
 import { freePort } from "../../harness/vm/ports.ts";
 import { QmpClient } from "../../harness/vm/qmp.ts";
 import { pidAlive, release, track } from "../../harness/vm/reaper.ts";
@@ -276,6 +276,16 @@ Deno.test(
       assert.match(e.message, /its state never ran \(query-status: inmigrate; query-migrate: /);
       assert.match(e.message, /children: [^;]*cat [^;]*state/, "the reader of the state is named");
       assert.match(e.message, /threads: .*CPU 0\/TCG/, "QEMU's threads are listed");
+      // the reader blocked on the FIFO outlives QEMU unless close ends it
+      const readers = await descendantsOf(vm.pid);
+      assert.ok(readers.length >= 1, "QEMU's exec: reader is its child");
+      await vm.close();
+      for (const r of readers) {
+        // gone, or a zombie until PID 1 reaps it
+        const stat = await Deno.readTextFile(`/proc/${r.pid}/stat`).catch(() => "gone) X");
+        const state = stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3);
+        assert.ok(state === "X" || state === "Z", `QEMU's child ${r.pid} left in state ${state}`);
+      }
     } finally {
       await vm.close();
       await Deno.remove(dir, { recursive: true });
