@@ -9,7 +9,10 @@
  * commands only, at idle CPU and I/O priority) start with the run and fill
  * the cycles the rows running alone leave idle. Then the sharing rows run
  * `jobs` at a time (`--jobs`; default: the host's cores, 2 to 4; a
- * background row still running holds one of them), longest first by the
+ * background row still running holds one of them), and rows declaring
+ * `filler` (qtest-fuzz: a latency-bound qtest peer, at idle priority)
+ * start beside them without a slot, in the cycles they leave idle. The
+ * sharing rows start longest first by the
  * durations earlier runs recorded (run.ts: the local reports', then the
  * cache's; unknown ones at their median; the order given without any), each
  * next row starting as soon as one ends, so the run ends with its short
@@ -41,6 +44,8 @@ export interface RunPlan {
   alone: LaneRow[];
   /** Rows that share the cores, in the order they start. */
   shared: LaneRow[];
+  /** Rows that start with the sharing rows, at idle priority, holding no slot (`filler`). */
+  filler: LaneRow[];
   /** How many rows run at once once the sharing rows start (background ones included). */
   jobs: number;
 }
@@ -58,7 +63,8 @@ export function planRun(
   const indexed = rows.map((row, i) => ({ row, i }));
   const sharing = indexed.filter(({ row }) => sharesCores(row));
   const inBackground = ({ row }: LaneRow) => jobs > 1 && row.background !== undefined;
-  const shared = sharing.filter((r) => !inBackground(r));
+  const isFiller = ({ row }: LaneRow) => jobs > 1 && row.filler !== undefined;
+  const shared = sharing.filter((r) => !inBackground(r) && !isFiller(r));
   const known = shared.filter(({ row }) => durations.has(row.id))
     .map(({ row }) => durations.get(row.id)!);
   if (known.length) {
@@ -68,6 +74,7 @@ export function planRun(
   }
   return {
     background: sharing.filter(inBackground),
+    filler: sharing.filter((r) => !inBackground(r) && isFiller(r)),
     alone: indexed.filter(({ row }) => !sharesCores(row)),
     shared,
     jobs,
@@ -80,7 +87,8 @@ export function planRun(
  * grows while the row runs, complete once its promise settles. The
  * background rows start at once, the rows that run alone one after the
  * other beside them, then the sharing rows `jobs` at a time, a background
- * row still running holding one slot until it ends. After a `runOne`
+ * row still running holding one slot until it ends, and the filler rows
+ * beside them, holding none. After a `runOne`
  * rejects no further row starts; the rows under way end first, then the
  * first rejection is the run's.
  */
@@ -122,8 +130,10 @@ export async function runPlan(
     await track(r);
   }
   sharing = true;
+  const fillers = failure ? [] : plan.filler.map(track);
   const free = Math.min(Math.max(1, plan.jobs) - held, queue.length);
   for (let k = 0; k < free; k++) workers.push(worker());
+  await Promise.all(fillers);
   await Promise.all(background);
   await Promise.all(workers);
   if (failure) throw failure.error;

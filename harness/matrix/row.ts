@@ -199,6 +199,14 @@ export interface Row {
    * one of the `--jobs` slots once the sharing rows start.
    */
   background?: string;
+  /**
+   * Why this guest-less row may run beside the sharing rows without a slot of
+   * its own: it judges no time, and its work is host processes that wait on
+   * each other (a qtest peer), which then run at idle CPU and I/O priority
+   * (priority.ts), taking only the cycles the sharing rows leave idle. It
+   * starts with the sharing rows (when more than one row may run at once).
+   */
+  filler?: string;
   /** The row body; absent for a row not implemented yet. */
   run?: (ctx: RowContext) => Promise<void>;
   /** Why the row reports MISS (required when `run` is absent). */

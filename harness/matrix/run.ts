@@ -82,7 +82,7 @@ export async function runMatrix(
   const recent = durationsFromReports(await recentReports(config.reportsDir, RECENT_RUNS));
   const known = new Map([...await cachedDurations(config.cacheDir, config.depth), ...recent]);
   const plan = planRun(rows, config.jobs, known);
-  if (plan.shared.length + plan.background.length > 1 && plan.jobs > 1) {
+  if (plan.shared.length + plan.background.length + plan.filler.length > 1 && plan.jobs > 1) {
     const ids = (rs: { row: Row }[]) => rs.map(({ row }) => row.id).join(", ");
     progress(
       "matrix",
@@ -90,7 +90,10 @@ export async function runMatrix(
         (plan.background.length
           ? `in the background from the start, at idle priority: ${ids(plan.background)}; `
           : "") +
-        `then ${plan.jobs} at a time: ${ids(plan.shared)}`,
+        `then ${plan.jobs} at a time: ${ids(plan.shared)}` +
+        (plan.filler.length
+          ? `; beside them at idle priority, in the cycles they leave: ${ids(plan.filler)}`
+          : ""),
     );
   }
   // by the rows' order, whichever ended first

@@ -26,11 +26,11 @@ const BUILD_WAIT_REPORTED_SEC = 0.1;
 export class RowTimeoutError extends HilError {}
 
 /**
- * Run one row to a result; never throws. A row declaring `background` runs
- * with its host commands at idle CPU and I/O priority.
+ * Run one row to a result; never throws. A row declaring `background` or
+ * `filler` runs with its host commands at idle CPU and I/O priority.
  */
 export function runRow(row: Row, lab: Lab, runDir: string): Promise<RowResult> {
-  return row.background
+  return row.background || row.filler
     ? atIdlePriority(() => runRowNow(row, lab, runDir))
     : runRowNow(row, lab, runDir);
 }
@@ -83,6 +83,12 @@ async function runRowNow(row: Row, lab: Lab, runDir: string): Promise<RowResult>
   }
 
   progress(row.id, "starting");
+  if (row.filler) {
+    log(
+      `its host processes run at idle CPU and I/O priority (${IDLE_PRIORITY_PREFIX.join(" ")}) ` +
+        `beside the sharing rows, in the cycles they leave: ${row.filler}`,
+    );
+  }
   if (row.background) {
     log(
       `its host commands run at idle CPU and I/O priority (${IDLE_PRIORITY_PREFIX.join(" ")}) ` +

@@ -23,6 +23,14 @@
 import { HilError } from "../errors.ts";
 import { dirname, join } from "node:path";
 import { qemuOptValue } from "../vm/qemu_args.ts";
+import { atIdle, spawnArgv } from "../priority.ts";
+
+/**
+ * How long a QEMU started at idle priority (a `filler` row's) may take to
+ * connect: it runs only in the cycles the other rows leave, and two busy
+ * guest rows can leave none for a while. A QEMU that hangs still fails.
+ */
+export const IDLE_START_TIMEOUT_MS = 300_000;
 
 /** How to start a qtest machine. */
 export interface QtestOptions {
@@ -42,7 +50,10 @@ export interface QtestOptions {
   workDir?: string;
   /** `-d` log items written to the QEMU log (default `guest_errors`). */
   logItems?: string;
-  /** How long QEMU may take to come up (default 20 s). */
+  /**
+   * How long QEMU may take to come up (default 20 s; 300 s at idle priority,
+   * where it gets only the cycles other rows leave, {@link IDLE_START_TIMEOUT_MS}).
+   */
   startTimeoutMs?: number;
   /** Environment variables QEMU gets besides this process's (e.g. `ASAN_OPTIONS`). */
   env?: Record<string, string>;
@@ -174,7 +185,8 @@ export class QtestMachine {
     const stderrPath = join(workDir, "qemu.stderr");
     await Deno.remove(socketPath).catch(() => {});
     const listener = Deno.listen({ transport: "unix", path: socketPath });
-    const argv = QtestMachine.argv(opts, socketPath, logPath);
+    // a row running at idle priority (a `filler`) runs its QEMU there too
+    const argv = spawnArgv(QtestMachine.argv(opts, socketPath, logPath));
     let child: Deno.ChildProcess;
     try {
       child = new Deno.Command(argv[0], {
@@ -190,7 +202,7 @@ export class QtestMachine {
     }
     const errFile = await Deno.open(stderrPath, { create: true, write: true, truncate: true });
     const stderrDone = child.stderr.pipeTo(errFile.writable).catch(() => {});
-    const timeoutMs = opts.startTimeoutMs ?? 20_000;
+    const timeoutMs = opts.startTimeoutMs ?? (atIdle() ? IDLE_START_TIMEOUT_MS : 20_000);
     let timer: ReturnType<typeof setTimeout> | undefined;
     let conn: Deno.UnixConn;
     try {

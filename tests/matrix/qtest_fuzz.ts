@@ -78,6 +78,8 @@ export const row: Row = {
   title: "hostile register, DMA and wire sequences never kill QEMU (ASan/UBSan build) and " +
     "both device models still match their reference models",
   needs: { guests: 0, builds: ["qemu-asan"] },
+  filler: "it judges no time (QEMU runs under qtest's virtual clock), and it is latency-bound: " +
+    "alone its QEMU and oracle keep 0.7 of 2 cores busy, waiting on each other the rest",
   timeoutSec: 900,
   run: async (ctx) => {
     const binary = ctx.builds.qemuAsan;

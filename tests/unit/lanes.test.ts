@@ -178,3 +178,27 @@ Deno.test("planRun: with jobs 1 a background row waits its turn with the sharing
   assert.deepEqual(plan.background, []);
   assert.deepEqual(plan.shared.map(({ row }) => row.id), ["fh"]);
 });
+
+Deno.test("runPlan: a filler row starts with the sharing rows and holds no slot", async () => {
+  const rows = [
+    { ...row("fh", 0), background: "host commands" },
+    row("boot", 2),
+    { ...row("qf", 0), filler: "a latency-bound qtest peer" },
+    row("a", 1, "x"),
+    row("b", 1, "x"),
+    row("c", 1, "x"),
+  ];
+  const plan = planRun(rows, 2);
+  assert.deepEqual(plan.filler.map(({ row }) => row.id), ["qf"]);
+  assert.deepEqual(plan.shared.map(({ row }) => row.id), ["a", "b", "c"]);
+  const { events, beside } = await trace(rows, 2, { fh: 1, boot: 3, qf: 9 });
+  // not beside the rows that run alone: it starts once they are done, with two sharing rows
+  assert.deepEqual(events.slice(0, 4), ["+fh", "+boot", "-fh", "-boot"]);
+  assert.deepEqual(events.slice(4, 7).sort(), ["+a", "+b", "+qf"]);
+  assert.equal(mostAtOnce(events), 3, events.join(" "));
+  assert.deepEqual(beside.get("qf"), ["a", "b", "c"]);
+  assert.ok(!beside.get("boot")!.includes("qf"));
+  // with one row at a time it is a sharing row like another
+  assert.deepEqual(planRun(rows, 1).filler, []);
+  assert.ok(planRun(rows, 1).shared.some(({ row }) => row.id === "qf"));
+});
