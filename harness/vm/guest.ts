@@ -71,15 +71,25 @@ export async function descendantsOf(pid: number): Promise<{ pid: number; start: 
  * process; returns how many it ended.
  */
 export async function killLeftovers(procs: { pid: number; start: string }[]): Promise<number> {
-  let ended = 0;
+  const killed: { pid: number; start: string }[] = [];
   for (const p of procs) {
     if (!p.start || await startTimeOf(p.pid) !== p.start) continue;
     try {
       Deno.kill(p.pid, "SIGKILL");
-      ended++;
+      killed.push(p);
     } catch { /* gone meanwhile */ }
   }
-  return ended;
+  // a killed process runs on until it has exited: wait for that (gone, or a zombie)
+  for (let i = 0; i < 200 && killed.length; i++) {
+    const alive = await Promise.all(killed.map(async (p) => {
+      const stat = await readProc(`/proc/${p.pid}/stat`);
+      return stat !== "?" && await startTimeOf(p.pid) === p.start &&
+        !["Z", "X"].includes(statState(stat));
+    }));
+    if (!alive.includes(true)) break;
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  return killed.length;
 }
 
 /**
