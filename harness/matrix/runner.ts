@@ -83,16 +83,15 @@ async function runRowNow(row: Row, lab: Lab, runDir: string): Promise<RowResult>
   }
 
   progress(row.id, "starting");
-  if (row.filler) {
-    log(
-      `its host processes run at idle CPU and I/O priority (${IDLE_PRIORITY_PREFIX.join(" ")}) ` +
-        `beside the sharing rows, in the cycles they leave: ${row.filler}`,
-    );
-  }
-  if (row.background) {
+  const idleBeside = row.background
+    ? `the rows that run alone: ${row.background}`
+    : row.filler
+    ? `the sharing rows, in the cycles they leave: ${row.filler}`
+    : undefined;
+  if (idleBeside) {
     log(
       `its host commands run at idle CPU and I/O priority (${IDLE_PRIORITY_PREFIX.join(" ")}) ` +
-        `beside the rows that run alone: ${row.background}`,
+        `beside ${idleBeside}`,
     );
   }
   const controller = new AbortController();

@@ -45,48 +45,59 @@ async function childrenIn(taskDirs: string[]): Promise<number[]> {
   return kids;
 }
 
-/** A process's start time (clock ticks after boot, /proc/PID/stat field 22), or "" when it is gone. */
-async function startTimeOf(pid: number): Promise<string> {
-  const stat = await readProc(`/proc/${pid}/stat`);
+/**
+ * A process's start time (clock ticks after boot, field 22) from its
+ * `/proc/<pid>/stat` line, or "" for none (a process that is gone: "?").
+ */
+function startTimeIn(stat: string): string {
   // the command name (field 2) may hold spaces: count from its closing parenthesis
-  return stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19] ?? "";
+  return stat === "?" ? "" : stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19] ?? "";
 }
 
 /**
- * The children and grandchildren of `pid` (QEMU's `exec:` reader runs
- * under `sh -c`), each with its start time, so a later kill can tell it
- * from a process that got its number since.
+ * The children and grandchildren (QEMU's `exec:` reader runs under
+ * `sh -c`) of the process whose threads' task directories are `own`.
  */
-export async function descendantsOf(pid: number): Promise<{ pid: number; start: string }[]> {
-  const kids = await childrenIn(await tasksOf(pid).catch(() => []));
+async function descendantPids(own: string[]): Promise<number[]> {
+  const kids = await childrenIn(own);
   const grandkids = await Promise.all(
     kids.map(async (k) => childrenIn(await tasksOf(k).catch(() => []))),
   );
-  const all = [...kids, ...grandkids.flat()];
-  return await Promise.all(all.map(async (k) => ({ pid: k, start: await startTimeOf(k) })));
+  return [...kids, ...grandkids.flat()];
+}
+
+/**
+ * The children and grandchildren of `pid`, each with its start time, so a
+ * later kill can tell it from a process that got its number since.
+ */
+export async function descendantsOf(pid: number): Promise<{ pid: number; start: string }[]> {
+  const all = await descendantPids(await tasksOf(pid).catch(() => []));
+  return await Promise.all(
+    all.map(async (k) => ({ pid: k, start: startTimeIn(await readProc(`/proc/${k}/stat`)) })),
+  );
 }
 
 /**
  * SIGKILL each of `procs` ({@link descendantsOf}) still running as the same
- * process; returns how many it ended.
+ * process, and wait until those have exited; returns how many it ended.
  */
 export async function killLeftovers(procs: { pid: number; start: string }[]): Promise<number> {
+  // alive as the same process: its start time unchanged and not yet a zombie
+  const stillRuns = async (p: { pid: number; start: string }) => {
+    const stat = await readProc(`/proc/${p.pid}/stat`);
+    return p.start !== "" && startTimeIn(stat) === p.start && !["Z", "X"].includes(statState(stat));
+  };
   const killed: { pid: number; start: string }[] = [];
   for (const p of procs) {
-    if (!p.start || await startTimeOf(p.pid) !== p.start) continue;
+    if (!await stillRuns(p)) continue;
     try {
       Deno.kill(p.pid, "SIGKILL");
       killed.push(p);
     } catch { /* gone meanwhile */ }
   }
-  // a killed process runs on until it has exited: wait for that (gone, or a zombie)
+  // a killed process runs on until it has exited: wait for that
   for (let i = 0; i < 200 && killed.length; i++) {
-    const alive = await Promise.all(killed.map(async (p) => {
-      const stat = await readProc(`/proc/${p.pid}/stat`);
-      return stat !== "?" && await startTimeOf(p.pid) === p.start &&
-        !["Z", "X"].includes(statState(stat));
-    }));
-    if (!alive.includes(true)) break;
+    if (!(await Promise.all(killed.map(stillRuns))).includes(true)) break;
     await new Promise((r) => setTimeout(r, 10));
   }
   return killed.length;
@@ -98,28 +109,21 @@ export async function killLeftovers(procs: { pid: number; start: string }[]): Pr
  * /x/state; threads: qemu-system-x86 S do_sys_poll, CPU 0/TCG S futex_wait".
  */
 export async function processState(pid: number): Promise<string> {
-  const read = readProc;
-  const tasks = tasksOf;
   let own: string[];
   try {
-    own = await tasks(pid);
+    own = await tasksOf(pid);
   } catch {
     return `process ${pid} gone`;
   }
   const threads = await Promise.all(own.map(async (dir) => {
     const [comm, stat, wchan] = await Promise.all(
-      ["comm", "stat", "wchan"].map((f) => read(`${dir}/${f}`)),
+      ["comm", "stat", "wchan"].map((f) => readProc(`${dir}/${f}`)),
     );
     return `${comm} ${statState(stat)} ${wchan}`;
   }));
-  // children and grandchildren: `exec:` runs the reader under `sh -c`
-  const kids = await childrenIn(own);
-  const grandkids = await Promise.all(
-    kids.map(async (k) => childrenIn(await tasks(k).catch(() => []))),
-  );
   const cmds = await Promise.all(
-    [...kids, ...grandkids.flat()].map((k) =>
-      read(`/proc/${k}/cmdline`).then((c) => c.replaceAll("\0", " ").trim())
+    (await descendantPids(own)).map((k) =>
+      readProc(`/proc/${k}/cmdline`).then((c) => c.replaceAll("\0", " ").trim())
     ),
   );
   return `children: ${cmds.join(", ") || "none"}; threads: ${threads.join(", ")}`;

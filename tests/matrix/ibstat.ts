@@ -2,7 +2,13 @@ import { type Guest, GUEST_PATHS } from "../../harness/vm/types.ts";
 import { type Row, type RowContext, RowFailure } from "../../harness/matrix/row.ts";
 import { rdmaGuestNeeds } from "../../harness/matrix/needs.ts";
 import { parseKeyValues } from "../../harness/guest/cnuas_net.ts";
-import { inBackground, sh, shq, waitListening } from "../../harness/guest/shell.ts";
+import {
+  collectBackground,
+  inBackground,
+  sh,
+  shq,
+  waitListening,
+} from "../../harness/guest/shell.ts";
 import {
   CNUAS_IB,
   type CnuasIbDev,
@@ -232,10 +238,10 @@ async function checkModule(ctx: RowContext, g: Guest, dev: CnuasIbDev): Promise<
       { timeoutSec: 90 },
     );
     if (started.code !== 0) {
-      const out = await g.run(`cat ${tag}.out; echo "exit $(cat ${tag}.rc 2>/dev/null)"`);
+      const bg = await collectBackground(g, tag, 1);
       throw new RowFailure(
-        `ibv_rc_pingpong (the process holding the device) did not start listening: ` +
-          out.stdout.trim().slice(-400),
+        `ibv_rc_pingpong (the process holding the device) did not start listening ` +
+          `(exit ${bg.code}): ${bg.out.trim().slice(-400)}`,
       );
     }
     await sh(g, "pgrep -x ibv_rc_pingpong >/dev/null");
